@@ -1,0 +1,37 @@
+package io.granary.protocol;
+
+/**
+ * Byte layout of a data-plane transfer frame header, in one place (see docs/protocol.md).
+ *
+ * <p>Every frame starts with a fixed {@value #HEADER_LENGTH}-byte big-endian header; a WRITE
+ * request and a successful READ response are followed by exactly {@code length} payload bytes.
+ * The Java (Netty) and native (C) implementations share this layout bit for bit.
+ */
+public final class FrameDescriptor
+{
+    /** "GRNY" in ASCII. */
+    public static final int MAGIC = 0x47524E59;
+    public static final byte VERSION = 1;
+    public static final int HEADER_LENGTH = 64;
+
+    public static final int MAGIC_OFFSET = 0;            // int32
+    public static final int VERSION_OFFSET = 4;          // uint8
+    public static final int OPCODE_OFFSET = 5;           // uint8
+    public static final int FLAGS_OFFSET = 6;            // uint16
+    public static final int REQUEST_ID_OFFSET = 8;       // int64
+    public static final int SEGMENT_ID_OFFSET = 16;      // uint32
+    public static final int STATUS_OFFSET = 20;          // int32, ErrorCode number; 0 in requests
+    public static final int OFFSET_OFFSET = 24;          // uint64, byte offset inside the segment
+    public static final int LENGTH_OFFSET = 32;          // uint32, range length in bytes
+    public static final int RESERVED_OFFSET = 36;        // uint32, zero
+    public static final int TOKEN_EXPIRY_OFFSET = 40;    // int64, epoch ms; 0 = no token
+    public static final int TOKEN_MAC_OFFSET = 48;       // 16 bytes
+    public static final int TOKEN_MAC_LENGTH = 16;
+
+    /** Largest range a single frame may carry; nodes may configure a smaller limit. */
+    public static final int MAX_FRAME_LENGTH_LIMIT = 1 << 30;
+
+    private FrameDescriptor()
+    {
+    }
+}

@@ -1,0 +1,158 @@
+package io.granary.protocol;
+
+import io.netty.buffer.ByteBuf;
+
+import static io.granary.protocol.FrameDescriptor.*;
+
+/**
+ * A decoded transfer frame header: a reusable mutable holder, not thread safe.
+ *
+ * <p>{@link #decode(ByteBuf, int)} validates only what any frame must satisfy (magic, version,
+ * opcode, length within {@code maxFrameLength}); range checks against a segment are the
+ * receiver's job.
+ */
+public final class FrameHeader
+{
+    /** Decode outcomes; negative values mean the stream cannot continue and must be closed. */
+    public static final int DECODE_OK = 0;
+    public static final int DECODE_BAD_MAGIC = -1;
+    public static final int DECODE_BAD_VERSION = -2;
+    public static final int DECODE_BAD_OPCODE = -3;
+    public static final int DECODE_BAD_LENGTH = -4;
+
+    public int opcode;
+    public int flags;
+    public long requestId;
+    public int segmentId;
+    public int status;
+    public long offset;
+    public long length;
+    public long tokenExpiryMs;
+    public final byte[] tokenMac = new byte[TOKEN_MAC_LENGTH];
+
+    public FrameHeader set(
+        final int opcode, final long requestId, final int segmentId, final long offset, final long length)
+    {
+        this.opcode = opcode;
+        this.flags = 0;
+        this.requestId = requestId;
+        this.segmentId = segmentId;
+        this.status = 0;
+        this.offset = offset;
+        this.length = length;
+        this.tokenExpiryMs = 0;
+        java.util.Arrays.fill(tokenMac, (byte)0);
+        return this;
+    }
+
+    /** True when {@link #length} payload bytes follow this header on the wire. */
+    public boolean hasPayload()
+    {
+        return carriesPayload(opcode, status);
+    }
+
+    public static boolean carriesPayload(final int opcode, final int status)
+    {
+        return opcode == Opcode.WRITE || (opcode == Opcode.READ_RESPONSE && status == 0);
+    }
+
+    /** Writes the header (64 bytes) at the writer index of {@code out}. */
+    public void encode(final ByteBuf out)
+    {
+        encode(out, opcode, flags, requestId, segmentId, status, offset, length, tokenExpiryMs, tokenMac);
+    }
+
+    public static void encode(
+        final ByteBuf out,
+        final int opcode,
+        final int flags,
+        final long requestId,
+        final int segmentId,
+        final int status,
+        final long offset,
+        final long length,
+        final long tokenExpiryMs,
+        final byte[] tokenMac)
+    {
+        out.ensureWritable(HEADER_LENGTH);
+        out.writeInt(MAGIC);
+        out.writeByte(VERSION);
+        out.writeByte(opcode);
+        out.writeShort(flags);
+        out.writeLong(requestId);
+        out.writeInt(segmentId);
+        out.writeInt(status);
+        out.writeLong(offset);
+        out.writeInt((int)length);
+        out.writeInt(0);
+        out.writeLong(tokenExpiryMs);
+        if (tokenMac == null)
+        {
+            out.writeZero(TOKEN_MAC_LENGTH);
+        }
+        else
+        {
+            out.writeBytes(tokenMac, 0, TOKEN_MAC_LENGTH);
+        }
+    }
+
+    /**
+     * Reads a header from the reader index of {@code in}, which must hold at least
+     * {@link FrameDescriptor#HEADER_LENGTH} readable bytes; the reader index advances by exactly that.
+     *
+     * @return {@link #DECODE_OK} or one of the negative DECODE_ codes.
+     */
+    public int decode(final ByteBuf in, final int maxFrameLength)
+    {
+        final int start = in.readerIndex();
+        final int magic = in.getInt(start + MAGIC_OFFSET);
+        final int version = in.getUnsignedByte(start + VERSION_OFFSET);
+        opcode = in.getUnsignedByte(start + OPCODE_OFFSET);
+        flags = in.getUnsignedShort(start + FLAGS_OFFSET);
+        requestId = in.getLong(start + REQUEST_ID_OFFSET);
+        segmentId = in.getInt(start + SEGMENT_ID_OFFSET);
+        status = in.getInt(start + STATUS_OFFSET);
+        offset = in.getLong(start + OFFSET_OFFSET);
+        length = in.getUnsignedInt(start + LENGTH_OFFSET);
+        tokenExpiryMs = in.getLong(start + TOKEN_EXPIRY_OFFSET);
+        in.getBytes(start + TOKEN_MAC_OFFSET, tokenMac);
+        in.skipBytes(HEADER_LENGTH);
+
+        if (magic != MAGIC)
+        {
+            return DECODE_BAD_MAGIC;
+        }
+        if (version != VERSION)
+        {
+            return DECODE_BAD_VERSION;
+        }
+        if (!Opcode.isRequest(opcode) && !Opcode.isResponse(opcode))
+        {
+            return DECODE_BAD_OPCODE;
+        }
+        if (length > maxFrameLength)
+        {
+            return DECODE_BAD_LENGTH;
+        }
+        return DECODE_OK;
+    }
+
+    public static String decodeErrorText(final int decodeResult)
+    {
+        switch (decodeResult)
+        {
+            case DECODE_BAD_MAGIC: return "bad magic (not a Granary transfer frame)";
+            case DECODE_BAD_VERSION: return "unsupported frame version";
+            case DECODE_BAD_OPCODE: return "unknown opcode";
+            case DECODE_BAD_LENGTH: return "frame length above the limit";
+            default: return "ok";
+        }
+    }
+
+    @Override
+    public String toString()
+    {
+        return "FrameHeader{op=" + Opcode.name(opcode) + ", id=" + requestId + ", seg=" + Integer.toUnsignedString(segmentId) +
+            ", status=" + status + ", offset=" + offset + ", length=" + length + '}';
+    }
+}

@@ -1,0 +1,64 @@
+package io.granary.protocol;
+
+import java.nio.charset.StandardCharsets;
+import java.util.regex.Pattern;
+
+/** Input limits shared by the client (early checks) and the master (authoritative checks). */
+public final class Limits
+{
+    /** Longest key, in UTF-8 bytes. */
+    public static final int MAX_KEY_BYTES = 4096;
+    /** Most keys in one batch call. */
+    public static final int MAX_BATCH_KEYS = 65_536;
+    /** Longest regex accepted by RemoveByRegex/ListKeys. */
+    public static final int MAX_REGEX_LENGTH = 1024;
+    /** Largest single value (1 TiB; in practice bounded by segment size). */
+    public static final long MAX_VALUE_BYTES = 1L << 40;
+    /** Most replicas of one object. */
+    public static final int MAX_REPLICAS = 16;
+    public static final String DEFAULT_TENANT = "default";
+
+    private static final Pattern TENANT = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,63}");
+
+    private Limits()
+    {
+    }
+
+    /** Null when the key is acceptable, else the reason. */
+    public static String checkKey(final String key)
+    {
+        if (key == null || key.isEmpty())
+        {
+            return "key is empty";
+        }
+        if (key.length() > MAX_KEY_BYTES ||
+            (key.length() * 3 > MAX_KEY_BYTES && key.getBytes(StandardCharsets.UTF_8).length > MAX_KEY_BYTES))
+        {
+            return "key longer than " + MAX_KEY_BYTES + " bytes";
+        }
+        for (int i = 0; i < key.length(); i++)
+        {
+            if (key.charAt(i) == 0)
+            {
+                return "key contains a NUL character";
+            }
+        }
+        return null;
+    }
+
+    /** Null when the tenant id is acceptable (letters, digits, '.', '_', '-'; 1..64 chars), else the reason. */
+    public static String checkTenant(final String tenant)
+    {
+        if (tenant == null || tenant.isEmpty())
+        {
+            return null; // empty means the default tenant
+        }
+        return TENANT.matcher(tenant).matches() ? null :
+            "tenant id must be 1-64 characters of [A-Za-z0-9._-] starting with a letter or digit";
+    }
+
+    public static String tenantOrDefault(final String tenant)
+    {
+        return tenant == null || tenant.isEmpty() ? DEFAULT_TENANT : tenant;
+    }
+}

@@ -1,0 +1,41 @@
+package io.granary.protocol;
+
+/** Data-plane operation codes; a response carries its request's code with {@link #RESPONSE_BIT} set. */
+public final class Opcode
+{
+    public static final int READ = 0x01;
+    public static final int WRITE = 0x02;
+    public static final int PING = 0x03;
+    public static final int RESPONSE_BIT = 0x80;
+    public static final int READ_RESPONSE = READ | RESPONSE_BIT;
+    public static final int WRITE_RESPONSE = WRITE | RESPONSE_BIT;
+    public static final int PING_RESPONSE = PING | RESPONSE_BIT;
+
+    private Opcode()
+    {
+    }
+
+    public static boolean isRequest(final int opcode)
+    {
+        return opcode == READ || opcode == WRITE || opcode == PING;
+    }
+
+    public static boolean isResponse(final int opcode)
+    {
+        return opcode == READ_RESPONSE || opcode == WRITE_RESPONSE || opcode == PING_RESPONSE;
+    }
+
+    public static String name(final int opcode)
+    {
+        switch (opcode)
+        {
+            case READ: return "READ";
+            case WRITE: return "WRITE";
+            case PING: return "PING";
+            case READ_RESPONSE: return "READ_RESPONSE";
+            case WRITE_RESPONSE: return "WRITE_RESPONSE";
+            case PING_RESPONSE: return "PING_RESPONSE";
+            default: return "UNKNOWN(0x" + Integer.toHexString(opcode) + ")";
+        }
+    }
+}
