@@ -1,0 +1,37 @@
+package io.granary.transfer;
+
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * Moves bytes between local memory and extents of storage-node segments; the one interface the
+ * client (and later the storage node, for replication) uses, whatever transport is underneath.
+ *
+ * <h2>Contract</h2>
+ * <ul>
+ *   <li><b>Completion.</b> {@link #submit} never throws for a transfer failure and its future
+ *   never completes exceptionally: it completes with an ErrorCode number — 0 (OK),
+ *   TRANSFER_FAIL (-800) when the peer is unreachable or the connection broke, RPC_TIMEOUT (-901)
+ *   when no answer came within the transfer timeout, or the status the node returned
+ *   (SEGMENT_NOT_FOUND, INVALID_PARAMS for a range outside the segment, ...).</li>
+ *   <li><b>Memory.</b> The caller keeps {@code request.local()} alive and untouched until the
+ *   future completes. After completion the engine holds no reference to it. On a failed READ
+ *   the destination range may hold partial data.</li>
+ *   <li><b>Ordering.</b> None between requests, even to the same peer; requests are pipelined and
+ *   may be split into slices spread over several connections.</li>
+ *   <li><b>Threading.</b> Thread safe. Futures complete on engine I/O threads: callbacks must
+ *   not block.</li>
+ *   <li><b>Lifecycle.</b> {@link #close()} fails every outstanding request with TRANSFER_FAIL and
+ *   releases connections and native resources; later submits complete with TRANSFER_FAIL.</li>
+ * </ul>
+ */
+public interface TransferEngine extends AutoCloseable
+{
+    /** The transport actually in use (never {@link TransportKind#AUTO}). */
+    TransportKind kind();
+
+    /** Starts one transfer; the future completes with an ErrorCode number (0 = OK). */
+    CompletableFuture<Integer> submit(TransferRequest request);
+
+    @Override
+    void close();
+}

@@ -1,0 +1,107 @@
+package io.granary.transfer;
+
+import java.nio.ByteBuffer;
+import java.util.Objects;
+
+/**
+ * One READ or WRITE between local memory and an extent of a remote segment.
+ *
+ * <p>{@code local} is used from its position for {@code length} bytes; the engine never changes
+ * its position or limit. A READ fills it, a WRITE sends it. Direct buffers avoid a copy.
+ */
+public final class TransferRequest
+{
+    public enum Op
+    {
+        READ, WRITE
+    }
+
+    private final Op op;
+    private final String endpoint;
+    private final int segmentId;
+    private final long remoteOffset;
+    private final int length;
+    private final ByteBuffer local;
+    private final byte[] accessToken;
+
+    public TransferRequest(
+        final Op op,
+        final String endpoint,
+        final int segmentId,
+        final long remoteOffset,
+        final ByteBuffer local,
+        final int length,
+        final byte[] accessToken)
+    {
+        this.op = Objects.requireNonNull(op, "op");
+        this.endpoint = Objects.requireNonNull(endpoint, "endpoint");
+        this.segmentId = segmentId;
+        if (remoteOffset < 0 || length < 0)
+        {
+            throw new IllegalArgumentException("negative offset or length");
+        }
+        this.remoteOffset = remoteOffset;
+        this.local = Objects.requireNonNull(local, "local");
+        if (length > local.remaining())
+        {
+            throw new IllegalArgumentException("length " + length + " exceeds local buffer remaining " + local.remaining());
+        }
+        this.length = length;
+        this.accessToken = accessToken;
+    }
+
+    public static TransferRequest read(
+        final String endpoint, final int segmentId, final long remoteOffset, final ByteBuffer into, final int length)
+    {
+        return new TransferRequest(Op.READ, endpoint, segmentId, remoteOffset, into, length, null);
+    }
+
+    public static TransferRequest write(
+        final String endpoint, final int segmentId, final long remoteOffset, final ByteBuffer from, final int length)
+    {
+        return new TransferRequest(Op.WRITE, endpoint, segmentId, remoteOffset, from, length, null);
+    }
+
+    public Op op()
+    {
+        return op;
+    }
+
+    /** host:port of the storage node's transfer server. */
+    public String endpoint()
+    {
+        return endpoint;
+    }
+
+    public int segmentId()
+    {
+        return segmentId;
+    }
+
+    public long remoteOffset()
+    {
+        return remoteOffset;
+    }
+
+    public int length()
+    {
+        return length;
+    }
+
+    public ByteBuffer local()
+    {
+        return local;
+    }
+
+    /** Opaque token the master issued for this extent, or null. */
+    public byte[] accessToken()
+    {
+        return accessToken;
+    }
+
+    @Override
+    public String toString()
+    {
+        return op + " " + endpoint + " seg=" + Integer.toUnsignedString(segmentId) + " off=" + remoteOffset + " len=" + length;
+    }
+}
