@@ -1,0 +1,33 @@
+package io.granary.transfer;
+
+import io.granary.transfer.tcp.NettyTransferEngine;
+
+/** Builds the {@link TransferEngine} for a {@link TransportKind}. */
+public final class TransferEngines
+{
+    private TransferEngines()
+    {
+    }
+
+    /**
+     * Creates an engine. AUTO picks the best available transport (today: Java TCP).
+     *
+     * @throws IllegalStateException with the reason when the requested transport is unavailable.
+     */
+    public static TransferEngine create(final TransportKind kind, final TransferConfig config)
+    {
+        final TransferConfig concluded = config.copy().conclude();
+        switch (kind)
+        {
+            case AUTO:
+            case JAVA:
+                return new NettyTransferEngine(concluded);
+            case NATIVE:
+            case RDMA:
+            default:
+                throw new IllegalStateException(
+                    "transport " + kind.name().toLowerCase(java.util.Locale.ROOT) +
+                    " is not available: the JNI transfer engine is not part of this build; use --transport java");
+        }
+    }
+}
