@@ -1,0 +1,62 @@
+package io.granary.master;
+
+import java.time.Duration;
+
+/**
+ * Master settings: each property's name and default side by side. Flags use the same names with
+ * a leading "--" (e.g. {@code --lease-ttl}); docs/configuration.md lists them all.
+ */
+public final class Configuration
+{
+    public static final String HOST_PROP = "host";
+    public static final String HOST_DEFAULT = "127.0.0.1";
+
+    public static final String PORT_PROP = "port";
+    public static final int PORT_DEFAULT = 50051;
+
+    public static final String ADMIN_PORT_PROP = "admin-port";
+    public static final int ADMIN_PORT_DEFAULT = 9003;
+
+    public static final String LEASE_TTL_PROP = "lease-ttl";
+    public static final Duration LEASE_TTL_DEFAULT = Duration.ofSeconds(10);
+
+    public static final String SOFT_PIN_DEFAULT_TTL_PROP = "soft-pin-default-ttl";
+    public static final Duration SOFT_PIN_DEFAULT_TTL_DEFAULT = Duration.ofMinutes(30);
+
+    public static final String SOFT_PIN_MAX_TTL_PROP = "soft-pin-max-ttl";
+    public static final Duration SOFT_PIN_MAX_TTL_DEFAULT = Duration.ofHours(24);
+
+    public static final String ALLOW_EVICT_SOFT_PINNED_PROP = "allow-evict-soft-pinned";
+    public static final boolean ALLOW_EVICT_SOFT_PINNED_DEFAULT = true;
+
+    public static final String EVICTION_HIGH_WATERMARK_PROP = "eviction-high-watermark";
+    public static final double EVICTION_HIGH_WATERMARK_DEFAULT = 0.90;
+
+    public static final String EVICTION_RATIO_PROP = "eviction-ratio";
+    public static final double EVICTION_RATIO_DEFAULT = 0.05;
+
+    public static final String NODE_TTL_PROP = "node-ttl";
+    public static final Duration NODE_TTL_DEFAULT = Duration.ofSeconds(10);
+
+    public static final String HEARTBEAT_INTERVAL_PROP = "heartbeat-interval";
+    public static final Duration HEARTBEAT_INTERVAL_DEFAULT = Duration.ofSeconds(1);
+
+    public static final String PUT_DISCARD_TIMEOUT_PROP = "put-discard-timeout";
+    public static final Duration PUT_DISCARD_TIMEOUT_DEFAULT = Duration.ofSeconds(30);
+
+    public static final String PUT_RELEASE_TIMEOUT_PROP = "put-release-timeout";
+    public static final Duration PUT_RELEASE_TIMEOUT_DEFAULT = Duration.ofMinutes(10);
+
+    public static final String METADATA_SHARDS_PROP = "metadata-shards";
+    public static final int METADATA_SHARDS_DEFAULT = 1024;
+
+    public static final String ALLOCATION_GRANULARITY_PROP = "allocation-granularity";
+    public static final int ALLOCATION_GRANULARITY_DEFAULT = 64;
+
+    public static final String LIST_KEYS_LIMIT_PROP = "list-keys-limit";
+    public static final int LIST_KEYS_LIMIT_DEFAULT = 10_000;
+
+    private Configuration()
+    {
+    }
+}

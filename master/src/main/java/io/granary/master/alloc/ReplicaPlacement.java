@@ -1,0 +1,108 @@
+package io.granary.master.alloc;
+
+import io.granary.master.meta.ReplicaRecord;
+import io.granary.master.segment.MountedSegment;
+
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ThreadLocalRandom;
+
+/**
+ * Chooses segments for an object's replicas and carves the extents: distinct segments always,
+ * distinct nodes when possible, the preferred segment first, otherwise the emptier of two random
+ * candidates ("power of two choices") so load spreads without a global scan per put. Thread safe.
+ */
+public final class ReplicaPlacement
+{
+    /**
+     * Allocates up to {@code replicas} extents of {@code lengthBytes}.
+     *
+     * @return the extents allocated, possibly fewer than asked (possibly none).
+     */
+    public List<ReplicaRecord> place(
+        final MountedSegment[] live, final int replicas, final long lengthBytes, final String preferredSegment)
+    {
+        final List<ReplicaRecord> placed = new ArrayList<>(replicas);
+        if (live.length == 0 || replicas <= 0)
+        {
+            return placed;
+        }
+        final List<MountedSegment> candidates = new ArrayList<>(live.length);
+        MountedSegment preferred = null;
+        for (final MountedSegment s : live)
+        {
+            if (s.isAlive() && s.freeBytes() >= lengthBytes)
+            {
+                if (preferred == null && preferredSegment != null && !preferredSegment.isEmpty() &&
+                    s.name().equals(preferredSegment))
+                {
+                    preferred = s;
+                }
+                else
+                {
+                    candidates.add(s);
+                }
+            }
+        }
+
+        final Set<String> usedNodes = new HashSet<>();
+        if (preferred != null)
+        {
+            tryAllocate(preferred, lengthBytes, placed, usedNodes);
+        }
+
+        // First pass: one replica per node; second pass: any remaining segment.
+        for (int pass = 0; pass < 2 && placed.size() < replicas; pass++)
+        {
+            final List<MountedSegment> pool = new ArrayList<>(candidates.size());
+            for (final MountedSegment s : candidates)
+            {
+                if (pass == 1 || !usedNodes.contains(s.nodeId()))
+                {
+                    pool.add(s);
+                }
+            }
+            while (placed.size() < replicas && !pool.isEmpty())
+            {
+                final MountedSegment chosen = pickEmptierOfTwo(pool);
+                pool.remove(chosen);
+                if (pass == 0 && usedNodes.contains(chosen.nodeId()))
+                {
+                    continue;
+                }
+                if (tryAllocate(chosen, lengthBytes, placed, usedNodes))
+                {
+                    candidates.remove(chosen);
+                }
+            }
+        }
+        return placed;
+    }
+
+    private static boolean tryAllocate(
+        final MountedSegment segment, final long lengthBytes, final List<ReplicaRecord> placed, final Set<String> usedNodes)
+    {
+        final long offset = segment.allocate(lengthBytes);
+        if (offset == ExtentAllocator.NO_SPACE)
+        {
+            return false;
+        }
+        placed.add(new ReplicaRecord(segment, offset, lengthBytes));
+        usedNodes.add(segment.nodeId());
+        return true;
+    }
+
+    private static MountedSegment pickEmptierOfTwo(final List<MountedSegment> pool)
+    {
+        final ThreadLocalRandom random = ThreadLocalRandom.current();
+        final MountedSegment a = pool.get(random.nextInt(pool.size()));
+        if (pool.size() == 1)
+        {
+            return a;
+        }
+        final MountedSegment b = pool.get(random.nextInt(pool.size()));
+        return b.freeBytes() > a.freeBytes() ? b : a;
+    }
+}

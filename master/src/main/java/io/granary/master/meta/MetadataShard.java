@@ -1,0 +1,87 @@
+package io.granary.master.meta;
+
+import java.util.HashMap;
+import java.util.Map;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * One of the master's metadata shards: a lock, the index of keys whose home is this shard, and the
+ * groups (with their member objects) owned by this shard. Everything here is touched only while
+ * holding {@link #lock}.
+ */
+public final class MetadataShard
+{
+    final int index;
+    final ReentrantLock lock = new ReentrantLock();
+    /** tenant → key → object, for keys whose home shard is this one (the object may be owned elsewhere). */
+    final Map<String, Map<String, ObjectMeta>> keysByTenant = new HashMap<>();
+    /** tenant → group id → group, for groups owned by this shard. */
+    final Map<String, Map<String, GroupMeta>> groupsByTenant = new HashMap<>();
+    /** Objects owned by this shard (for status). */
+    int ownedObjects;
+
+    MetadataShard(final int index)
+    {
+        this.index = index;
+    }
+
+    public int index()
+    {
+        return index;
+    }
+
+    void lock()
+    {
+        lock.lock();
+    }
+
+    void unlock()
+    {
+        lock.unlock();
+    }
+
+    ObjectMeta get(final String tenant, final String key)
+    {
+        final Map<String, ObjectMeta> keys = keysByTenant.get(tenant);
+        return keys == null ? null : keys.get(key);
+    }
+
+    void put(final ObjectMeta meta)
+    {
+        keysByTenant.computeIfAbsent(meta.tenant, t -> new HashMap<>()).put(meta.key, meta);
+    }
+
+    /** Removes the index entry only if it still points at {@code meta}. */
+    void unlink(final ObjectMeta meta)
+    {
+        final Map<String, ObjectMeta> keys = keysByTenant.get(meta.tenant);
+        if (keys != null && keys.remove(meta.key, meta) && keys.isEmpty())
+        {
+            keysByTenant.remove(meta.tenant);
+        }
+    }
+
+    GroupMeta group(final String tenant, final String groupId)
+    {
+        final Map<String, GroupMeta> groups = groupsByTenant.get(tenant);
+        return groups == null ? null : groups.get(groupId);
+    }
+
+    GroupMeta groupOrCreate(final String tenant, final String groupId)
+    {
+        return groupsByTenant.computeIfAbsent(tenant, t -> new HashMap<>())
+            .computeIfAbsent(groupId, g -> new GroupMeta(tenant, g, index));
+    }
+
+    void dropGroupIfEmpty(final GroupMeta group)
+    {
+        if (group.members.isEmpty())
+        {
+            final Map<String, GroupMeta> groups = groupsByTenant.get(group.tenant);
+            if (groups != null && groups.remove(group.groupId, group) && groups.isEmpty())
+            {
+                groupsByTenant.remove(group.tenant);
+            }
+        }
+    }
+}

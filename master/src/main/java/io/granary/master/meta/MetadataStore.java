@@ -1,0 +1,1017 @@
+package io.granary.master.meta;
+
+import io.granary.common.Clock;
+import io.granary.master.alloc.ReplicaPlacement;
+import io.granary.master.segment.MountedSegment;
+import io.granary.master.segment.SegmentRegistry;
+import io.granary.proto.KeyInfo;
+import io.granary.proto.PutOptions;
+import io.granary.proto.Replica;
+import io.granary.proto.ReplicaStatus;
+import io.granary.proto.SoftPinAction;
+import io.granary.protocol.Limits;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.PriorityQueue;
+import java.util.Set;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.function.Predicate;
+
+import static io.granary.proto.ErrorCode.*;
+
+/**
+ * All object metadata, sharded: puts, lookups with read leases, removal, and the cleanup that
+ * node loss and abandoned puts require. Transport-agnostic; every public method is thread safe.
+ *
+ * <p>Locking: an object's mutable state is guarded by its owner shard's lock (see
+ * {@link ObjectMeta}). At most two shard locks are held at once, always in ascending index order;
+ * segment allocators are locked inside shard locks, never the other way round.
+ */
+public final class MetadataStore
+{
+    private static final Logger LOG = LoggerFactory.getLogger(MetadataStore.class);
+
+    /** Settings the store decides by; durations in nanoseconds. */
+    public static final class Settings
+    {
+        public int shardCount = 1024;
+        public long leaseTtlNs = 10_000_000_000L;
+        public long softPinDefaultTtlNs = 30L * 60 * 1_000_000_000L;
+        public long softPinMaxTtlNs = 24L * 3600 * 1_000_000_000L;
+        public long putDiscardTimeoutNs = 30_000_000_000L;
+        public long putReleaseTimeoutNs = 600_000_000_000L;
+        public int listKeysLimit = 10_000;
+    }
+
+    /** Outcome of a lookup that may grant a lease. */
+    public static final class Lookup
+    {
+        public int code;
+        public long sizeBytes;
+        public List<Replica> replicas;
+    }
+
+    private final MetadataShard[] shards;
+    private final int shardMask;
+    private final Settings settings;
+    private final Clock clock;
+    private final SegmentRegistry registry;
+    private final ReplicaPlacement placement = new ReplicaPlacement();
+
+    /** Puts not yet complete, in start order, so abandoned ones can be reclaimed without a scan. */
+    private final ConcurrentLinkedQueue<ObjectMeta> processing = new ConcurrentLinkedQueue<>();
+    /** Extents whose writers may still be writing; freed when their time comes. Guarded by itself. */
+    private final PriorityQueue<PendingRelease> pendingReleases =
+        new PriorityQueue<>(Comparator.comparingLong((PendingRelease p) -> p.releaseAtNs));
+
+    private final AtomicLong objectCount = new AtomicLong();
+    private final LongAdder putStarts = new LongAdder();
+    private final LongAdder putEnds = new LongAdder();
+    private final LongAdder putRevokes = new LongAdder();
+    private final LongAdder allocationFailures = new LongAdder();
+    private final LongAdder partialAllocations = new LongAdder();
+    private final LongAdder discardedPuts = new LongAdder();
+    private final LongAdder releasedPuts = new LongAdder();
+    private final LongAdder leaseGrants = new LongAdder();
+    private final LongAdder removedObjects = new LongAdder();
+    private final LongAdder lostObjects = new LongAdder();
+
+    private static final class PendingRelease
+    {
+        final long releaseAtNs;
+        final ReplicaRecord[] replicas;
+
+        PendingRelease(final long releaseAtNs, final ReplicaRecord[] replicas)
+        {
+            this.releaseAtNs = releaseAtNs;
+            this.replicas = replicas;
+        }
+    }
+
+    public MetadataStore(final Settings settings, final Clock clock, final SegmentRegistry registry)
+    {
+        if (Integer.bitCount(settings.shardCount) != 1)
+        {
+            throw new IllegalArgumentException("shard count must be a power of two, was " + settings.shardCount);
+        }
+        this.settings = settings;
+        this.clock = clock;
+        this.registry = registry;
+        this.shards = new MetadataShard[settings.shardCount];
+        for (int i = 0; i < shards.length; i++)
+        {
+            shards[i] = new MetadataShard(i);
+        }
+        this.shardMask = settings.shardCount - 1;
+    }
+
+    public Settings settings()
+    {
+        return settings;
+    }
+
+    public Clock clock()
+    {
+        return clock;
+    }
+
+    public int shardCount()
+    {
+        return shards.length;
+    }
+
+    // ------------------------------------------------------------------------------------ routing
+
+    static int mix(final int h)
+    {
+        int x = h;
+        x ^= x >>> 16;
+        x *= 0x85EBCA6B;
+        x ^= x >>> 13;
+        x *= 0xC2B2AE35;
+        x ^= x >>> 16;
+        return x;
+    }
+
+    /** The shard whose index holds {@code key}. */
+    public int homeShard(final String tenant, final String key)
+    {
+        return mix(key.hashCode() * 31 + tenant.hashCode()) & shardMask;
+    }
+
+    /** The shard that owns a group and all its members. */
+    public int groupShard(final String tenant, final String groupId)
+    {
+        return mix(groupId.hashCode() * 31 + tenant.hashCode() + 0x5BD1E995) & shardMask;
+    }
+
+    MetadataShard shard(final int index)
+    {
+        return shards[index];
+    }
+
+    /**
+     * Finds a live object and returns it with its owner shard locked, or null with nothing locked.
+     * The caller must {@link #unlockOwner(ObjectMeta)}.
+     */
+    ObjectMeta lockForKey(final String tenant, final String key)
+    {
+        final int h = homeShard(tenant, key);
+        final MetadataShard home = shards[h];
+        while (true)
+        {
+            home.lock();
+            final ObjectMeta m = home.get(tenant, key);
+            if (m == null)
+            {
+                home.unlock();
+                return null;
+            }
+            if (m.ownerShard == h)
+            {
+                if (!m.removed)
+                {
+                    return m;
+                }
+                home.unlink(m);
+                home.unlock();
+                continue;
+            }
+            home.unlock();
+            final MetadataShard owner = shards[m.ownerShard];
+            owner.lock();
+            if (!m.removed)
+            {
+                return m;
+            }
+            owner.unlock();
+            home.lock();
+            home.unlink(m);
+            home.unlock();
+        }
+    }
+
+    void unlockOwner(final ObjectMeta m)
+    {
+        shards[m.ownerShard].unlock();
+    }
+
+    /** Removes the home-index entry of an object already marked removed (owner lock not held). */
+    private void unlinkHome(final ObjectMeta m)
+    {
+        final MetadataShard home = shards[m.homeShard];
+        home.lock();
+        try
+        {
+            home.unlink(m);
+        }
+        finally
+        {
+            home.unlock();
+        }
+    }
+
+    /**
+     * Marks an object removed and detaches it from its group; owner lock held. The caller then
+     * unlinks the home entry: at once if home == owner, else after releasing the owner lock.
+     */
+    private void detachLocked(final ObjectMeta m)
+    {
+        m.removed = true;
+        final MetadataShard owner = shards[m.ownerShard];
+        owner.ownedObjects--;
+        objectCount.decrementAndGet();
+        if (m.group != null)
+        {
+            m.group.members.remove(m);
+            owner.dropGroupIfEmpty(m.group);
+        }
+        if (m.homeShard == m.ownerShard)
+        {
+            owner.unlink(m);
+        }
+    }
+
+    private void finishDetach(final ObjectMeta m)
+    {
+        if (m.homeShard != m.ownerShard)
+        {
+            unlinkHome(m);
+        }
+    }
+
+    // ------------------------------------------------------------------------------------ validation
+
+    /** ErrorCode number for a bad tenant, or OK. */
+    public static int checkTenant(final String tenant)
+    {
+        return Limits.checkTenant(tenant) == null ? OK_VALUE : INVALID_PARAMS_VALUE;
+    }
+
+    public static int checkKey(final String key)
+    {
+        return Limits.checkKey(key) == null ? OK_VALUE : INVALID_KEY_VALUE;
+    }
+
+    /** Validates put options; returns OK or INVALID_PARAMS, and the soft-pin TTL to apply in {@code ttlOut[0]}. */
+    int checkPutOptions(final PutOptions options, final long[] softPinTtlOut)
+    {
+        if (options.getReplicas() > Limits.MAX_REPLICAS)
+        {
+            return INVALID_PARAMS_VALUE;
+        }
+        if (options.getGroupId().length() > Limits.MAX_KEY_BYTES)
+        {
+            return INVALID_PARAMS_VALUE;
+        }
+        softPinTtlOut[0] = 0;
+        switch (options.getSoftPinValue())
+        {
+            case SoftPinAction.SOFT_PIN_PRESERVE_VALUE:
+            case SoftPinAction.SOFT_PIN_DISABLE_VALUE:
+                if (options.hasSoftPinTtlMs())
+                {
+                    return INVALID_PARAMS_VALUE;
+                }
+                return OK_VALUE;
+            case SoftPinAction.SOFT_PIN_ENABLE_VALUE:
+                if (!options.hasSoftPinTtlMs())
+                {
+                    softPinTtlOut[0] = settings.softPinDefaultTtlNs;
+                    return OK_VALUE;
+                }
+                final long ttlMs = options.getSoftPinTtlMs();
+                if (ttlMs < 0 || ttlMs > settings.softPinMaxTtlNs / 1_000_000L)
+                {
+                    return INVALID_PARAMS_VALUE;
+                }
+                softPinTtlOut[0] = ttlMs * 1_000_000L; // 0 stores ordinary cache
+                return OK_VALUE;
+            default:
+                return INVALID_PARAMS_VALUE;
+        }
+    }
+
+    // ------------------------------------------------------------------------------------ puts
+
+    /** Starts a put: validates, allocates replicas, records the object as PROCESSING. */
+    public int putStart(
+        final String tenant,
+        final String clientId,
+        final String key,
+        final long valueLength,
+        final PutOptions options,
+        final List<Replica> replicasOut)
+    {
+        int code = checkKey(key);
+        if (code != OK_VALUE)
+        {
+            return code;
+        }
+        if (valueLength < 0 || valueLength > Limits.MAX_VALUE_BYTES || clientId.isEmpty())
+        {
+            return INVALID_PARAMS_VALUE;
+        }
+        final long[] softPinTtl = new long[1];
+        code = checkPutOptions(options, softPinTtl);
+        if (code != OK_VALUE)
+        {
+            return code;
+        }
+        putStarts.increment();
+        final long now = clock.nanoTime();
+
+        final ObjectMeta existing = lockForKey(tenant, key);
+        if (existing != null)
+        {
+            final boolean stale = !existing.complete && now - existing.putStartNs > settings.putDiscardTimeoutNs;
+            if (!stale)
+            {
+                unlockOwner(existing);
+                return OBJECT_ALREADY_EXISTS_VALUE;
+            }
+            detachLocked(existing);
+            unlockOwner(existing);
+            finishDetach(existing);
+            quarantine(existing.replicas, existing.putStartNs + settings.putReleaseTimeoutNs);
+            discardedPuts.increment();
+        }
+
+        final int wanted = Math.max(1, options.getReplicas());
+        final List<ReplicaRecord> placed =
+            placement.place(registry.liveSegments(), wanted, valueLength, options.getPreferredSegment());
+        if (placed.isEmpty())
+        {
+            allocationFailures.increment();
+            return NO_AVAILABLE_HANDLE_VALUE;
+        }
+        if (placed.size() < wanted)
+        {
+            partialAllocations.increment();
+        }
+        final ReplicaRecord[] replicas = placed.toArray(new ReplicaRecord[0]);
+
+        final String groupId = options.getGroupId();
+        final int h = homeShard(tenant, key);
+        final int o = groupId.isEmpty() ? h : groupShard(tenant, groupId);
+        final MetadataShard first = shards[Math.min(h, o)];
+        final MetadataShard second = shards[Math.max(h, o)];
+        first.lock();
+        if (second != first)
+        {
+            second.lock();
+        }
+        try
+        {
+            final MetadataShard home = shards[h];
+            final ObjectMeta raced = home.get(tenant, key);
+            if (raced != null && !raced.removed)
+            {
+                // Another put of the same key got in between (its state is owned elsewhere: treat as existing).
+                for (final ReplicaRecord r : replicas)
+                {
+                    r.release();
+                }
+                return OBJECT_ALREADY_EXISTS_VALUE;
+            }
+            final MetadataShard owner = shards[o];
+            final GroupMeta group = groupId.isEmpty() ? null : owner.groupOrCreate(tenant, groupId);
+            final ObjectMeta m = new ObjectMeta(tenant, key, h, o, valueLength, clientId, now,
+                options.getHardPin(), group, replicas, softPinTtl[0]);
+            if (raced != null)
+            {
+                home.unlink(raced);
+            }
+            home.put(m);
+            if (group != null)
+            {
+                group.members.add(m);
+            }
+            owner.ownedObjects++;
+            objectCount.incrementAndGet();
+            processing.add(m);
+            for (final ReplicaRecord r : replicas)
+            {
+                replicasOut.add(toProto(r, ReplicaStatus.REPLICA_STATUS_PROCESSING));
+            }
+            return OK_VALUE;
+        }
+        finally
+        {
+            if (second != first)
+            {
+                second.unlock();
+            }
+            first.unlock();
+        }
+    }
+
+    /** Completes a put: the object becomes readable. Grants no lease (its age starts now). */
+    public int putEnd(final String tenant, final String clientId, final String key)
+    {
+        final int code = checkKey(key);
+        if (code != OK_VALUE)
+        {
+            return code;
+        }
+        final ObjectMeta m = lockForKey(tenant, key);
+        if (m == null)
+        {
+            return OBJECT_NOT_FOUND_VALUE;
+        }
+        try
+        {
+            if (!m.clientId.equals(clientId))
+            {
+                return ILLEGAL_CLIENT_VALUE;
+            }
+            if (m.complete)
+            {
+                return OK_VALUE;
+            }
+            final long now = clock.nanoTime();
+            m.complete = true;
+            m.completedNs = now;
+            if (m.group == null)
+            {
+                m.leaseDeadlineNs = now;
+            }
+            else if (m.group.members.size() == 1 || m.group.leaseDeadlineNs - now < 0)
+            {
+                m.group.leaseDeadlineNs = now;
+            }
+            if (m.softPinTtlNs > 0)
+            {
+                m.softPinned = true;
+                m.softPinDeadlineNs = now + m.softPinTtlNs;
+            }
+            putEnds.increment();
+            return OK_VALUE;
+        }
+        finally
+        {
+            unlockOwner(m);
+        }
+    }
+
+    /** Abandons a put: the object disappears; its extents are freed after the discard timeout. */
+    public int putRevoke(final String tenant, final String clientId, final String key)
+    {
+        final int code = checkKey(key);
+        if (code != OK_VALUE)
+        {
+            return code;
+        }
+        final ObjectMeta m = lockForKey(tenant, key);
+        if (m == null)
+        {
+            return OBJECT_NOT_FOUND_VALUE;
+        }
+        try
+        {
+            if (!m.clientId.equals(clientId))
+            {
+                return ILLEGAL_CLIENT_VALUE;
+            }
+            if (m.complete)
+            {
+                return INVALID_PARAMS_VALUE;
+            }
+            detachLocked(m);
+        }
+        finally
+        {
+            unlockOwner(m);
+        }
+        finishDetach(m);
+        // A write that timed out on the client may still land: keep the extents out of use for a while.
+        quarantine(m.replicas, clock.nanoTime() + settings.putDiscardTimeoutNs);
+        putRevokes.increment();
+        return OK_VALUE;
+    }
+
+    private void quarantine(final ReplicaRecord[] replicas, final long releaseAtNs)
+    {
+        if (replicas.length == 0)
+        {
+            return;
+        }
+        synchronized (pendingReleases)
+        {
+            pendingReleases.add(new PendingRelease(releaseAtNs, replicas));
+        }
+    }
+
+    // ------------------------------------------------------------------------------------ reads
+
+    /** Extends a lease: {@code deadline = max(old, now + ttl)}; owner lock held. */
+    void grantLeaseLocked(final ObjectMeta m, final long now)
+    {
+        final long deadline = now + settings.leaseTtlNs;
+        if (m.group != null)
+        {
+            if (deadline - m.group.leaseDeadlineNs > 0)
+            {
+                m.group.leaseDeadlineNs = deadline;
+            }
+        }
+        else if (deadline - m.leaseDeadlineNs > 0)
+        {
+            m.leaseDeadlineNs = deadline;
+        }
+        leaseGrants.increment();
+    }
+
+    /** GetReplicaList: complete replicas of a readable object, granting a read lease. */
+    public void getReplicaList(final String tenant, final String key, final Lookup out)
+    {
+        out.replicas = null;
+        out.sizeBytes = 0;
+        out.code = checkKey(key);
+        if (out.code != OK_VALUE)
+        {
+            return;
+        }
+        final ObjectMeta m = lockForKey(tenant, key);
+        if (m == null)
+        {
+            out.code = OBJECT_NOT_FOUND_VALUE;
+            return;
+        }
+        try
+        {
+            if (!m.complete)
+            {
+                out.code = REPLICA_IS_NOT_READY_VALUE;
+                return;
+            }
+            final List<Replica> replicas = new ArrayList<>(m.replicas.length);
+            for (final ReplicaRecord r : m.replicas)
+            {
+                if (r.segment().isAlive())
+                {
+                    replicas.add(completeProto(r));
+                }
+            }
+            if (replicas.isEmpty())
+            {
+                out.code = OBJECT_NOT_FOUND_VALUE;
+                return;
+            }
+            grantLeaseLocked(m, clock.nanoTime());
+            out.code = OK_VALUE;
+            out.sizeBytes = m.sizeBytes;
+            out.replicas = replicas;
+        }
+        finally
+        {
+            unlockOwner(m);
+        }
+    }
+
+    /**
+     * ExistKey: true for a readable object, granting it a read lease when {@code grantLease}.
+     *
+     * @return 1 readable, 0 not readable, or a negative ErrorCode for a bad key.
+     */
+    public int exists(final String tenant, final String key, final boolean grantLease)
+    {
+        final int code = checkKey(key);
+        if (code != OK_VALUE)
+        {
+            return code;
+        }
+        final ObjectMeta m = lockForKey(tenant, key);
+        if (m == null)
+        {
+            return 0;
+        }
+        try
+        {
+            if (!m.isReadable())
+            {
+                return 0;
+            }
+            if (grantLease)
+            {
+                grantLeaseLocked(m, clock.nanoTime());
+            }
+            return 1;
+        }
+        finally
+        {
+            unlockOwner(m);
+        }
+    }
+
+    // ------------------------------------------------------------------------------------ removal
+
+    /** Remove: refused while leased unless {@code force}; incomplete objects cannot be removed. */
+    public int remove(final String tenant, final String key, final boolean force)
+    {
+        final int code = checkKey(key);
+        if (code != OK_VALUE)
+        {
+            return code;
+        }
+        return removeIf(tenant, key, force);
+    }
+
+    /** Removes one object when allowed; returns OK or the reason it stayed. */
+    private int removeIf(final String tenant, final String key, final boolean force)
+    {
+        final ObjectMeta m = lockForKey(tenant, key);
+        if (m == null)
+        {
+            return OBJECT_NOT_FOUND_VALUE;
+        }
+        try
+        {
+            if (!m.complete)
+            {
+                return REPLICA_IS_NOT_READY_VALUE;
+            }
+            if (!force && m.isLeased(clock.nanoTime()))
+            {
+                return OBJECT_HAS_LEASE_VALUE;
+            }
+            detachLocked(m);
+            for (final ReplicaRecord r : m.replicas)
+            {
+                r.release();
+            }
+        }
+        finally
+        {
+            unlockOwner(m);
+        }
+        finishDetach(m);
+        removedObjects.increment();
+        return OK_VALUE;
+    }
+
+    /** Removes every complete object of the tenant whose key matches; leased ones are skipped unless force. */
+    public long removeMatching(final String tenant, final Predicate<String> keyFilter, final boolean force)
+    {
+        long removed = 0;
+        for (final String key : collectKeys(tenant, keyFilter, Integer.MAX_VALUE))
+        {
+            if (removeIf(tenant, key, force) == OK_VALUE)
+            {
+                removed++;
+            }
+        }
+        return removed;
+    }
+
+    private List<String> collectKeys(final String tenant, final Predicate<String> keyFilter, final int limit)
+    {
+        final List<String> keys = new ArrayList<>();
+        for (final MetadataShard shard : shards)
+        {
+            shard.lock();
+            try
+            {
+                final Map<String, ObjectMeta> byKey = shard.keysByTenant.get(tenant);
+                if (byKey == null)
+                {
+                    continue;
+                }
+                for (final String key : byKey.keySet())
+                {
+                    if (keyFilter == null || keyFilter.test(key))
+                    {
+                        keys.add(key);
+                        if (keys.size() >= limit)
+                        {
+                            return keys;
+                        }
+                    }
+                }
+            }
+            finally
+            {
+                shard.unlock();
+            }
+        }
+        return keys;
+    }
+
+    /** Lists objects of a tenant (no lease), sorted by key, at most {@code limit} (capped by the setting). */
+    public List<KeyInfo> listKeys(final String tenant, final Predicate<String> keyFilter, final int limit, final boolean[] truncatedOut)
+    {
+        final int cap = limit <= 0 ? settings.listKeysLimit : Math.min(limit, settings.listKeysLimit);
+        final List<String> keys = collectKeys(tenant, keyFilter, cap + 1);
+        truncatedOut[0] = keys.size() > cap;
+        keys.sort(null);
+        final List<KeyInfo> infos = new ArrayList<>(Math.min(keys.size(), cap));
+        final long now = clock.nanoTime();
+        for (final String key : keys)
+        {
+            if (infos.size() >= cap)
+            {
+                break;
+            }
+            final ObjectMeta m = lockForKey(tenant, key);
+            if (m == null)
+            {
+                continue;
+            }
+            try
+            {
+                int live = 0;
+                for (final ReplicaRecord r : m.replicas)
+                {
+                    live += r.segment().isAlive() ? 1 : 0;
+                }
+                final long leaseLeftNs = m.leaseDeadlineNs() - now;
+                infos.add(KeyInfo.newBuilder()
+                    .setKey(key)
+                    .setValueLength(m.sizeBytes)
+                    .setStatus(m.complete ? ReplicaStatus.REPLICA_STATUS_COMPLETE : ReplicaStatus.REPLICA_STATUS_PROCESSING)
+                    .setReplicas(live)
+                    .setLeaseRemainingMs(leaseLeftNs > 0 ? leaseLeftNs / 1_000_000L : 0)
+                    .setHardPinned(m.hardPinned)
+                    .setSoftPinned(m.isSoftPinned(now))
+                    .setGroupId(m.group == null ? "" : m.group.groupId)
+                    .build());
+            }
+            finally
+            {
+                unlockOwner(m);
+            }
+        }
+        return infos;
+    }
+
+    // ------------------------------------------------------------------------------------ housekeeping
+
+    /**
+     * Drops every replica on the given (dead or unmounted) segments and erases objects left with
+     * none. @return the number of objects erased.
+     */
+    public long purgeSegments(final Set<MountedSegment> gone)
+    {
+        if (gone.isEmpty())
+        {
+            return 0;
+        }
+        long erased = 0;
+        long dropped = 0;
+        final List<ObjectMeta> toUnlink = new ArrayList<>();
+        for (final MetadataShard shard : shards)
+        {
+            final List<ObjectMeta> affected = new ArrayList<>();
+            shard.lock();
+            try
+            {
+                for (final Map<String, ObjectMeta> byKey : shard.keysByTenant.values())
+                {
+                    for (final ObjectMeta m : byKey.values())
+                    {
+                        if (m.ownerShard == shard.index && touches(m, gone))
+                        {
+                            affected.add(m);
+                        }
+                    }
+                }
+                for (final Map<String, GroupMeta> groups : shard.groupsByTenant.values())
+                {
+                    for (final GroupMeta g : groups.values())
+                    {
+                        for (final ObjectMeta m : g.members)
+                        {
+                            if (m.homeShard != shard.index && touches(m, gone))
+                            {
+                                affected.add(m);
+                            }
+                        }
+                    }
+                }
+                for (final ObjectMeta m : affected)
+                {
+                    final List<ReplicaRecord> kept = new ArrayList<>(m.replicas.length);
+                    for (final ReplicaRecord r : m.replicas)
+                    {
+                        if (gone.contains(r.segment()))
+                        {
+                            dropped++;
+                        }
+                        else
+                        {
+                            kept.add(r);
+                        }
+                    }
+                    m.replicas = kept.toArray(new ReplicaRecord[0]);
+                    if (m.replicas.length == 0)
+                    {
+                        detachLocked(m);
+                        erased++;
+                        if (m.homeShard != m.ownerShard)
+                        {
+                            toUnlink.add(m);
+                        }
+                    }
+                }
+            }
+            finally
+            {
+                shard.unlock();
+            }
+        }
+        for (final ObjectMeta m : toUnlink)
+        {
+            unlinkHome(m);
+        }
+        lostObjects.add(erased);
+        if (dropped > 0)
+        {
+            LOG.info("dropped {} replicas on {} lost segment(s); erased {} objects left without a replica",
+                dropped, gone.size(), erased);
+        }
+        return erased;
+    }
+
+    private static boolean touches(final ObjectMeta m, final Set<MountedSegment> gone)
+    {
+        for (final ReplicaRecord r : m.replicas)
+        {
+            if (gone.contains(r.segment()))
+            {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /**
+     * Reclaims puts never completed within the release timeout and frees quarantined extents whose
+     * time has come. Cheap when there is nothing to do. @return objects reclaimed.
+     */
+    public int reclaimAbandonedPuts()
+    {
+        final long now = clock.nanoTime();
+        int reclaimed = 0;
+        ObjectMeta head;
+        while ((head = processing.peek()) != null)
+        {
+            if (head.complete || head.removed)
+            {
+                processing.poll();
+                continue;
+            }
+            if (now - head.putStartNs <= settings.putReleaseTimeoutNs)
+            {
+                break;
+            }
+            processing.poll();
+            final MetadataShard owner = shards[head.ownerShard];
+            boolean detached = false;
+            owner.lock();
+            try
+            {
+                if (!head.complete && !head.removed)
+                {
+                    detachLocked(head);
+                    for (final ReplicaRecord r : head.replicas)
+                    {
+                        r.release();
+                    }
+                    detached = true;
+                }
+            }
+            finally
+            {
+                owner.unlock();
+            }
+            if (detached)
+            {
+                finishDetach(head);
+                reclaimed++;
+                releasedPuts.increment();
+            }
+        }
+
+        while (true)
+        {
+            final PendingRelease due;
+            synchronized (pendingReleases)
+            {
+                final PendingRelease p = pendingReleases.peek();
+                if (p == null || p.releaseAtNs - now > 0)
+                {
+                    break;
+                }
+                due = pendingReleases.poll();
+            }
+            for (final ReplicaRecord r : due.replicas)
+            {
+                r.release();
+            }
+        }
+        if (reclaimed > 0)
+        {
+            LOG.info("reclaimed {} abandoned put(s) older than the release timeout", reclaimed);
+        }
+        return reclaimed;
+    }
+
+    public int pendingReleaseCount()
+    {
+        synchronized (pendingReleases)
+        {
+            return pendingReleases.size();
+        }
+    }
+
+    // ------------------------------------------------------------------------------------ proto helpers
+
+    static Replica toProto(final ReplicaRecord r, final ReplicaStatus status)
+    {
+        final MountedSegment s = r.segment();
+        return Replica.newBuilder()
+            .setNodeId(s.nodeId())
+            .setEndpoint(s.endpoint())
+            .setSegmentId(s.segmentId())
+            .setSegmentName(s.name())
+            .setOffset(r.offset())
+            .setLength(r.length())
+            .setStatus(status)
+            .build();
+    }
+
+    private static Replica completeProto(final ReplicaRecord r)
+    {
+        Replica cached = r.completeProto;
+        if (cached == null)
+        {
+            cached = toProto(r, ReplicaStatus.REPLICA_STATUS_COMPLETE);
+            r.completeProto = cached;
+        }
+        return cached;
+    }
+
+    // ------------------------------------------------------------------------------------ stats
+
+    public long objectCount()
+    {
+        return objectCount.get();
+    }
+
+    public long putStarts()
+    {
+        return putStarts.sum();
+    }
+
+    public long putEnds()
+    {
+        return putEnds.sum();
+    }
+
+    public long putRevokes()
+    {
+        return putRevokes.sum();
+    }
+
+    public long allocationFailures()
+    {
+        return allocationFailures.sum();
+    }
+
+    public long partialAllocations()
+    {
+        return partialAllocations.sum();
+    }
+
+    public long discardedPuts()
+    {
+        return discardedPuts.sum();
+    }
+
+    public long releasedPuts()
+    {
+        return releasedPuts.sum();
+    }
+
+    public long leaseGrants()
+    {
+        return leaseGrants.sum();
+    }
+
+    public long removedObjects()
+    {
+        return removedObjects.sum();
+    }
+
+    public long lostObjects()
+    {
+        return lostObjects.sum();
+    }
+}

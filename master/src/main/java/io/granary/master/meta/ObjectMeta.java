@@ -1,0 +1,132 @@
+package io.granary.master.meta;
+
+/**
+ * Metadata of one object (tenant, key): its replicas, state, lease and pins.
+ *
+ * <p>Every mutable field is guarded by the lock of shard {@link #ownerShard} — the key's home
+ * shard, or for a grouped object the group's shard. The key's home shard index points here.
+ */
+public final class ObjectMeta
+{
+    final String tenant;
+    final String key;
+    final int homeShard;
+    final int ownerShard;
+    final long sizeBytes;
+    final String clientId;
+    final long putStartNs;
+    final boolean hardPinned;
+    final GroupMeta group;
+
+    ReplicaRecord[] replicas;
+    boolean complete;
+    long completedNs;
+    /** Read-lease deadline (nanoTime) for ungrouped objects; grouped ones use the group's. */
+    long leaseDeadlineNs;
+    /** Soft-pin TTL to apply once readable (0 = not soft pinned). */
+    long softPinTtlNs;
+    /** True once readable with a soft pin; the pin holds until {@link #softPinDeadlineNs}. */
+    boolean softPinned;
+    long softPinDeadlineNs;
+    /** Set once, under the owner lock, when the object leaves the store. */
+    boolean removed;
+
+    ObjectMeta(
+        final String tenant,
+        final String key,
+        final int homeShard,
+        final int ownerShard,
+        final long sizeBytes,
+        final String clientId,
+        final long putStartNs,
+        final boolean hardPinned,
+        final GroupMeta group,
+        final ReplicaRecord[] replicas,
+        final long softPinTtlNs)
+    {
+        this.tenant = tenant;
+        this.key = key;
+        this.homeShard = homeShard;
+        this.ownerShard = ownerShard;
+        this.sizeBytes = sizeBytes;
+        this.clientId = clientId;
+        this.putStartNs = putStartNs;
+        this.hardPinned = hardPinned;
+        this.group = group;
+        this.replicas = replicas;
+        this.softPinTtlNs = softPinTtlNs;
+    }
+
+    public String tenant()
+    {
+        return tenant;
+    }
+
+    public String key()
+    {
+        return key;
+    }
+
+    public long sizeBytes()
+    {
+        return sizeBytes;
+    }
+
+    public boolean isComplete()
+    {
+        return complete;
+    }
+
+    public boolean isHardPinned()
+    {
+        return hardPinned;
+    }
+
+    public GroupMeta group()
+    {
+        return group;
+    }
+
+    public ReplicaRecord[] replicas()
+    {
+        return replicas;
+    }
+
+    /** Readable: complete with at least one replica on a live segment. */
+    public boolean isReadable()
+    {
+        if (!complete || removed)
+        {
+            return false;
+        }
+        for (final ReplicaRecord r : replicas)
+        {
+            if (r.segment().isAlive())
+            {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** The read-lease deadline in force (the group's for grouped objects). */
+    public long leaseDeadlineNs()
+    {
+        return group != null ? group.leaseDeadlineNs : leaseDeadlineNs;
+    }
+
+    public long softPinDeadlineNs()
+    {
+        return softPinDeadlineNs;
+    }
+
+    public boolean isLeased(final long nowNs)
+    {
+        return leaseDeadlineNs() - nowNs > 0;
+    }
+
+    public boolean isSoftPinned(final long nowNs)
+    {
+        return softPinned && softPinDeadlineNs - nowNs > 0;
+    }
+}

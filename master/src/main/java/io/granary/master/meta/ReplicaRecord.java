@@ -1,0 +1,41 @@
+package io.granary.master.meta;
+
+import io.granary.master.segment.MountedSegment;
+
+/** One copy of an object: an extent of a mounted segment. Immutable. */
+public final class ReplicaRecord
+{
+    private final MountedSegment segment;
+    private final long offset;
+    private final long length;
+    /** The COMPLETE-status wire form, built on first read; guarded by the owner shard lock. */
+    io.granary.proto.Replica completeProto;
+
+    public ReplicaRecord(final MountedSegment segment, final long offset, final long length)
+    {
+        this.segment = segment;
+        this.offset = offset;
+        this.length = length;
+    }
+
+    public MountedSegment segment()
+    {
+        return segment;
+    }
+
+    public long offset()
+    {
+        return offset;
+    }
+
+    public long length()
+    {
+        return length;
+    }
+
+    /** Gives the extent back to its segment's allocator (ignored if the segment is gone). */
+    public void release()
+    {
+        segment.free(offset);
+    }
+}

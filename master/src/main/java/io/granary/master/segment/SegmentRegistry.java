@@ -1,0 +1,209 @@
+package io.granary.master.segment;
+
+import io.granary.common.Clock;
+import io.granary.master.alloc.ExtentAllocator;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.LongFunction;
+
+/**
+ * Registry of storage nodes and their mounted segments, and the node-TTL liveness rule.
+ *
+ * <p>Mutations are serialised by this object's monitor; {@link #heartbeat} and
+ * {@link #liveSegments()} are lock-free reads (a copy-on-write snapshot array). The registry never
+ * touches object metadata: callers purge replicas of the segments it reports as removed.
+ */
+public final class SegmentRegistry
+{
+    private static final Logger LOG = LoggerFactory.getLogger(SegmentRegistry.class);
+
+    /** Outcome of a mount: a code (ErrorCode number) and segments of a replaced node incarnation. */
+    public static final class MountResult
+    {
+        public final int code;
+        public final List<MountedSegment> replaced;
+
+        MountResult(final int code, final List<MountedSegment> replaced)
+        {
+            this.code = code;
+            this.replaced = replaced;
+        }
+    }
+
+    private final Clock clock;
+    private final LongFunction<ExtentAllocator> allocatorFactory;
+    private final Map<String, NodeRecord> nodes = new ConcurrentHashMap<>();
+    private volatile MountedSegment[] live = new MountedSegment[0];
+
+    public SegmentRegistry(final Clock clock, final LongFunction<ExtentAllocator> allocatorFactory)
+    {
+        this.clock = clock;
+        this.allocatorFactory = allocatorFactory;
+    }
+
+    /**
+     * Mounts a segment for a node, registering the node on its first segment. Mounting the same
+     * (node, segment id) again is idempotent. A different node id on the same endpoint is a restarted
+     * node: the old incarnation's segments are removed at once and returned in {@link MountResult#replaced}.
+     */
+    public synchronized MountResult mount(
+        final String nodeId,
+        final String nodeName,
+        final String endpoint,
+        final int segmentId,
+        final String segmentName,
+        final long sizeBytes)
+    {
+        final long now = clock.nanoTime();
+        final List<MountedSegment> replaced = new ArrayList<>();
+        for (final NodeRecord other : new ArrayList<>(nodes.values()))
+        {
+            if (!other.nodeId().equals(nodeId) && other.endpoint().equals(endpoint))
+            {
+                LOG.info("node {} ({}) re-registered at {} as {}: dropping the old incarnation",
+                    other.name(), other.nodeId(), endpoint, nodeId);
+                replaced.addAll(removeNodeLocked(other));
+            }
+        }
+
+        NodeRecord node = nodes.get(nodeId);
+        if (node == null)
+        {
+            node = new NodeRecord(nodeId, nodeName, endpoint, now);
+            nodes.put(nodeId, node);
+            LOG.info("node joined: {} id={} endpoint={}", nodeName, nodeId, endpoint);
+        }
+        else if (!node.endpoint().equals(endpoint))
+        {
+            return new MountResult(io.granary.proto.ErrorCode.INVALID_PARAMS_VALUE, replaced);
+        }
+        node.touch(now);
+
+        synchronized (node)
+        {
+            final MountedSegment existing = node.segmentMap().get(segmentId);
+            if (existing != null)
+            {
+                if (existing.sizeBytes() != sizeBytes || !existing.name().equals(segmentName))
+                {
+                    return new MountResult(io.granary.proto.ErrorCode.SEGMENT_ALREADY_EXISTS_VALUE, replaced);
+                }
+                return new MountResult(io.granary.proto.ErrorCode.OK_VALUE, replaced);
+            }
+            final MountedSegment segment = new MountedSegment(
+                nodeId, nodeName, endpoint, segmentId, segmentName, sizeBytes, allocatorFactory.apply(sizeBytes));
+            node.segmentMap().put(segmentId, segment);
+            LOG.info("segment mounted: {} ({} bytes) on {}", segment, sizeBytes, nodeName);
+        }
+        rebuildSnapshot();
+        return new MountResult(io.granary.proto.ErrorCode.OK_VALUE, replaced);
+    }
+
+    /** @return true when the node is known (its liveness refreshed), false when it must mount again. */
+    public boolean heartbeat(final String nodeId)
+    {
+        final NodeRecord node = nodes.get(nodeId);
+        if (node == null)
+        {
+            return false;
+        }
+        node.touch(clock.nanoTime());
+        return true;
+    }
+
+    /** Unmounts one segment; the node stays registered. @return the removed segment, or null. */
+    public synchronized MountedSegment unmount(final String nodeId, final int segmentId)
+    {
+        final NodeRecord node = nodes.get(nodeId);
+        if (node == null)
+        {
+            return null;
+        }
+        final MountedSegment segment;
+        synchronized (node)
+        {
+            segment = node.segmentMap().remove(segmentId);
+        }
+        if (segment == null)
+        {
+            return null;
+        }
+        segment.markDead();
+        rebuildSnapshot();
+        LOG.info("segment unmounted: {}", segment);
+        return segment;
+    }
+
+    /** Expires nodes silent for longer than {@code nodeTtlNs}. @return the segments they held. */
+    public synchronized List<MountedSegment> expire(final long nodeTtlNs)
+    {
+        final long now = clock.nanoTime();
+        List<MountedSegment> removed = null;
+        for (final NodeRecord node : new ArrayList<>(nodes.values()))
+        {
+            if (now - node.lastHeartbeatNs() > nodeTtlNs)
+            {
+                LOG.warn("node expired: {} id={} endpoint={} (no heartbeat for {} ms)",
+                    node.name(), node.nodeId(), node.endpoint(), (now - node.lastHeartbeatNs()) / 1_000_000L);
+                if (removed == null)
+                {
+                    removed = new ArrayList<>();
+                }
+                removed.addAll(removeNodeLocked(node));
+            }
+        }
+        return removed == null ? List.of() : removed;
+    }
+
+    private List<MountedSegment> removeNodeLocked(final NodeRecord node)
+    {
+        nodes.remove(node.nodeId());
+        final List<MountedSegment> segments;
+        synchronized (node)
+        {
+            segments = new ArrayList<>(node.segmentMap().values());
+            node.segmentMap().clear();
+        }
+        for (final MountedSegment s : segments)
+        {
+            s.markDead();
+        }
+        rebuildSnapshot();
+        return segments;
+    }
+
+    private void rebuildSnapshot()
+    {
+        final List<MountedSegment> all = new ArrayList<>();
+        for (final NodeRecord node : nodes.values())
+        {
+            synchronized (node)
+            {
+                all.addAll(node.segmentMap().values());
+            }
+        }
+        live = all.toArray(new MountedSegment[0]);
+    }
+
+    /** Segments of live nodes; an immutable snapshot, do not modify. */
+    public MountedSegment[] liveSegments()
+    {
+        return live;
+    }
+
+    public Collection<NodeRecord> nodes()
+    {
+        return new ArrayList<>(nodes.values());
+    }
+
+    public int nodeCount()
+    {
+        return nodes.size();
+    }
+}
