@@ -44,7 +44,8 @@ public final class TlsfExtentAllocator implements ExtentAllocator
     private final int granularityShift;
     private final long capacityUnits;
 
-    // Block records, indexed by record id; offsets and sizes are in granules.
+    // Block records, indexed by record id; offsets and sizes are in granules. 33 bytes per block (free or used),
+    // recycled through a free-list of slots and grown by doubling.
     private long[] blockOffset;
     private long[] blockSize;
     private int[] physPrev;
@@ -61,7 +62,8 @@ public final class TlsfExtentAllocator implements ExtentAllocator
     private long flBitmap;
 
     // Offset index of live allocations: open addressing, linear probing, holding record ids whose key is
-    // blockOffset[id]; the key is not duplicated, so an entry costs one int.
+    // blockOffset[id]; the key is not duplicated, so an entry costs one int (load <= 1/2: 8..16 bytes per live
+    // allocation).
     private int[] index;
     private int indexShift;
     private int indexSize;
@@ -541,8 +543,8 @@ public final class TlsfExtentAllocator implements ExtentAllocator
         for (int slot = (hole + 1) & mask; index[slot] != NONE; slot = (slot + 1) & mask)
         {
             final int home = slotOf(blockOffset[index[slot]]);
-            final boolean homeInHoleToSlot = hole <= slot ? (home > hole && home <= slot) : (home > hole || home <= slot);
-            if (!homeInHoleToSlot)
+            final boolean staysPut = hole <= slot ? (home > hole && home <= slot) : (home > hole || home <= slot);
+            if (!staysPut)
             {
                 index[hole] = index[slot];
                 hole = slot;
@@ -614,7 +616,8 @@ public final class TlsfExtentAllocator implements ExtentAllocator
         check(usedCount == allocationCount && usedCount == indexSize, "allocations %d, counter %d, index %d",
             usedCount, allocationCount, indexSize);
         check(freeCount == freeBlockCount, "free blocks %d, counter %d", freeCount, freeBlockCount);
-        check(!largestFreeKnown || largest == largestFreeUnits, "largest free %d, cached %d", largest, largestFreeUnits);
+        check(!largestFreeKnown || largest == largestFreeUnits, "largest free %d, cached %d",
+            largest, largestFreeUnits);
 
         int binned = 0;
         for (int fl = 0; fl < slBitmap.length; fl++)

@@ -1,5 +1,6 @@
 package io.granary.master.alloc;
 
+import org.assertj.core.data.Offset;
 import org.junit.jupiter.api.Test;
 
 import java.util.ArrayList;
@@ -37,7 +38,7 @@ class SegmentAllocationTest
         assertThat(stats).isEqualTo(new SegmentAllocation.Stats(3, "node-1/seg0", 16 * MIB, MIB + 128, 2,
             15 * MIB - 128));
         assertThat(stats.freeBytes()).isEqualTo(15 * MIB - 128);
-        assertThat(stats.utilisation()).isCloseTo((MIB + 128) / (16.0 * MIB), org.assertj.core.data.Offset.offset(1e-12));
+        assertThat(stats.utilisation()).isCloseTo((MIB + 128) / (16.0 * MIB), Offset.offset(1e-12));
     }
 
     @Test
@@ -106,8 +107,8 @@ class SegmentAllocationTest
     }
 
     /** Allocates and frees at random; returns the extents still held (offset to reserved size). */
-    private static Map<Long, Long> churn(final SegmentAllocation segment, final Random random, final CyclicBarrier start)
-        throws Exception
+    private static Map<Long, Long> churn(
+        final SegmentAllocation segment, final Random random, final CyclicBarrier start) throws Exception
     {
         start.await(10, TimeUnit.SECONDS);
         final List<Long> held = new ArrayList<>();
