@@ -1,0 +1,128 @@
+package io.granary.master.alloc;
+
+import java.util.Objects;
+
+/**
+ * The allocation state of one mounted segment: its identity and the {@link ExtentAllocator} that carves its
+ * extents. This is what the master's segment registry holds per segment.
+ *
+ * <p>Thread safe: every call is serialised on this object's private lock, so the wrapped allocator must not be
+ * touched by anyone else.
+ */
+public final class SegmentAllocation
+{
+    private final Object lock = new Object();
+    private final int segmentId;
+    private final String segmentName;
+    private final ExtentAllocator allocator;
+
+    /**
+     * @param segmentId   node-local segment id as carried in transfer frames (the protocol's uint32 bits).
+     * @param segmentName cluster-unique segment name, e.g. "node-1/seg0".
+     * @param allocator   a fresh allocator owned from now on by this object.
+     */
+    public SegmentAllocation(final int segmentId, final String segmentName, final ExtentAllocator allocator)
+    {
+        if (segmentName == null || segmentName.isBlank())
+        {
+            throw new IllegalArgumentException("segment name must not be blank");
+        }
+        this.segmentId = segmentId;
+        this.segmentName = segmentName;
+        this.allocator = Objects.requireNonNull(allocator, "allocator");
+    }
+
+    /** A segment of {@code capacityBytes} carved by a {@link TlsfExtentAllocator} with the default granularity. */
+    public static SegmentAllocation tlsf(final int segmentId, final String segmentName, final long capacityBytes)
+    {
+        return new SegmentAllocation(segmentId, segmentName, new TlsfExtentAllocator(capacityBytes));
+    }
+
+    public int segmentId()
+    {
+        return segmentId;
+    }
+
+    public String segmentName()
+    {
+        return segmentName;
+    }
+
+    /** Usable capacity in bytes (the segment size rounded down to the allocator's granularity). */
+    public long capacity()
+    {
+        synchronized (lock)
+        {
+            return allocator.capacity();
+        }
+    }
+
+    /** @see ExtentAllocator#allocate(long) */
+    public long allocate(final long sizeBytes)
+    {
+        synchronized (lock)
+        {
+            return allocator.allocate(sizeBytes);
+        }
+    }
+
+    /** @see ExtentAllocator#free(long) */
+    public void free(final long offset)
+    {
+        synchronized (lock)
+        {
+            allocator.free(offset);
+        }
+    }
+
+    /** @see ExtentAllocator#allocationSize(long) */
+    public long allocationSize(final long offset)
+    {
+        synchronized (lock)
+        {
+            return allocator.allocationSize(offset);
+        }
+    }
+
+    /** A consistent snapshot of the segment's usage, taken under the lock. */
+    public Stats stats()
+    {
+        synchronized (lock)
+        {
+            return new Stats(
+                segmentId,
+                segmentName,
+                allocator.capacity(),
+                allocator.allocatedBytes(),
+                allocator.allocationCount(),
+                allocator.largestFreeBlock());
+        }
+    }
+
+    @Override
+    public String toString()
+    {
+        return "SegmentAllocation{" + segmentId + ", " + segmentName + "}";
+    }
+
+    /** Usage of one segment at one moment; maps onto the control plane's SegmentStatus. */
+    public record Stats(
+        int segmentId,
+        String segmentName,
+        long capacityBytes,
+        long allocatedBytes,
+        int allocationCount,
+        long largestFreeBytes)
+    {
+        public long freeBytes()
+        {
+            return capacityBytes - allocatedBytes;
+        }
+
+        /** Allocated fraction of the capacity, in [0, 1]. */
+        public double utilisation()
+        {
+            return (double)allocatedBytes / capacityBytes;
+        }
+    }
+}
