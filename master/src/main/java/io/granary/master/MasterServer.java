@@ -2,7 +2,7 @@ package io.granary.master;
 
 import io.granary.common.Clock;
 import io.granary.master.admin.AdminHttpServer;
-import io.granary.master.alloc.ExtentAllocator;
+import io.granary.master.alloc.SegmentAllocation;
 import io.granary.master.alloc.TlsfExtentAllocator;
 import io.granary.master.meta.BatchProbe;
 import io.granary.master.meta.MetadataStore;
@@ -32,7 +32,6 @@ import java.util.List;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
-import java.util.function.LongFunction;
 
 /**
  * The master role: owns all metadata (segments, objects, leases) and none of the data. Serves the
@@ -346,8 +345,8 @@ public final class MasterServer implements AutoCloseable
     {
         this.ctx = ctx;
         final int granularity = ctx.allocationGranularity();
-        final LongFunction<ExtentAllocator> allocators = capacity -> new TlsfExtentAllocator(capacity, granularity);
-        this.registry = new SegmentRegistry(ctx.clock(), allocators);
+        this.registry = new SegmentRegistry(ctx.clock(), (id, name, size) ->
+            new SegmentAllocation(id, name, new TlsfExtentAllocator(size, granularity)));
         this.store = new MetadataStore(ctx.storeSettings(), ctx.clock(), registry);
         final MasterGrpcService service = new MasterGrpcService(this, store, new BatchProbe(store), registry);
 

@@ -2,6 +2,7 @@ package io.granary.master.rpc;
 
 import com.google.protobuf.ProtocolStringList;
 import io.granary.master.MasterServer;
+import io.granary.master.alloc.SegmentAllocation;
 import io.granary.master.meta.BatchProbe;
 import io.granary.master.meta.MetadataStore;
 import io.granary.master.segment.MountedSegment;
@@ -505,9 +506,9 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
                 .setSegments(segments.size()));
             for (final MountedSegment s : segments)
             {
-                final long used = s.allocatedBytes();
+                final SegmentAllocation.Stats stats = s.stats();
                 capacity += s.sizeBytes();
-                allocated += used;
+                allocated += stats.allocatedBytes();
                 b.addSegments(SegmentStatus.newBuilder()
                     .setNodeId(s.nodeId())
                     .setNodeName(s.nodeName())
@@ -515,9 +516,9 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
                     .setSegmentId(s.segmentId())
                     .setName(s.name())
                     .setSizeBytes(s.sizeBytes())
-                    .setAllocatedBytes(used)
-                    .setAllocations(s.allocationCount())
-                    .setLargestFreeBytes(s.largestFreeBlock()));
+                    .setAllocatedBytes(stats.allocatedBytes())
+                    .setAllocations(stats.allocationCount())
+                    .setLargestFreeBytes(stats.largestFreeBytes()));
             }
         }
         return b.setObjects(store.objectCount())

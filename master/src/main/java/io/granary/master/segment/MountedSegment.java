@@ -1,11 +1,12 @@
 package io.granary.master.segment;
 
 import io.granary.master.alloc.ExtentAllocator;
+import io.granary.master.alloc.SegmentAllocation;
 
 /**
  * A storage-node segment as the master sees it: where it lives and the allocator that carves its
- * offsets. The allocator is guarded by this object's monitor; {@link #alive} turns false once when
- * the segment is unmounted or its node expires, after which frees are ignored.
+ * offsets (a thread-safe {@link SegmentAllocation}). {@link #isAlive()} turns false once, when the
+ * segment is unmounted or its node expires; after that allocations fail and frees are ignored.
  */
 public final class MountedSegment
 {
@@ -15,7 +16,7 @@ public final class MountedSegment
     private final int segmentId;
     private final String name;
     private final long sizeBytes;
-    private final ExtentAllocator allocator;
+    private final SegmentAllocation allocation;
     private volatile boolean alive = true;
 
     public MountedSegment(
@@ -25,7 +26,7 @@ public final class MountedSegment
         final int segmentId,
         final String name,
         final long sizeBytes,
-        final ExtentAllocator allocator)
+        final SegmentAllocation allocation)
     {
         this.nodeId = nodeId;
         this.nodeName = nodeName;
@@ -33,7 +34,7 @@ public final class MountedSegment
         this.segmentId = segmentId;
         this.name = name;
         this.sizeBytes = sizeBytes;
-        this.allocator = allocator;
+        this.allocation = allocation;
     }
 
     public String nodeId()
@@ -72,47 +73,39 @@ public final class MountedSegment
     }
 
     /** @return the offset, or {@link ExtentAllocator#NO_SPACE}. */
-    public synchronized long allocate(final long lengthBytes)
+    public long allocate(final long lengthBytes)
     {
-        if (!alive)
-        {
-            return ExtentAllocator.NO_SPACE;
-        }
-        return allocator.allocate(Math.max(1, lengthBytes));
+        return alive ? allocation.allocate(Math.max(1, lengthBytes)) : ExtentAllocator.NO_SPACE;
     }
 
     /** Returns an extent; ignored once the segment is gone (its allocator is discarded with it). */
-    public synchronized void free(final long offset)
+    public void free(final long offset)
     {
         if (alive)
         {
-            allocator.free(offset);
+            allocation.free(offset);
         }
     }
 
-    synchronized void markDead()
+    void markDead()
     {
         alive = false;
     }
 
-    public synchronized long allocatedBytes()
+    public SegmentAllocation.Stats stats()
     {
-        return allocator.allocatedBytes();
+        return allocation.stats();
     }
 
-    public synchronized long freeBytes()
+    public long allocatedBytes()
     {
-        return alive ? allocator.capacity() - allocator.allocatedBytes() : 0;
+        return allocation.stats().allocatedBytes();
     }
 
-    public synchronized int allocationCount()
+    /** Bytes a new allocation could still take (0 once dead). */
+    public long freeBytes()
     {
-        return allocator.allocationCount();
-    }
-
-    public synchronized long largestFreeBlock()
-    {
-        return alive ? allocator.largestFreeBlock() : 0;
+        return alive ? allocation.stats().freeBytes() : 0;
     }
 
     @Override

@@ -1,7 +1,7 @@
 package io.granary.master.segment;
 
 import io.granary.common.Clock;
-import io.granary.master.alloc.ExtentAllocator;
+import io.granary.master.alloc.SegmentAllocation;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -10,7 +10,6 @@ import java.util.Collection;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.function.LongFunction;
 
 /**
  * Registry of storage nodes and their mounted segments, and the node-TTL liveness rule.
@@ -37,14 +36,21 @@ public final class SegmentRegistry
     }
 
     private final Clock clock;
-    private final LongFunction<ExtentAllocator> allocatorFactory;
+    private final AllocationFactory allocationFactory;
     private final Map<String, NodeRecord> nodes = new ConcurrentHashMap<>();
     private volatile MountedSegment[] live = new MountedSegment[0];
 
-    public SegmentRegistry(final Clock clock, final LongFunction<ExtentAllocator> allocatorFactory)
+    /** Creates the allocator of a newly mounted segment. */
+    @FunctionalInterface
+    public interface AllocationFactory
+    {
+        SegmentAllocation create(int segmentId, String segmentName, long sizeBytes);
+    }
+
+    public SegmentRegistry(final Clock clock, final AllocationFactory allocationFactory)
     {
         this.clock = clock;
-        this.allocatorFactory = allocatorFactory;
+        this.allocationFactory = allocationFactory;
     }
 
     /**
@@ -97,7 +103,8 @@ public final class SegmentRegistry
                 return new MountResult(io.granary.proto.ErrorCode.OK_VALUE, replaced);
             }
             final MountedSegment segment = new MountedSegment(
-                nodeId, nodeName, endpoint, segmentId, segmentName, sizeBytes, allocatorFactory.apply(sizeBytes));
+                nodeId, nodeName, endpoint, segmentId, segmentName, sizeBytes,
+                allocationFactory.create(segmentId, segmentName, sizeBytes));
             node.segmentMap().put(segmentId, segment);
             LOG.info("segment mounted: {} ({} bytes) on {}", segment, sizeBytes, nodeName);
         }

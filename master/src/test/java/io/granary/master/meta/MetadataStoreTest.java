@@ -1,6 +1,7 @@
 package io.granary.master.meta;
 
 import io.granary.common.ManualClock;
+import io.granary.master.alloc.SegmentAllocation;
 import io.granary.master.alloc.TlsfExtentAllocator;
 import io.granary.master.segment.MountedSegment;
 import io.granary.master.segment.SegmentRegistry;
@@ -35,7 +36,7 @@ class MetadataStoreTest
     void setUp()
     {
         clock = new ManualClock();
-        registry = new SegmentRegistry(clock, capacity -> new TlsfExtentAllocator(capacity, 64));
+        registry = new SegmentRegistry(clock, (id, name, size) -> new SegmentAllocation(id, name, new TlsfExtentAllocator(size, 64)));
         store = new MetadataStore(new MetadataStore.Settings(), clock, registry);
         mount("node-1", "127.0.0.1:7001", 11);
     }
