@@ -4,6 +4,7 @@ import io.granary.common.Clock;
 import io.granary.master.admin.AdminHttpServer;
 import io.granary.master.alloc.SegmentAllocation;
 import io.granary.master.alloc.TlsfExtentAllocator;
+import io.granary.master.evict.Evictor;
 import io.granary.master.meta.BatchProbe;
 import io.granary.master.meta.MetadataStore;
 import io.granary.master.rpc.MasterGrpcService;
@@ -35,8 +36,8 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * The master role: owns all metadata (segments, objects, leases) and none of the data. Serves the
- * gRPC control plane and the admin HTTP port, and runs housekeeping (node expiry, abandoned puts)
- * on one background thread. Launch with {@link #launch(Context)}; {@link #close()} stops everything.
+ * gRPC control plane and the admin HTTP port, runs housekeeping (node expiry, abandoned puts,
+ * soft-pin expiry) on one background thread and watermark eviction on another. Launch with {@link #launch(Context)}; {@link #close()} stops everything.
  */
 public final class MasterServer implements AutoCloseable
 {
@@ -334,11 +335,13 @@ public final class MasterServer implements AutoCloseable
     private final Context ctx;
     private final SegmentRegistry registry;
     private final MetadataStore store;
+    private final Evictor evictor;
     private final EventLoopGroup bossGroup;
     private final EventLoopGroup workerGroup;
     private final Server grpcServer;
     private final AdminHttpServer admin;
     private final ScheduledExecutorService housekeeper;
+    private final ScheduledExecutorService evictionThread;
     private volatile boolean closed;
 
     private MasterServer(final Context ctx)
@@ -348,6 +351,8 @@ public final class MasterServer implements AutoCloseable
         this.registry = new SegmentRegistry(ctx.clock(), (id, name, size) ->
             new SegmentAllocation(id, name, new TlsfExtentAllocator(size, granularity)));
         this.store = new MetadataStore(ctx.storeSettings(), ctx.clock(), registry);
+        this.evictor = new Evictor(store, registry, ctx.evictionHighWatermark(), ctx.evictionRatio(),
+            ctx.allowEvictSoftPinned()).attach();
         final MasterGrpcService service = new MasterGrpcService(this, store, new BatchProbe(store), registry);
 
         final boolean epoll = Epoll.isAvailable();
@@ -402,10 +407,13 @@ public final class MasterServer implements AutoCloseable
             housekeeper = Executors.newSingleThreadScheduledExecutor(new DefaultThreadFactory("granary-master-housekeeper", true));
             final long periodMs = Math.max(10, Math.min(1000, ctx.nodeTtl().toMillis() / 4));
             housekeeper.scheduleWithFixedDelay(this::housekeepSafely, periodMs, periodMs, TimeUnit.MILLISECONDS);
+            evictionThread = Executors.newSingleThreadScheduledExecutor(new DefaultThreadFactory("granary-master-evictor", true));
+            evictionThread.scheduleWithFixedDelay(this::evictSafely, 100, 100, TimeUnit.MILLISECONDS);
         }
         else
         {
             housekeeper = null;
+            evictionThread = null;
         }
     }
 
@@ -432,6 +440,11 @@ public final class MasterServer implements AutoCloseable
     public SegmentRegistry registry()
     {
         return registry;
+    }
+
+    public Evictor evictor()
+    {
+        return evictor;
     }
 
     /** The bound gRPC port. */
@@ -463,6 +476,19 @@ public final class MasterServer implements AutoCloseable
             store.purgeSegments(new HashSet<>(expired));
         }
         store.reclaimAbandonedPuts();
+        store.expireSoftPins();
+    }
+
+    private void evictSafely()
+    {
+        try
+        {
+            evictor.maybeEvict();
+        }
+        catch (final Throwable t)
+        {
+            LOG.error("eviction round failed; will retry", t);
+        }
     }
 
     private void housekeepSafely()
@@ -488,6 +514,7 @@ public final class MasterServer implements AutoCloseable
         if (housekeeper != null)
         {
             housekeeper.shutdownNow();
+            evictionThread.shutdownNow();
         }
         if (admin != null)
         {

@@ -71,7 +71,13 @@ public final class MetadataStore
     private final PriorityQueue<PendingRelease> pendingReleases =
         new PriorityQueue<>(Comparator.comparingLong((PendingRelease p) -> p.releaseAtNs));
 
+    /** Soft-pin expiries in deadline order, so pins lapse without a scan. Guarded by itself. */
+    private final PriorityQueue<PinExpiry> pinExpiries =
+        new PriorityQueue<>(Comparator.comparingLong((PinExpiry p) -> p.deadlineNs));
+    private volatile java.util.function.LongPredicate allocationFailureHandler;
+
     private final AtomicLong objectCount = new AtomicLong();
+    private final AtomicLong softPinnedCount = new AtomicLong();
     private final LongAdder putStarts = new LongAdder();
     private final LongAdder putEnds = new LongAdder();
     private final LongAdder putRevokes = new LongAdder();
@@ -92,6 +98,18 @@ public final class MetadataStore
         {
             this.releaseAtNs = releaseAtNs;
             this.replicas = replicas;
+        }
+    }
+
+    private static final class PinExpiry
+    {
+        final long deadlineNs;
+        final ObjectMeta meta;
+
+        PinExpiry(final long deadlineNs, final ObjectMeta meta)
+        {
+            this.deadlineNs = deadlineNs;
+            this.meta = meta;
         }
     }
 
@@ -225,6 +243,7 @@ public final class MetadataStore
     private void detachLocked(final ObjectMeta m)
     {
         m.removed = true;
+        unpinLocked(m);
         final MetadataShard owner = shards[m.ownerShard];
         owner.ownedObjects--;
         objectCount.decrementAndGet();
@@ -334,6 +353,10 @@ public final class MetadataStore
             final boolean stale = !existing.complete && now - existing.putStartNs > settings.putDiscardTimeoutNs;
             if (!stale)
             {
+                if (existing.complete)
+                {
+                    applySoftPinActionLocked(existing, options.getSoftPinValue(), softPinTtl[0], now);
+                }
                 unlockOwner(existing);
                 return OBJECT_ALREADY_EXISTS_VALUE;
             }
@@ -345,8 +368,13 @@ public final class MetadataStore
         }
 
         final int wanted = Math.max(1, options.getReplicas());
-        final List<ReplicaRecord> placed =
+        List<ReplicaRecord> placed =
             placement.place(registry.liveSegments(), wanted, valueLength, options.getPreferredSegment());
+        if (placed.isEmpty() && allocationFailureHandler != null &&
+            allocationFailureHandler.test(Math.max(1, valueLength) * wanted))
+        {
+            placed = placement.place(registry.liveSegments(), wanted, valueLength, options.getPreferredSegment());
+        }
         if (placed.isEmpty())
         {
             allocationFailures.increment();
@@ -449,8 +477,7 @@ public final class MetadataStore
             }
             if (m.softPinTtlNs > 0)
             {
-                m.softPinned = true;
-                m.softPinDeadlineNs = now + m.softPinTtlNs;
+                pinLocked(m, now + m.softPinTtlNs);
             }
             putEnds.increment();
             return OK_VALUE;
@@ -507,6 +534,107 @@ public final class MetadataStore
         {
             pendingReleases.add(new PendingRelease(releaseAtNs, replicas));
         }
+    }
+
+    /**
+     * Called with the bytes a put needs when no segment could take it; returns true when it freed
+     * space (the put then tries once more). The evictor installs itself here.
+     */
+    public void allocationFailureHandler(final java.util.function.LongPredicate handler)
+    {
+        this.allocationFailureHandler = handler;
+    }
+
+    /** Soft pins an object until {@code deadlineNs} (or later, if already pinned longer); owner lock held. */
+    private void pinLocked(final ObjectMeta m, final long deadlineNs)
+    {
+        final long now = clock.nanoTime();
+        if (m.softPinned && m.softPinDeadlineNs - now > 0)
+        {
+            if (deadlineNs - m.softPinDeadlineNs <= 0)
+            {
+                return;
+            }
+        }
+        else if (!m.softPinned)
+        {
+            m.softPinned = true;
+            softPinnedCount.incrementAndGet();
+        }
+        m.softPinDeadlineNs = deadlineNs;
+        synchronized (pinExpiries)
+        {
+            pinExpiries.add(new PinExpiry(deadlineNs, m));
+        }
+    }
+
+    private void unpinLocked(final ObjectMeta m)
+    {
+        if (m.softPinned)
+        {
+            m.softPinned = false;
+            softPinnedCount.decrementAndGet();
+        }
+    }
+
+    /**
+     * A put of an existing readable object applies its soft-pin action: ENABLE pins it for the TTL
+     * from now (never shortening a longer pin; TTL 0 changes nothing), DISABLE unpins it, PRESERVE
+     * leaves it. Hard pins and groups are immutable. Owner lock held.
+     */
+    private void applySoftPinActionLocked(final ObjectMeta m, final int action, final long ttlNs, final long now)
+    {
+        if (action == SoftPinAction.SOFT_PIN_ENABLE_VALUE && ttlNs > 0)
+        {
+            pinLocked(m, now + ttlNs);
+        }
+        else if (action == SoftPinAction.SOFT_PIN_DISABLE_VALUE)
+        {
+            unpinLocked(m);
+        }
+    }
+
+    /** Lapses soft pins whose deadline passed, through the expiry index. @return pins lapsed. */
+    public int expireSoftPins()
+    {
+        final long now = clock.nanoTime();
+        int lapsed = 0;
+        while (true)
+        {
+            final PinExpiry due;
+            synchronized (pinExpiries)
+            {
+                final PinExpiry p = pinExpiries.peek();
+                if (p == null || p.deadlineNs - now > 0)
+                {
+                    break;
+                }
+                due = pinExpiries.poll();
+            }
+            final MetadataShard owner = shards[due.meta.ownerShard];
+            owner.lock();
+            try
+            {
+                final ObjectMeta m = due.meta;
+                // A later ENABLE may have moved the deadline: only the entry matching it lapses the pin.
+                if (!m.removed && m.softPinned && m.softPinDeadlineNs == due.deadlineNs)
+                {
+                    unpinLocked(m);
+                    lapsed++;
+                }
+            }
+            finally
+            {
+                owner.unlock();
+            }
+        }
+        return lapsed;
+    }
+
+    /** Objects currently soft pinned (pins lapse at their deadline, counted here after expiry runs). */
+    public long softPinnedCount()
+    {
+        return softPinnedCount.get();
     }
 
     // ------------------------------------------------------------------------------------ reads
@@ -929,6 +1057,147 @@ public final class MetadataStore
         {
             return pendingReleases.size();
         }
+    }
+
+    // ------------------------------------------------------------------------------------ eviction mechanism
+
+    /**
+     * Offers every unit that may be evicted now to {@code sink}, one shard at a time under its lock:
+     * ungrouped complete objects that are not leased or hard pinned, and groups with no lease and at
+     * least one complete, unpinned member. Soft-pinned units are offered only with {@code includeSoftPinned}.
+     */
+    public void scanEvictionCandidates(
+        final boolean includeSoftPinned, final java.util.function.Consumer<EvictionCandidate> sink)
+    {
+        for (final MetadataShard shard : shards)
+        {
+            shard.lock();
+            try
+            {
+                final long now = clock.nanoTime();
+                for (final Map<String, ObjectMeta> byKey : shard.keysByTenant.values())
+                {
+                    for (final ObjectMeta m : byKey.values())
+                    {
+                        if (m.group == null && m.ownerShard == shard.index)
+                        {
+                            final EvictionCandidate c = candidateLocked(m, now);
+                            if (c != null && (includeSoftPinned || !c.softPinned))
+                            {
+                                sink.accept(c);
+                            }
+                        }
+                    }
+                }
+                for (final Map<String, GroupMeta> groups : shard.groupsByTenant.values())
+                {
+                    for (final GroupMeta g : groups.values())
+                    {
+                        final EvictionCandidate c = candidateLocked(g, now);
+                        if (c != null && (includeSoftPinned || !c.softPinned))
+                        {
+                            sink.accept(c);
+                        }
+                    }
+                }
+            }
+            finally
+            {
+                shard.unlock();
+            }
+        }
+    }
+
+    private static boolean evictableMember(final ObjectMeta m)
+    {
+        return m.complete && !m.removed && !m.hardPinned;
+    }
+
+    /** The unit as an eviction candidate now, or null when it must not be evicted; owner lock held. */
+    private EvictionCandidate candidateLocked(final Object unit, final long now)
+    {
+        if (unit instanceof ObjectMeta)
+        {
+            final ObjectMeta m = (ObjectMeta)unit;
+            if (!evictableMember(m) || m.isLeased(now))
+            {
+                return null;
+            }
+            return new EvictionCandidate(m, m.ownerShard, m.leaseDeadlineNs, m.sizeBytes, m.isSoftPinned(now));
+        }
+        final GroupMeta g = (GroupMeta)unit;
+        if (g.leaseDeadlineNs - now > 0)
+        {
+            return null;
+        }
+        long bytes = 0;
+        int evictable = 0;
+        boolean soft = false;
+        for (final ObjectMeta m : g.members)
+        {
+            if (evictableMember(m))
+            {
+                evictable++;
+                bytes += m.sizeBytes;
+                soft |= m.isSoftPinned(now);
+            }
+        }
+        return evictable == 0 ? null : new EvictionCandidate(g, g.shard, g.leaseDeadlineNs, bytes, soft);
+    }
+
+    /**
+     * Evicts a candidate if it is still evictable (rechecked under its shard lock): the object, or
+     * every complete, not hard-pinned member of the group. Soft-pinned units only when allowed.
+     *
+     * @return objects evicted (0 when the candidate changed and was skipped); bytes added to {@code bytesOut[0]}.
+     */
+    public int evict(final EvictionCandidate candidate, final boolean allowSoftPinned, final long[] bytesOut)
+    {
+        final MetadataShard owner = shards[candidate.shard];
+        final List<ObjectMeta> victims = new ArrayList<>();
+        owner.lock();
+        try
+        {
+            final long now = clock.nanoTime();
+            final EvictionCandidate fresh = candidateLocked(candidate.unit, now);
+            if (fresh == null || (fresh.softPinned && !allowSoftPinned) ||
+                (candidate.unit instanceof ObjectMeta && ((ObjectMeta)candidate.unit).removed))
+            {
+                return 0;
+            }
+            if (candidate.unit instanceof ObjectMeta)
+            {
+                victims.add((ObjectMeta)candidate.unit);
+            }
+            else
+            {
+                for (final ObjectMeta m : ((GroupMeta)candidate.unit).members)
+                {
+                    if (evictableMember(m))
+                    {
+                        victims.add(m);
+                    }
+                }
+            }
+            for (final ObjectMeta m : victims)
+            {
+                detachLocked(m);
+                for (final ReplicaRecord r : m.replicas)
+                {
+                    r.release();
+                }
+                bytesOut[0] += m.sizeBytes;
+            }
+        }
+        finally
+        {
+            owner.unlock();
+        }
+        for (final ObjectMeta m : victims)
+        {
+            finishDetach(m);
+        }
+        return victims.size();
     }
 
     // ------------------------------------------------------------------------------------ proto helpers

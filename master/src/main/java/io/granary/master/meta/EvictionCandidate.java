@@ -1,0 +1,50 @@
+package io.granary.master.meta;
+
+/**
+ * One unit the evictor may take: an ungrouped object or a whole group. A snapshot taken under the
+ * owner shard's lock; {@link MetadataStore#evict} rechecks it before acting.
+ */
+public final class EvictionCandidate
+{
+    final Object unit;
+    final int shard;
+    final long ageNs;
+    final long bytes;
+    final boolean softPinned;
+
+    EvictionCandidate(final Object unit, final int shard, final long ageNs, final long bytes, final boolean softPinned)
+    {
+        this.unit = unit;
+        this.shard = shard;
+        this.ageNs = ageNs;
+        this.bytes = bytes;
+        this.softPinned = softPinned;
+    }
+
+    /** Its last lease deadline, or the moment it became readable if never leased (nanoTime). */
+    public long ageNs()
+    {
+        return ageNs;
+    }
+
+    public long bytes()
+    {
+        return bytes;
+    }
+
+    public boolean softPinned()
+    {
+        return softPinned;
+    }
+
+    public boolean isGroup()
+    {
+        return unit instanceof GroupMeta;
+    }
+
+    /** The key of an ungrouped object, or the group id. */
+    public String name()
+    {
+        return unit instanceof GroupMeta ? ((GroupMeta)unit).groupId : ((ObjectMeta)unit).key;
+    }
+}
