@@ -75,6 +75,14 @@ public final class MetadataStore
     private final PriorityQueue<PinExpiry> pinExpiries =
         new PriorityQueue<>(Comparator.comparingLong((PinExpiry p) -> p.deadlineNs));
     private volatile java.util.function.LongPredicate allocationFailureHandler;
+    private volatile LeaseListener leaseListener;
+
+    /** Observes every read lease granted, on the granting thread, under the owner shard lock. */
+    @FunctionalInterface
+    public interface LeaseListener
+    {
+        void onLeaseGranted(String tenant, String key, long deadlineNs);
+    }
 
     private final AtomicLong objectCount = new AtomicLong();
     private final AtomicLong softPinnedCount = new AtomicLong();
@@ -639,10 +647,20 @@ public final class MetadataStore
 
     // ------------------------------------------------------------------------------------ reads
 
+    public void leaseListener(final LeaseListener listener)
+    {
+        this.leaseListener = listener;
+    }
+
     /** Extends a lease: {@code deadline = max(old, now + ttl)}; owner lock held. */
     void grantLeaseLocked(final ObjectMeta m, final long now)
     {
         final long deadline = now + settings.leaseTtlNs;
+        final LeaseListener listener = leaseListener;
+        if (listener != null)
+        {
+            listener.onLeaseGranted(m.tenant, m.key, deadline);
+        }
         if (m.group != null)
         {
             if (deadline - m.group.leaseDeadlineNs > 0)
