@@ -159,6 +159,31 @@ public final class ClientConfig
             ", clientId=" + clientId + ", localHost=" + (localHost == null ? "<this machine>" : localHost) + "]";
     }
 
+    @Override
+    public boolean equals(final Object o)
+    {
+        if (this == o)
+        {
+            return true;
+        }
+        if (!(o instanceof ClientConfig))
+        {
+            return false;
+        }
+        final ClientConfig c = (ClientConfig)o;
+        return masterAddress.equals(c.masterAddress) && tenant.equals(c.tenant) && transport == c.transport &&
+            rpcTimeout.equals(c.rpcTimeout) && lanesPerPeer == c.lanesPerPeer && sliceBytes == c.sliceBytes &&
+            transferTimeout.equals(c.transferTimeout) && connectTimeout.equals(c.connectTimeout) &&
+            ioThreads == c.ioThreads && maxQueuedTransfersPerPeer == c.maxQueuedTransfersPerPeer &&
+            clientId.equals(c.clientId) && Objects.equals(localHost, c.localHost);
+    }
+
+    @Override
+    public int hashCode()
+    {
+        return Objects.hash(masterAddress, tenant, transport, rpcTimeout, clientId);
+    }
+
     /** Fluent builder; {@link #build()} validates. Not thread safe. */
     public static final class Builder
     {
@@ -279,8 +304,7 @@ public final class ClientConfig
             {
                 throw new IllegalArgumentException("clientId must not be blank");
             }
-            if (localHost != null && (localHost.isBlank() || localHost.contains(":") && !localHost.startsWith("[") &&
-                localHost.indexOf(':') == localHost.lastIndexOf(':')))
+            if (localHost != null && (localHost.isBlank() || hasPort(localHost)))
             {
                 throw new IllegalArgumentException("localHost must be a host name or address without a port, was '" +
                     localHost + "'");
@@ -288,6 +312,13 @@ public final class ClientConfig
             final ClientConfig config = new ClientConfig(this);
             config.transferConfig(); // TransferConfig.conclude() names the bad transfer setting
             return config;
+        }
+
+        /** "host:7000" has a port; "fe80::1" (several colons) and "[fe80::1]" do not. */
+        private static boolean hasPort(final String host)
+        {
+            final int colon = host.indexOf(':');
+            return colon >= 0 && (host.startsWith("[") ? !host.endsWith("]") : colon == host.lastIndexOf(':'));
         }
 
         private static void requirePositive(final String name, final Duration value)
@@ -349,30 +380,5 @@ public final class ClientConfig
             }
             return null;
         }
-    }
-
-    @Override
-    public boolean equals(final Object o)
-    {
-        if (this == o)
-        {
-            return true;
-        }
-        if (!(o instanceof ClientConfig))
-        {
-            return false;
-        }
-        final ClientConfig c = (ClientConfig)o;
-        return masterAddress.equals(c.masterAddress) && tenant.equals(c.tenant) && transport == c.transport &&
-            rpcTimeout.equals(c.rpcTimeout) && lanesPerPeer == c.lanesPerPeer && sliceBytes == c.sliceBytes &&
-            transferTimeout.equals(c.transferTimeout) && connectTimeout.equals(c.connectTimeout) &&
-            ioThreads == c.ioThreads && maxQueuedTransfersPerPeer == c.maxQueuedTransfersPerPeer &&
-            clientId.equals(c.clientId) && Objects.equals(localHost, c.localHost);
-    }
-
-    @Override
-    public int hashCode()
-    {
-        return Objects.hash(masterAddress, tenant, transport, rpcTimeout, clientId);
     }
 }

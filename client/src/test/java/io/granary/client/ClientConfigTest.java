@@ -50,7 +50,8 @@ class ClientConfigTest
     void shouldMapTransferKnobsOntoTransferConfig()
     {
         final TransferConfig transfer = valid()
-            .lanesPerPeer(4).sliceBytes(65536).transferTimeout(Duration.ofSeconds(2)).connectTimeout(Duration.ofMillis(500))
+            .lanesPerPeer(4).sliceBytes(65536)
+            .transferTimeout(Duration.ofSeconds(2)).connectTimeout(Duration.ofMillis(500))
             .ioThreads(3).maxQueuedTransfersPerPeer(128)
             .build().transferConfig();
 

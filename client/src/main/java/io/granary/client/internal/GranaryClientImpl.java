@@ -100,7 +100,8 @@ public final class GranaryClientImpl implements GranaryClient
      * A client whose engine comes from {@code engines} and whose lease checks use {@code clock}. Not API:
      * tests and benchmarks use it to plug in an engine double.
      */
-    public static GranaryClient connect(final ClientConfig config, final TransferEngineFactory engines, final Clock clock)
+    public static GranaryClient connect(
+        final ClientConfig config, final TransferEngineFactory engines, final Clock clock)
     {
         Objects.requireNonNull(config, "config");
         final TransferEngine engine;
@@ -197,7 +198,8 @@ public final class GranaryClientImpl implements GranaryClient
     }
 
     @Override
-    public List<OpResult<Void>> putBatch(final List<String> keys, final List<ByteBuffer> values, final PutOptions options)
+    public List<OpResult<Void>> putBatch(
+        final List<String> keys, final List<ByteBuffer> values, final PutOptions options)
     {
         Objects.requireNonNull(keys, "keys");
         Objects.requireNonNull(values, "values");

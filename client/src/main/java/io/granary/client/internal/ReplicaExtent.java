@@ -37,7 +37,8 @@ record ReplicaExtent(String nodeId, String endpoint, int segmentId, long offset,
 
     static GranaryException nonsense(final String key, final String what)
     {
-        return new GranaryException(ErrorCode.INTERNAL_ERROR, "key '" + key + "': the master's answer is unusable: " + what);
+        return new GranaryException(
+            ErrorCode.INTERNAL_ERROR, "key " + Keys.quote(key) + ": the master's answer is unusable: " + what);
     }
 
     /** "node n1 (10.0.0.1:7000 seg 3)" for messages. */

@@ -54,6 +54,10 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -321,7 +325,8 @@ class GranaryClientImplTest
             assertThat(onNodeB.get("k1")).isEqualTo(value);
         }
 
-        assertThat(engine.requests(TransferRequest.Op.READ)).extracting(TransferRequest::endpoint).containsExactly(NODE_B);
+        assertThat(engine.requests(TransferRequest.Op.READ)).extracting(TransferRequest::endpoint)
+            .containsExactly(NODE_B);
     }
 
     @Test
@@ -544,7 +549,8 @@ class GranaryClientImplTest
 
         assertThat(results).extracting(OpResult::error).containsExactly(
             ErrorCode.NO_AVAILABLE_HANDLE, ErrorCode.OK, ErrorCode.ILLEGAL_CLIENT, ErrorCode.INVALID_KEY, ErrorCode.OK);
-        assertThat(master.requests(BatchPutStartRequest.class).get(0).getKeysList()).containsExactly("a", "b", "c", "d");
+        assertThat(master.requests(BatchPutStartRequest.class).get(0).getKeysList())
+            .containsExactly("a", "b", "c", "d");
         assertThat(master.requests(BatchKeysRequest.class).get(0).getKeysList()).containsExactly("c", "d");
         assertThat(engine.requests(TransferRequest.Op.WRITE)).hasSize(2);
     }
@@ -592,6 +598,22 @@ class GranaryClientImplTest
     }
 
     @Test
+    void shouldSpreadABatchOverReplicasByTransfersInFlight()
+    {
+        final List<String> keys = keys(4);
+        final List<ByteBuffer> values = values(4);
+        client.putBatch(keys, values, TWO_REPLICAS);
+        engine.holdInFlightUntil(4);
+
+        final List<OpResult<byte[]>> results = client.getBatch(keys);
+
+        assertThat(results).extracting(OpResult::value).containsExactly(
+            values.get(0).array(), values.get(1).array(), values.get(2).array(), values.get(3).array());
+        assertThat(engine.requests(TransferRequest.Op.READ)).extracting(TransferRequest::endpoint)
+            .containsExactly(NODE_A, NODE_B, NODE_A, NODE_B);
+    }
+
+    @Test
     void shouldAnswerEmptyBatchesWithoutAnRpc()
     {
         assertThat(client.putBatch(List.of(), List.of(), PutOptions.defaults())).isEmpty();
@@ -620,7 +642,8 @@ class GranaryClientImplTest
     void shouldRefuseKeysAndValuesOfDifferentSizes()
     {
         assertThatThrownBy(() -> client.putBatch(List.of("a", "b"), List.of(ByteBuffer.allocate(1)),
-            PutOptions.defaults())).isInstanceOf(IllegalArgumentException.class).hasMessageContaining("2 keys, 1 values");
+            PutOptions.defaults()))
+            .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("2 keys, 1 values");
         assertThat(master.requests()).isEmpty();
     }
 
@@ -659,7 +682,8 @@ class GranaryClientImplTest
     {
         master.script("BatchProbeKey", (BatchProbeKeyRequest r) -> BatchProbeKeyResponse.newBuilder()
             .addMask(true).addMask(true).addMask(false).addMask(false)
-            .addCodes(0).addCodes(0).addCodes(ErrorCode.OBJECT_NOT_FOUND.code()).addCodes(ErrorCode.INTERNAL_ERROR.code())
+            .addCodes(0).addCodes(0)
+            .addCodes(ErrorCode.OBJECT_NOT_FOUND.code()).addCodes(ErrorCode.INTERNAL_ERROR.code())
             .build());
 
         final List<OpResult<Boolean>> results =
@@ -736,7 +760,8 @@ class GranaryClientImplTest
         assertThat(client.removeByRegex("a.*")).isEqualTo(2);
         assertThat(client.removeAll()).isEqualTo(1);
 
-        assertThat(master.requests(RemoveRequest.class)).extracting(RemoveRequest::getForce).containsExactly(true, false);
+        assertThat(master.requests(RemoveRequest.class)).extracting(RemoveRequest::getForce)
+            .containsExactly(true, false);
         assertThat(master.requests(RemoveByRegexRequest.class).get(0).getTenant()).isEqualTo("t1");
         assertThat(master.requests(RemoveAllRequest.class).get(0).getForce()).isFalse();
     }
@@ -845,6 +870,41 @@ class GranaryClientImplTest
     }
 
     @Test
+    void shouldServeManyThreadsThroughOneClient() throws Exception
+    {
+        final ExecutorService pool = Executors.newFixedThreadPool(4);
+        try
+        {
+            final List<Future<?>> threads = new ArrayList<>();
+            for (int t = 0; t < 4; t++)
+            {
+                final int thread = t;
+                threads.add(pool.submit(() ->
+                {
+                    for (int i = 0; i < 10; i++)
+                    {
+                        final String key = "t" + thread + "-" + i;
+                        final byte[] value = bytes(100 + i, thread * 100 + i);
+                        client.put(key, ByteBuffer.wrap(value), TWO_REPLICAS);
+                        assertThat(client.get(key)).isEqualTo(value);
+                    }
+                    return null;
+                }));
+            }
+            for (final Future<?> thread : threads)
+            {
+                thread.get(60, TimeUnit.SECONDS);
+            }
+        }
+        finally
+        {
+            pool.shutdownNow();
+        }
+        assertThat(master.count(PutEndRequest.class)).isEqualTo(40);
+        assertThat(master.count(PutRevokeRequest.class)).isZero();
+    }
+
+    @Test
     void shouldRefuseCallsAfterCloseAndCloseOnce()
     {
         client.close();
@@ -852,7 +912,8 @@ class GranaryClientImplTest
 
         assertThat(engine.isClosed()).isTrue();
         assertThat(thrown(() -> client.get("k1")).code()).isEqualTo(ErrorCode.UNAVAILABLE_IN_CURRENT_STATUS);
-        assertThat(thrown(() -> client.put("k1", bytes(1, 1))).code()).isEqualTo(ErrorCode.UNAVAILABLE_IN_CURRENT_STATUS);
+        assertThat(thrown(() -> client.put("k1", bytes(1, 1))).code())
+            .isEqualTo(ErrorCode.UNAVAILABLE_IN_CURRENT_STATUS);
         assertThat(thrown(() -> client.getBatch(List.of("k1"))).code())
             .isEqualTo(ErrorCode.UNAVAILABLE_IN_CURRENT_STATUS);
         assertThat(thrown(() -> client.clusterStatus()).code()).isEqualTo(ErrorCode.UNAVAILABLE_IN_CURRENT_STATUS);

@@ -6,6 +6,7 @@ import io.granary.transfer.TransferRequest;
 import io.granary.transfer.TransportKind;
 
 import java.nio.ByteBuffer;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -32,6 +33,8 @@ final class InMemoryTransferEngine implements TransferEngine
     private volatile Predicate<TransferRequest> failWhen = r -> false;
     private volatile int failWhenCode;
     private volatile boolean closed;
+    private final List<Runnable> deferred = new ArrayList<>();
+    private int deferUntil;
 
     @Override
     public TransportKind kind()
@@ -41,6 +44,28 @@ final class InMemoryTransferEngine implements TransferEngine
 
     @Override
     public CompletableFuture<Integer> submit(final TransferRequest request)
+    {
+        synchronized (deferred)
+        {
+            if (deferUntil > 0)
+            {
+                // Hold this transfer open until enough have arrived, then finish them all (as if in flight together).
+                final CompletableFuture<Integer> future = new CompletableFuture<>();
+                deferred.add(() -> execute(request).thenAccept(future::complete));
+                if (deferred.size() >= deferUntil)
+                {
+                    deferUntil = 0;
+                    final List<Runnable> ready = new ArrayList<>(deferred);
+                    deferred.clear();
+                    ready.forEach(Runnable::run);
+                }
+                return future;
+            }
+        }
+        return execute(request);
+    }
+
+    private CompletableFuture<Integer> execute(final TransferRequest request)
     {
         requests.add(request);
         beforeCompletion.accept(request);
@@ -84,6 +109,15 @@ final class InMemoryTransferEngine implements TransferEngine
     boolean isClosed()
     {
         return closed;
+    }
+
+    /** The next {@code transfers} submits stay in flight until the last of them arrives. */
+    void holdInFlightUntil(final int transfers)
+    {
+        synchronized (deferred)
+        {
+            deferUntil = transfers;
+        }
     }
 
     /** Every transfer to {@code endpoint} completes with {@code code}. */

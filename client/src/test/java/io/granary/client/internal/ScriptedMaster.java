@@ -237,7 +237,8 @@ final class ScriptedMaster extends MasterServiceGrpc.MasterServiceImplBase imple
     }
 
     @Override
-    public void batchGetReplicaList(final BatchKeysRequest request, final StreamObserver<BatchGetReplicaListResponse> out)
+    public void batchGetReplicaList(
+        final BatchKeysRequest request, final StreamObserver<BatchGetReplicaListResponse> out)
     {
         answer("BatchGetReplicaList", request, out, r ->
         {
@@ -322,7 +323,8 @@ final class ScriptedMaster extends MasterServiceGrpc.MasterServiceImplBase imple
                 .setKey(k)
                 .setValueLength(o.length)
                 .setReplicas(o.replicas.size())
-                .setStatus(o.complete ? ReplicaStatus.REPLICA_STATUS_COMPLETE : ReplicaStatus.REPLICA_STATUS_PROCESSING)));
+                .setStatus(o.complete ?
+                    ReplicaStatus.REPLICA_STATUS_COMPLETE : ReplicaStatus.REPLICA_STATUS_PROCESSING)));
             return b.build();
         });
     }
