@@ -1,0 +1,384 @@
+package io.granary.client;
+
+import io.granary.protocol.Limits;
+import io.granary.transfer.TransferConfig;
+import io.granary.transfer.TransportKind;
+
+import java.time.Duration;
+import java.util.Objects;
+import java.util.UUID;
+
+/**
+ * Settings of a {@link GranaryClient}: where the master is, which tenant, and how bytes move.
+ * Immutable; build one with {@link #builder()}. Transfer defaults come from {@link TransferConfig}.
+ */
+public final class ClientConfig
+{
+    public static final Duration DEFAULT_RPC_TIMEOUT = Duration.ofSeconds(5);
+
+    private final String masterAddress;
+    private final String tenant;
+    private final TransportKind transport;
+    private final Duration rpcTimeout;
+    private final int lanesPerPeer;
+    private final int sliceBytes;
+    private final Duration transferTimeout;
+    private final Duration connectTimeout;
+    private final int ioThreads;
+    private final int maxQueuedTransfersPerPeer;
+    private final String clientId;
+    private final String localHost;
+
+    private ClientConfig(final Builder b)
+    {
+        this.masterAddress = b.masterAddress;
+        this.tenant = Limits.tenantOrDefault(b.tenant);
+        this.transport = b.transport;
+        this.rpcTimeout = b.rpcTimeout;
+        this.lanesPerPeer = b.lanesPerPeer;
+        this.sliceBytes = b.sliceBytes;
+        this.transferTimeout = b.transferTimeout;
+        this.connectTimeout = b.connectTimeout;
+        this.ioThreads = b.ioThreads;
+        this.maxQueuedTransfersPerPeer = b.maxQueuedTransfersPerPeer;
+        this.clientId = b.clientId == null ? UUID.randomUUID().toString() : b.clientId;
+        this.localHost = b.localHost;
+    }
+
+    public static Builder builder()
+    {
+        return new Builder();
+    }
+
+    /** A builder holding these settings (the client id included). */
+    public Builder toBuilder()
+    {
+        final Builder b = new Builder();
+        b.masterAddress = masterAddress;
+        b.tenant = tenant;
+        b.transport = transport;
+        b.rpcTimeout = rpcTimeout;
+        b.lanesPerPeer = lanesPerPeer;
+        b.sliceBytes = sliceBytes;
+        b.transferTimeout = transferTimeout;
+        b.connectTimeout = connectTimeout;
+        b.ioThreads = ioThreads;
+        b.maxQueuedTransfersPerPeer = maxQueuedTransfersPerPeer;
+        b.clientId = clientId;
+        b.localHost = localHost;
+        return b;
+    }
+
+    /** host:port of the master's gRPC port. */
+    public String masterAddress()
+    {
+        return masterAddress;
+    }
+
+    public String tenant()
+    {
+        return tenant;
+    }
+
+    public TransportKind transport()
+    {
+        return transport;
+    }
+
+    /** Deadline of every call to the master. */
+    public Duration rpcTimeout()
+    {
+        return rpcTimeout;
+    }
+
+    public int lanesPerPeer()
+    {
+        return lanesPerPeer;
+    }
+
+    public int sliceBytes()
+    {
+        return sliceBytes;
+    }
+
+    public Duration transferTimeout()
+    {
+        return transferTimeout;
+    }
+
+    public Duration connectTimeout()
+    {
+        return connectTimeout;
+    }
+
+    public int ioThreads()
+    {
+        return ioThreads;
+    }
+
+    public int maxQueuedTransfersPerPeer()
+    {
+        return maxQueuedTransfersPerPeer;
+    }
+
+    /** Identifies this client's puts to the master (PutEnd/PutRevoke must come from the same client). */
+    public String clientId()
+    {
+        return clientId;
+    }
+
+    /**
+     * The host name or address that storage-node endpoints must carry to count as "same host", or null
+     * (the default) to treat this machine's interface addresses and "localhost" as the same host.
+     */
+    public String localHost()
+    {
+        return localHost;
+    }
+
+    /** The transfer-engine settings these values stand for (a fresh, concluded copy). */
+    public TransferConfig transferConfig()
+    {
+        return new TransferConfig()
+            .lanesPerPeer(lanesPerPeer)
+            .sliceBytes(sliceBytes)
+            .transferTimeoutMs(transferTimeout.toMillis())
+            .connectTimeoutMs(connectTimeout.toMillis())
+            .ioThreads(ioThreads)
+            .maxQueuedTransfersPerPeer(maxQueuedTransfersPerPeer)
+            .conclude();
+    }
+
+    @Override
+    public String toString()
+    {
+        return "ClientConfig[master=" + masterAddress + ", tenant=" + tenant + ", transport=" + transport +
+            ", rpcTimeout=" + rpcTimeout + ", lanesPerPeer=" + lanesPerPeer + ", sliceBytes=" + sliceBytes +
+            ", transferTimeout=" + transferTimeout + ", connectTimeout=" + connectTimeout +
+            ", ioThreads=" + ioThreads + ", maxQueuedTransfersPerPeer=" + maxQueuedTransfersPerPeer +
+            ", clientId=" + clientId + ", localHost=" + (localHost == null ? "<this machine>" : localHost) + "]";
+    }
+
+    @Override
+    public boolean equals(final Object o)
+    {
+        if (this == o)
+        {
+            return true;
+        }
+        if (!(o instanceof ClientConfig))
+        {
+            return false;
+        }
+        final ClientConfig c = (ClientConfig)o;
+        return masterAddress.equals(c.masterAddress) && tenant.equals(c.tenant) && transport == c.transport &&
+            rpcTimeout.equals(c.rpcTimeout) && lanesPerPeer == c.lanesPerPeer && sliceBytes == c.sliceBytes &&
+            transferTimeout.equals(c.transferTimeout) && connectTimeout.equals(c.connectTimeout) &&
+            ioThreads == c.ioThreads && maxQueuedTransfersPerPeer == c.maxQueuedTransfersPerPeer &&
+            clientId.equals(c.clientId) && Objects.equals(localHost, c.localHost);
+    }
+
+    @Override
+    public int hashCode()
+    {
+        return Objects.hash(masterAddress, tenant, transport, rpcTimeout, clientId);
+    }
+
+    /** Fluent builder; {@link #build()} validates. Not thread safe. */
+    public static final class Builder
+    {
+        private String masterAddress;
+        private String tenant = Limits.DEFAULT_TENANT;
+        private TransportKind transport = TransportKind.AUTO;
+        private Duration rpcTimeout = DEFAULT_RPC_TIMEOUT;
+        private int lanesPerPeer = TransferConfig.DEFAULT_LANES_PER_PEER;
+        private int sliceBytes = TransferConfig.DEFAULT_SLICE_BYTES;
+        private Duration transferTimeout = Duration.ofMillis(TransferConfig.DEFAULT_TRANSFER_TIMEOUT_MS);
+        private Duration connectTimeout = Duration.ofMillis(TransferConfig.DEFAULT_CONNECT_TIMEOUT_MS);
+        private int ioThreads = new TransferConfig().ioThreads();
+        private int maxQueuedTransfersPerPeer = TransferConfig.DEFAULT_MAX_QUEUED_TRANSFERS_PER_PEER;
+        private String clientId;
+        private String localHost;
+
+        private Builder()
+        {
+        }
+
+        /** host:port (IPv6 as [addr]:port) of the master; required. */
+        public Builder masterAddress(final String masterAddress)
+        {
+            this.masterAddress = masterAddress;
+            return this;
+        }
+
+        /** Namespace of every key this client touches; null or empty means "default". */
+        public Builder tenant(final String tenant)
+        {
+            this.tenant = tenant;
+            return this;
+        }
+
+        public Builder transport(final TransportKind transport)
+        {
+            this.transport = transport;
+            return this;
+        }
+
+        public Builder rpcTimeout(final Duration rpcTimeout)
+        {
+            this.rpcTimeout = rpcTimeout;
+            return this;
+        }
+
+        public Builder lanesPerPeer(final int lanesPerPeer)
+        {
+            this.lanesPerPeer = lanesPerPeer;
+            return this;
+        }
+
+        public Builder sliceBytes(final int sliceBytes)
+        {
+            this.sliceBytes = sliceBytes;
+            return this;
+        }
+
+        public Builder transferTimeout(final Duration transferTimeout)
+        {
+            this.transferTimeout = transferTimeout;
+            return this;
+        }
+
+        public Builder connectTimeout(final Duration connectTimeout)
+        {
+            this.connectTimeout = connectTimeout;
+            return this;
+        }
+
+        public Builder ioThreads(final int ioThreads)
+        {
+            this.ioThreads = ioThreads;
+            return this;
+        }
+
+        public Builder maxQueuedTransfersPerPeer(final int maxQueuedTransfersPerPeer)
+        {
+            this.maxQueuedTransfersPerPeer = maxQueuedTransfersPerPeer;
+            return this;
+        }
+
+        /** Defaults to a random UUID. */
+        public Builder clientId(final String clientId)
+        {
+            this.clientId = clientId;
+            return this;
+        }
+
+        /** See {@link ClientConfig#localHost()}; null restores the default. */
+        public Builder localHost(final String localHost)
+        {
+            this.localHost = localHost;
+            return this;
+        }
+
+        /** @throws IllegalArgumentException naming the bad setting. */
+        public ClientConfig build()
+        {
+            final String addressProblem = checkHostPort(masterAddress);
+            if (addressProblem != null)
+            {
+                throw new IllegalArgumentException("masterAddress " + addressProblem);
+            }
+            final String tenantProblem = Limits.checkTenant(tenant);
+            if (tenantProblem != null)
+            {
+                throw new IllegalArgumentException("tenant '" + tenant + "': " + tenantProblem);
+            }
+            if (transport == null)
+            {
+                throw new IllegalArgumentException("transport must not be null");
+            }
+            requirePositive("rpcTimeout", rpcTimeout);
+            requirePositive("transferTimeout", transferTimeout);
+            requirePositive("connectTimeout", connectTimeout);
+            if (clientId != null && clientId.isBlank())
+            {
+                throw new IllegalArgumentException("clientId must not be blank");
+            }
+            if (localHost != null && (localHost.isBlank() || hasPort(localHost)))
+            {
+                throw new IllegalArgumentException("localHost must be a host name or address without a port, was '" +
+                    localHost + "'");
+            }
+            final ClientConfig config = new ClientConfig(this);
+            config.transferConfig(); // TransferConfig.conclude() names the bad transfer setting
+            return config;
+        }
+
+        /** "host:7000" has a port; "fe80::1" (several colons) and "[fe80::1]" do not. */
+        private static boolean hasPort(final String host)
+        {
+            final int colon = host.indexOf(':');
+            return colon >= 0 && (host.startsWith("[") ? !host.endsWith("]") : colon == host.lastIndexOf(':'));
+        }
+
+        private static void requirePositive(final String name, final Duration value)
+        {
+            if (value == null || value.isNegative() || value.isZero())
+            {
+                throw new IllegalArgumentException(name + " must be positive, was " + value);
+            }
+            try
+            {
+                if (value.toMillis() < 1)
+                {
+                    throw new IllegalArgumentException(name + " must be at least 1ms, was " + value);
+                }
+            }
+            catch (final ArithmeticException ex)
+            {
+                throw new IllegalArgumentException(name + " out of range: " + value);
+            }
+        }
+
+        /** Null when {@code address} is host:port with a port in 1..65535, else the problem. */
+        static String checkHostPort(final String address)
+        {
+            if (address == null || address.isBlank())
+            {
+                return "is required (host:port)";
+            }
+            final int colon = address.lastIndexOf(':');
+            if (colon <= 0 || colon == address.length() - 1)
+            {
+                return "must be host:port, was '" + address + "'";
+            }
+            final String host = address.substring(0, colon);
+            if (host.indexOf(':') >= 0 && !(host.startsWith("[") && host.endsWith("]") && host.length() > 2))
+            {
+                return "must write an IPv6 host in brackets ([::1]:50051), was '" + address + "'";
+            }
+            for (int i = 0; i < host.length(); i++)
+            {
+                final char c = host.charAt(i);
+                if (Character.isWhitespace(c) || c == '/' || c == '@' || c == '?' || c == '#')
+                {
+                    return "has a bad host '" + host + "'";
+                }
+            }
+            final int port;
+            try
+            {
+                port = Integer.parseInt(address.substring(colon + 1));
+            }
+            catch (final NumberFormatException ex)
+            {
+                return "has a bad port in '" + address + "'";
+            }
+            if (port < 1 || port > 65535)
+            {
+                return "port must be in 1..65535, was " + port;
+            }
+            return null;
+        }
+    }
+}

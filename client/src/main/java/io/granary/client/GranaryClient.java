@@ -1,0 +1,113 @@
+package io.granary.client;
+
+import io.granary.client.internal.GranaryClientImpl;
+
+import java.nio.ByteBuffer;
+import java.util.List;
+
+/**
+ * A connection to a Granary cluster: asks the master where values live and moves the bytes
+ * directly to and from the storage nodes. Thread safe and meant to be shared by every thread of an
+ * engine; calls block the calling thread until they finish.
+ *
+ * <h2>Errors</h2>
+ * Every store outcome and infrastructure failure is a {@link GranaryException} carrying an
+ * {@link ErrorCode}: a malformed key is INVALID_KEY before any RPC, an unreachable master RPC_FAIL, a
+ * master that does not answer within {@link ClientConfig#rpcTimeout()} RPC_TIMEOUT, a failed data
+ * transfer TRANSFER_FAIL (or the code the storage node returned), any call after {@link #close()}
+ * UNAVAILABLE_IN_CURRENT_STATUS. Batch calls answer per key, in request order, and throw only for a
+ * failure of the whole request (a refused request, an RPC failure of its first phase, more than
+ * {@link io.granary.protocol.Limits#MAX_BATCH_KEYS} keys). Misuse of the Java API itself (null
+ * buffers, keys and values lists of different sizes, a read-only destination) is an
+ * IllegalArgumentException or NullPointerException.
+ */
+public interface GranaryClient extends AutoCloseable
+{
+    /**
+     * Creates a client. The master is not contacted until the first call, so this does not fail when
+     * the master is down; the transfer engine is created here.
+     *
+     * @throws GranaryException INVALID_PARAMS when the configured transport is not available here.
+     */
+    static GranaryClient connect(final ClientConfig config)
+    {
+        return GranaryClientImpl.connect(config);
+    }
+
+    /** Stores {@code value} under {@code key} with {@link PutOptions#defaults()}. */
+    void put(String key, byte[] value);
+
+    /**
+     * Stores the bytes between {@code value}'s position and limit under {@code key}; the buffer's
+     * position and limit are not changed and its bytes are sent without copying (a direct buffer avoids
+     * the engine's copy). Objects are immutable: putting a key that already exists succeeds and
+     * leaves the stored value as it was.
+     */
+    void put(String key, ByteBuffer value, PutOptions options);
+
+    /** The value of {@code key} (a read lease is granted); OBJECT_NOT_FOUND on a miss. */
+    byte[] get(String key);
+
+    /**
+     * Reads the value of {@code key} into {@code dst} at its position and advances the position by the
+     * value's length, which is returned. BUFFER_OVERFLOW, before any transfer, when
+     * {@code dst.remaining()} is smaller than the value; on a failure the position is unchanged but the
+     * bytes after it may have been overwritten.
+     */
+    int getInto(String key, ByteBuffer dst);
+
+    /** The value length of {@code key}; asks for the replica list, so it grants a read lease like a get. */
+    long size(String key);
+
+    /** Whether {@code key} is readable; a hit is leased (ExistKey). */
+    boolean exists(String key);
+
+    /** Removes {@code key}; OBJECT_HAS_LEASE while it is leased, OBJECT_NOT_FOUND when absent. */
+    void remove(String key);
+
+    /** Removes {@code key}; with {@code force} even while it is leased. */
+    void remove(String key, boolean force);
+
+    /**
+     * Removes the unleased objects whose keys match {@code regex} (Java syntax, full match decided by
+     * the master) and returns how many went. An empty regex is INVALID_PARAMS: use {@link #removeAll()}.
+     */
+    long removeByRegex(String regex);
+
+    /** Removes every unleased object of the tenant and returns how many went. */
+    long removeAll();
+
+    /**
+     * Stores many values in one master round trip per phase; results in request order.
+     *
+     * @throws IllegalArgumentException when {@code keys} and {@code values} differ in size.
+     */
+    List<OpResult<Void>> putBatch(List<String> keys, List<ByteBuffer> values, PutOptions options);
+
+    /** Reads many values, one master round trip; a miss is a per-key OBJECT_NOT_FOUND. */
+    List<OpResult<byte[]>> getBatch(List<String> keys);
+
+    /** BatchExistKey: per-key readability; hits are leased. */
+    List<OpResult<Boolean>> existsBatch(List<String> keys);
+
+    /**
+     * BatchProbeKey: existence with an explicit lease selection (see {@link LeasePolicy}). For the
+     * candidate modes the mask marks the selected keys only. Keys are positional, so one malformed key
+     * fails the whole probe with INVALID_KEY; a policy the master refuses is INVALID_PARAMS.
+     */
+    List<OpResult<Boolean>> probeBatch(List<String> keys, LeasePolicy policy);
+
+    /**
+     * The tenant's objects whose keys match {@code regexOrNull} (all when null or empty), at most
+     * {@code limit} of them (0 = the master's default). No lease is taken. Ask for one more than you
+     * show to learn whether the listing was cut short.
+     */
+    List<KeyInfo> listKeys(String regexOrNull, int limit);
+
+    /** Nodes, segments and totals as the master sees them. */
+    ClusterStatus clusterStatus();
+
+    /** Releases connections and threads; idempotent. Later calls fail with UNAVAILABLE_IN_CURRENT_STATUS. */
+    @Override
+    void close();
+}

@@ -1,0 +1,75 @@
+package io.granary.client.internal;
+
+import io.granary.client.ErrorCode;
+import io.granary.transfer.TransferEngine;
+import io.granary.transfer.TransferRequest;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * The client's front of its {@link TransferEngine}: counts transfers in flight per endpoint (the load
+ * the replica choice reads) and turns any engine misbehaviour into a TRANSFER_FAIL code, so every
+ * returned future completes normally with an ErrorCode number. Thread safe.
+ */
+final class TransferDispatcher implements AutoCloseable
+{
+    private static final Logger LOG = LoggerFactory.getLogger(TransferDispatcher.class);
+    private static final int TRANSFER_FAIL = ErrorCode.TRANSFER_FAIL.code();
+
+    private final TransferEngine engine;
+    private final ConcurrentHashMap<String, AtomicInteger> inFlight = new ConcurrentHashMap<>();
+
+    TransferDispatcher(final TransferEngine engine)
+    {
+        this.engine = engine;
+    }
+
+    /** Submits {@code request}; the future completes normally with an ErrorCode number (0 = OK). */
+    CompletableFuture<Integer> submit(final TransferRequest request)
+    {
+        final AtomicInteger counter = inFlight.computeIfAbsent(request.endpoint(), e -> new AtomicInteger());
+        counter.incrementAndGet();
+        CompletableFuture<Integer> future;
+        try
+        {
+            future = engine.submit(request);
+        }
+        catch (final RuntimeException ex)
+        {
+            LOG.warn("transfer engine refused {}", request, ex);
+            future = null;
+        }
+        if (future == null)
+        {
+            counter.decrementAndGet();
+            return CompletableFuture.completedFuture(TRANSFER_FAIL);
+        }
+        return future.handle((code, ex) ->
+        {
+            counter.decrementAndGet();
+            if (ex != null || code == null)
+            {
+                LOG.warn("transfer engine broke its contract for {}", request, ex);
+                return TRANSFER_FAIL;
+            }
+            return code;
+        });
+    }
+
+    /** Transfers this client has in flight to {@code endpoint}. */
+    int inFlight(final String endpoint)
+    {
+        final AtomicInteger counter = inFlight.get(endpoint);
+        return counter == null ? 0 : counter.get();
+    }
+
+    @Override
+    public void close()
+    {
+        engine.close();
+    }
+}

@@ -1,0 +1,113 @@
+package io.granary.client.internal;
+
+import io.granary.client.ErrorCode;
+import io.granary.proto.Replica;
+import io.granary.transfer.TransferRequest;
+
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * Writes one value into every replica extent the master handed out, all in parallel, straight from the
+ * caller's buffer (each request gets its own duplicate, so no position is ever moved). Used by one
+ * calling thread: {@link #start} then {@link #await}.
+ */
+final class WriteOperation
+{
+    private static final CompletableFuture<Integer> DONE = CompletableFuture.completedFuture(0);
+
+    private final String key;
+    private final ByteBuffer value;
+    private final List<ReplicaExtent> replicas;
+    private final List<CompletableFuture<Integer>> writes;
+
+    private WriteOperation(final String key, final ByteBuffer value, final List<ReplicaExtent> replicas)
+    {
+        this.key = key;
+        this.value = value;
+        this.replicas = replicas;
+        this.writes = new ArrayList<>(replicas.size());
+    }
+
+    /**
+     * Checks the master's extents against the value.
+     *
+     * @param value the bytes between position and limit are the value; not modified.
+     * @throws io.granary.client.GranaryException INTERNAL_ERROR when there is no replica or an extent's
+     *                                            length differs from the value's.
+     */
+    static WriteOperation plan(final String key, final ByteBuffer value, final List<Replica> replicas)
+    {
+        if (replicas.isEmpty())
+        {
+            throw ReplicaExtent.nonsense(key, "PutStart succeeded without a replica");
+        }
+        final int length = value.remaining();
+        final List<ReplicaExtent> extents = new ArrayList<>(replicas.size());
+        for (final Replica replica : replicas)
+        {
+            final ReplicaExtent extent = ReplicaExtent.from(replica, key);
+            if (extent.length() != length)
+            {
+                throw ReplicaExtent.nonsense(key, "the extent on " + extent.describe() + " holds " + extent.length() +
+                    " bytes for a value of " + length);
+            }
+            extents.add(extent);
+        }
+        return new WriteOperation(key, value.duplicate(), extents);
+    }
+
+    String key()
+    {
+        return key;
+    }
+
+    /** Submits every replica write; a zero-length value moves no bytes. */
+    void start(final TransferDispatcher transfers)
+    {
+        final int length = value.remaining();
+        for (final ReplicaExtent extent : replicas)
+        {
+            if (length == 0)
+            {
+                writes.add(DONE);
+                continue;
+            }
+            writes.add(transfers.submit(new TransferRequest(
+                TransferRequest.Op.WRITE, extent.endpoint(), extent.segmentId(), extent.offset(), value.duplicate(),
+                length, extent.accessToken())));
+        }
+    }
+
+    /**
+     * Waits for every write (never abandoning one: the extents must not be revoked while bytes may still
+     * land in them) and returns null when all succeeded, else the failure naming every failed replica
+     * with the code of the first one.
+     */
+    OpFailure await()
+    {
+        ErrorCode firstCode = null;
+        final StringBuilder failed = new StringBuilder();
+        for (int i = 0; i < writes.size(); i++)
+        {
+            final int code = writes.get(i).join();
+            if (code != 0)
+            {
+                if (firstCode == null)
+                {
+                    firstCode = ProtoMapping.code(code);
+                }
+                failed.append(failed.length() == 0 ? "" : ", ")
+                    .append(replicas.get(i).describe()).append(": ").append(ProtoMapping.describeCode(code));
+            }
+        }
+        if (firstCode == null)
+        {
+            return null;
+        }
+        return new OpFailure(firstCode, "put " + Keys.quote(key) + ": writing " + value.remaining() +
+            " bytes failed on " + failed);
+    }
+}

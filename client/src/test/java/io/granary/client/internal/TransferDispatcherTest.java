@@ -1,0 +1,98 @@
+package io.granary.client.internal;
+
+import io.granary.client.ErrorCode;
+import io.granary.transfer.TransferEngine;
+import io.granary.transfer.TransferRequest;
+import io.granary.transfer.TransportKind;
+import org.junit.jupiter.api.Test;
+
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.function.Function;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+class TransferDispatcherTest
+{
+    private static TransferEngine engine(final Function<TransferRequest, CompletableFuture<Integer>> submit)
+    {
+        return new TransferEngine()
+        {
+            @Override
+            public TransportKind kind()
+            {
+                return TransportKind.JAVA;
+            }
+
+            @Override
+            public CompletableFuture<Integer> submit(final TransferRequest request)
+            {
+                return submit.apply(request);
+            }
+
+            @Override
+            public void close()
+            {
+            }
+        };
+    }
+
+    private static TransferRequest read(final String endpoint)
+    {
+        return TransferRequest.read(endpoint, 1, 0, ByteBuffer.allocate(8), 8);
+    }
+
+    @Test
+    void shouldCountTransfersInFlightPerEndpoint()
+    {
+        final List<CompletableFuture<Integer>> pending = new ArrayList<>();
+        final TransferDispatcher dispatcher = new TransferDispatcher(engine(r ->
+        {
+            final CompletableFuture<Integer> f = new CompletableFuture<>();
+            pending.add(f);
+            return f;
+        }));
+
+        final CompletableFuture<Integer> first = dispatcher.submit(read("a:1"));
+        dispatcher.submit(read("a:1"));
+        dispatcher.submit(read("b:1"));
+
+        assertThat(dispatcher.inFlight("a:1")).isEqualTo(2);
+        assertThat(dispatcher.inFlight("b:1")).isEqualTo(1);
+        assertThat(dispatcher.inFlight("c:1")).isZero();
+        pending.get(0).complete(0);
+        assertThat(first.join()).isZero();
+        assertThat(dispatcher.inFlight("a:1")).isEqualTo(1);
+        pending.get(2).complete(ErrorCode.SEGMENT_NOT_FOUND.code());
+        assertThat(dispatcher.inFlight("b:1")).isZero();
+    }
+
+    @Test
+    void shouldTurnAThrowingEngineIntoTransferFail()
+    {
+        final TransferDispatcher dispatcher = new TransferDispatcher(engine(r ->
+        {
+            throw new UnsupportedOperationException("not written yet");
+        }));
+
+        assertThat(dispatcher.submit(read("a:1")).join()).isEqualTo(ErrorCode.TRANSFER_FAIL.code());
+        assertThat(dispatcher.inFlight("a:1")).isZero();
+    }
+
+    @Test
+    void shouldTurnABrokenCompletionIntoTransferFail()
+    {
+        final TransferDispatcher exceptional = new TransferDispatcher(
+            engine(r -> CompletableFuture.failedFuture(new IllegalStateException("boom"))));
+        final TransferDispatcher nullFuture = new TransferDispatcher(engine(r -> null));
+        final TransferDispatcher nullCode =
+            new TransferDispatcher(engine(r -> CompletableFuture.completedFuture(null)));
+
+        assertThat(exceptional.submit(read("a:1")).join()).isEqualTo(ErrorCode.TRANSFER_FAIL.code());
+        assertThat(nullFuture.submit(read("a:1")).join()).isEqualTo(ErrorCode.TRANSFER_FAIL.code());
+        assertThat(nullCode.submit(read("a:1")).join()).isEqualTo(ErrorCode.TRANSFER_FAIL.code());
+        assertThat(exceptional.inFlight("a:1") + nullFuture.inFlight("a:1") + nullCode.inFlight("a:1")).isZero();
+    }
+}
