@@ -92,21 +92,14 @@ public final class ObjectMeta
         return replicas;
     }
 
-    /** Readable: complete with at least one replica on a live segment. */
+    /**
+     * Readable: complete with at least one replica. Replicas on a lost segment are dropped by the
+     * purge that follows the loss at once; GetReplicaList also filters them, so this check can stay
+     * cheap (no pointer chase per replica on the hot lookup path).
+     */
     public boolean isReadable()
     {
-        if (!complete || removed)
-        {
-            return false;
-        }
-        for (final ReplicaRecord r : replicas)
-        {
-            if (r.segment().isAlive())
-            {
-                return true;
-            }
-        }
-        return false;
+        return complete && !removed && replicas.length > 0;
     }
 
     /** The read-lease deadline in force (the group's for grouped objects). */
