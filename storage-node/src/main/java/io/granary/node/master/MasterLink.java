@@ -240,12 +240,12 @@ public final class MasterLink implements AutoCloseable
         if (!everMounted)
         {
             LOG.warn("master {} not reachable ({}); the transfer server is up and the node keeps trying to register",
-                masterAddress, ex.getStatus());
+                masterAddress, describe(ex));
         }
         else
         {
             LOG.warn("lost contact with master {} ({}); retrying every {} ms at most",
-                masterAddress, ex.getStatus(), maxBackoffMs);
+                masterAddress, describe(ex), maxBackoffMs);
         }
         state = LinkState.UNREACHABLE;
     }
@@ -335,12 +335,32 @@ public final class MasterLink implements AutoCloseable
             }
             catch (final StatusRuntimeException ex)
             {
-                LOG.warn("could not unmount segment {} at master {}: {}", segment.name(), masterAddress, ex.getStatus());
+                LOG.warn("could not unmount segment {} at master {}: {}", segment.name(), masterAddress, describe(ex));
                 break;
             }
         }
         state = LinkState.STARTING;
         LOG.info("node {} unmounted {} of {} segment(s) at master {}", nodeName, unmounted, segments.size(), masterAddress);
+    }
+
+    /** Status code, description and root cause message, without a stack trace. */
+    private static String describe(final StatusRuntimeException ex)
+    {
+        final StringBuilder text = new StringBuilder(ex.getStatus().getCode().toString());
+        if (ex.getStatus().getDescription() != null)
+        {
+            text.append(": ").append(ex.getStatus().getDescription());
+        }
+        Throwable cause = ex.getStatus().getCause();
+        while (cause != null && cause.getCause() != null && cause.getCause() != cause)
+        {
+            cause = cause.getCause();
+        }
+        if (cause != null)
+        {
+            text.append(" (").append(cause.getMessage()).append(')');
+        }
+        return text.toString();
     }
 
     private static final class MountRefusedException extends RuntimeException

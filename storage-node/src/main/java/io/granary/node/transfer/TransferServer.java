@@ -3,6 +3,7 @@ package io.granary.node.transfer;
 import io.granary.node.segment.SegmentRegistry;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.channel.Channel;
+import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
@@ -101,15 +102,14 @@ public final class TransferServer implements AutoCloseable
                     ch.pipeline().addLast(new FrameHandler(TransferServer.this, registry, maxFrameBytes));
                 }
             });
-        try
-        {
-            serverChannel = bootstrap.bind(host, requestedPort).syncUninterruptibly().channel();
-        }
-        catch (final RuntimeException ex)
+        final ChannelFuture bound = bootstrap.bind(host, requestedPort).awaitUninterruptibly();
+        if (!bound.isSuccess())
         {
             group.shutdownGracefully(0, SHUTDOWN_TIMEOUT_MS, TimeUnit.MILLISECONDS).awaitUninterruptibly(SHUTDOWN_TIMEOUT_MS);
-            throw new IllegalStateException("cannot bind the transfer server to " + host + ":" + requestedPort + ": " + ex, ex);
+            throw new IllegalStateException(
+                "cannot bind the transfer server to " + host + ":" + requestedPort + ": " + bound.cause(), bound.cause());
         }
+        serverChannel = bound.channel();
         port = ((InetSocketAddress)serverChannel.localAddress()).getPort();
         if (!MemoryCopier.ZERO_COPY_READS)
         {
