@@ -1,10 +1,10 @@
 package io.granary.transfer.tcp;
 
+import io.granary.protocol.Opcode;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelFutureListener;
-import io.granary.protocol.Opcode;
 
 import java.nio.ByteBuffer;
 import java.util.concurrent.ScheduledFuture;

@@ -149,6 +149,19 @@ class NettyTransferEngineTest
     }
 
     @Test
+    void shouldCompleteFuturesOnEngineThreads() throws Exception
+    {
+        final FakeNode node = node(FakeNode.Mode.ANSWER);
+        final NettyTransferEngine engine = engine(new TransferConfig());
+        final CompletableFuture<String> thread = engine.submit(read(node.endpoint(), 0, 8))
+            .thenApply(status -> status + "@" + Thread.currentThread().getName());
+
+        node.openGate();
+
+        assertThat(thread.get(WAIT_SECONDS, TimeUnit.SECONDS)).startsWith("0@granary-transfer");
+    }
+
+    @Test
     void shouldAdmitATransferWithMoreSlicesThanTheBoundWhenThePeerIsIdle() throws Exception
     {
         final FakeNode node = node(FakeNode.Mode.ANSWER);

@@ -312,6 +312,30 @@ class TransferServerTest
     }
 
     @Test
+    void shouldPauseReadingWhileResponsesPileUpAndDeliverThemAllLater() throws Exception
+    {
+        final int size = 1 << 20;
+        final int requests = 48; // far more response bytes than the write watermark and socket buffers hold
+        final byte[] content = randomBytes(size);
+        new UnsafeBuffer(segment.address(), size).putBytes(0, content);
+        try (RawClient client = new RawClient(server.port()))
+        {
+            for (int i = 0; i < requests; i++)
+            {
+                client.send(RawClient.header(Opcode.READ, i, segment.id(), 0, size));
+            }
+            for (int i = 0; i < requests; i++)
+            {
+                final FrameHeader response = client.readHeader();
+                assertThat(response.requestId).isEqualTo(i);
+                assertThat(response.status).isZero();
+                assertThat(client.readPayload(size)).isEqualTo(content);
+            }
+        }
+        assertThat(server.requests()).isEqualTo(requests);
+    }
+
+    @Test
     void shouldReassembleFramesSplitIntoSingleBytes() throws Exception
     {
         try (RawClient client = new RawClient(server.port()))
