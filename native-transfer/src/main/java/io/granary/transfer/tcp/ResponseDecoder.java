@@ -160,8 +160,12 @@ final class ResponseDecoder extends ChannelInboundHandlerAdapter
     @Override
     public void exceptionCaught(final ChannelHandlerContext ctx, final Throwable cause)
     {
-        LOG.debug("transfer lane to {} failed", lane.endpoint(), cause);
-        lane.fail(TRANSFER_FAIL_VALUE, String.valueOf(cause));
+        if (!broken)
+        {
+            broken = true;
+            LOG.debug("transfer lane to {} failed: {}", lane.endpoint(), cause.toString());
+            lane.fail(TRANSFER_FAIL_VALUE, String.valueOf(cause));
+        }
         ctx.close();
     }
 }

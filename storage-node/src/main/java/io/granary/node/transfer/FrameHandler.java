@@ -267,7 +267,12 @@ final class FrameHandler extends ChannelInboundHandlerAdapter
     @Override
     public void exceptionCaught(final ChannelHandlerContext ctx, final Throwable cause)
     {
-        LOG.debug("transfer connection from {} failed", ctx.channel().remoteAddress(), cause);
+        if (!broken)
+        {
+            // Once per connection: after a reset every queued write fails the same way.
+            broken = true;
+            LOG.debug("transfer connection from {} failed: {}", ctx.channel().remoteAddress(), cause.toString());
+        }
         ctx.close();
     }
 }
