@@ -20,7 +20,8 @@ class FrameHeaderTest
 
     private static FrameHeader sample()
     {
-        final FrameHeader header = new FrameHeader().set(Opcode.WRITE, 0x0102030405060708L, 0xF0E0D0C0, 1L << 40, 0x7FFF_FFF0L);
+        final FrameHeader header =
+            new FrameHeader().set(Opcode.WRITE, 0x0102030405060708L, 0xF0E0D0C0, 1L << 40, 0x7FFF_FFF0L);
         header.flags = 0xABCD;
         header.status = -1010;
         header.tokenExpiryMs = 1_700_000_000_123L;

@@ -100,13 +100,15 @@ public final class Configuration
     public static long heartbeatIntervalMs()
     {
         final String value = System.getProperty(HEARTBEAT_INTERVAL_PROP_NAME);
-        return value == null ? HEARTBEAT_INTERVAL_DEFAULT_MS : parse(HEARTBEAT_INTERVAL_PROP_NAME, value, Kind.DURATION);
+        return value == null ?
+            HEARTBEAT_INTERVAL_DEFAULT_MS : parse(HEARTBEAT_INTERVAL_PROP_NAME, value, Kind.DURATION);
     }
 
     public static long masterRpcTimeoutMs()
     {
         final String value = System.getProperty(MASTER_RPC_TIMEOUT_PROP_NAME);
-        return value == null ? MASTER_RPC_TIMEOUT_DEFAULT_MS : parse(MASTER_RPC_TIMEOUT_PROP_NAME, value, Kind.DURATION);
+        return value == null ?
+            MASTER_RPC_TIMEOUT_DEFAULT_MS : parse(MASTER_RPC_TIMEOUT_PROP_NAME, value, Kind.DURATION);
     }
 
     public static int maxFrameBytes()

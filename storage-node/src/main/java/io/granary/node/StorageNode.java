@@ -195,15 +195,18 @@ public final class StorageNode implements AutoCloseable
         public Context conclude()
         {
             require(masterAddress != null && !masterAddress.isBlank(),
-                "masterAddress is required (host:port of the master, or -D" + Configuration.MASTER_ADDRESS_PROP_NAME + ")");
+                "masterAddress is required (host:port of the master, or -D" +
+                Configuration.MASTER_ADDRESS_PROP_NAME + ")");
             masterAddress = masterAddress.trim();
             require(isHostPort(masterAddress), "masterAddress must be host:port, was '" + masterAddress + "'");
             require(host != null && !host.isBlank(), "host must not be empty");
             host = host.trim();
-            require(transferPort >= 0 && transferPort <= 65535, "transferPort must be in 0..65535, was " + transferPort);
-            require(segmentSizeBytes >= Configuration.SEGMENT_SIZE_MIN && segmentSizeBytes <= Configuration.SEGMENT_SIZE_MAX,
-                "segmentSizeBytes must be in " + Configuration.SEGMENT_SIZE_MIN + ".." + Configuration.SEGMENT_SIZE_MAX +
-                ", was " + segmentSizeBytes);
+            require(transferPort >= 0 && transferPort <= 65535,
+                "transferPort must be in 0..65535, was " + transferPort);
+            require(segmentSizeBytes >= Configuration.SEGMENT_SIZE_MIN &&
+                segmentSizeBytes <= Configuration.SEGMENT_SIZE_MAX,
+                "segmentSizeBytes must be in " + Configuration.SEGMENT_SIZE_MIN + ".." +
+                Configuration.SEGMENT_SIZE_MAX + ", was " + segmentSizeBytes);
             segmentSizeBytes = Segment.alignToPage(segmentSizeBytes);
             require(segmentCount >= 1 && segmentCount <= Configuration.SEGMENT_COUNT_MAX,
                 "segmentCount must be in 1.." + Configuration.SEGMENT_COUNT_MAX + ", was " + segmentCount);

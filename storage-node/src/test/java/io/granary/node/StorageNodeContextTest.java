@@ -49,7 +49,8 @@ class StorageNodeContextTest
     @Test
     void shouldRefuseOutOfRangeSettingsNamingThem()
     {
-        assertThatThrownBy(() -> valid().segmentSizeBytes((1 << 20) - 1).conclude()).hasMessageContaining("segmentSizeBytes");
+        assertThatThrownBy(() -> valid().segmentSizeBytes((1 << 20) - 1).conclude())
+            .hasMessageContaining("segmentSizeBytes");
         assertThatThrownBy(() -> valid().segmentCount(0).conclude()).hasMessageContaining("segmentCount");
         assertThatThrownBy(() -> valid().transferPort(70_000).conclude()).hasMessageContaining("transferPort");
         assertThatThrownBy(() -> valid().heartbeatIntervalMs(0).conclude()).hasMessageContaining("heartbeatIntervalMs");

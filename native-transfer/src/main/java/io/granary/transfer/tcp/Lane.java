@@ -130,7 +130,9 @@ final class Lane
         {
             return;
         }
-        final ChannelFuture connectFuture = bootstrap.clone(eventLoop).handler(new ResponseDecoder(this)).connect(address);
+        final ChannelFuture connectFuture = bootstrap.clone(eventLoop)
+            .handler(new ResponseDecoder(this))
+            .connect(address);
         channel = connectFuture.channel();
         connectFuture.addListener((ChannelFuture f) -> onConnectComplete(f));
     }

@@ -68,7 +68,8 @@ public final class NettyTransferEngine implements TransferEngine
             .option(ChannelOption.SO_SNDBUF, SOCKET_BUFFER_BYTES)
             .option(ChannelOption.SO_RCVBUF, SOCKET_BUFFER_BYTES)
             .option(ChannelOption.WRITE_BUFFER_WATER_MARK, WRITE_BUFFER_WATER_MARK)
-            .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int)Math.min(Integer.MAX_VALUE, this.config.connectTimeoutMs()));
+            .option(ChannelOption.CONNECT_TIMEOUT_MILLIS,
+                (int)Math.min(Integer.MAX_VALUE, this.config.connectTimeoutMs()));
         LOG.debug("Java TCP transfer engine started: {} transport, {} I/O threads, {} lanes per peer",
             epoll ? "epoll" : "nio", this.config.ioThreads(), this.config.lanesPerPeer());
     }

@@ -184,7 +184,8 @@ class NettyTransferEngineTest
         final ByteBuffer into = ByteBuffer.allocate(length + 20);
         into.position(7).limit(7 + length);
 
-        assertThat(await(engine.submit(TransferRequest.read(node.endpoint(), 42, remoteOffset, into, length)))).isZero();
+        assertThat(await(engine.submit(TransferRequest.read(node.endpoint(), 42, remoteOffset, into, length))))
+            .isZero();
 
         assertThat(into.position()).isEqualTo(7);
         assertThat(into.limit()).isEqualTo(7 + length);
@@ -277,7 +278,9 @@ class NettyTransferEngineTest
             .isCompletedWithValue(INVALID_PARAMS_VALUE);
         assertThat(engine.submit(TransferRequest.read("127.0.0.1:1", 1, 0, buffer.asReadOnlyBuffer(), 8)))
             .isCompletedWithValue(INVALID_PARAMS_VALUE);
-        assertThat(engine.submit(new TransferRequest(TransferRequest.Op.WRITE, "127.0.0.1:1", 1, 0, buffer, 8, new byte[3])))
+        final byte[] shortToken = new byte[3];
+        assertThat(engine.submit(
+            new TransferRequest(TransferRequest.Op.WRITE, "127.0.0.1:1", 1, 0, buffer, 8, shortToken)))
             .isCompletedWithValue(INVALID_PARAMS_VALUE);
     }
 

@@ -340,7 +340,8 @@ public final class MasterLink implements AutoCloseable
             }
         }
         state = LinkState.STARTING;
-        LOG.info("node {} unmounted {} of {} segment(s) at master {}", nodeName, unmounted, segments.size(), masterAddress);
+        LOG.info("node {} unmounted {} of {} segment(s) at master {}",
+            nodeName, unmounted, segments.size(), masterAddress);
     }
 
     /** Status code, description and root cause message, without a stack trace. */

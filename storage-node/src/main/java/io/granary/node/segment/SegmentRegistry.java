@@ -33,7 +33,8 @@ public final class SegmentRegistry implements AutoCloseable
     {
         if (get(segment.id()) != null)
         {
-            throw new IllegalArgumentException("segment id " + Integer.toUnsignedString(segment.id()) + " already registered");
+            throw new IllegalArgumentException(
+                "segment id " + Integer.toUnsignedString(segment.id()) + " already registered");
         }
         final Segment[] next = Arrays.copyOf(segments, segments.length + 1);
         next[segments.length] = segment;

@@ -45,9 +45,9 @@ final class MemoryCopier
                 }
                 else
                 {
-                    UnsafeApi.copyMemory(
-                        BufferUtil.array(part), BufferUtil.ARRAY_BASE_OFFSET + BufferUtil.arrayOffset(part) + part.position(),
-                        null, dst, n);
+                    final long srcOffset =
+                        BufferUtil.ARRAY_BASE_OFFSET + BufferUtil.arrayOffset(part) + part.position();
+                    UnsafeApi.copyMemory(BufferUtil.array(part), srcOffset, null, dst, n);
                 }
                 dst += n;
             }

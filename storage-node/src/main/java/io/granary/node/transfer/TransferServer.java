@@ -44,7 +44,8 @@ public final class TransferServer implements AutoCloseable
     private final int maxFrameBytes;
     private final boolean epoll;
     private final EventLoopGroup group;
-    private final ChannelGroup connections = new DefaultChannelGroup("granary-transfer", ImmediateEventExecutor.INSTANCE);
+    private final ChannelGroup connections =
+        new DefaultChannelGroup("granary-transfer", ImmediateEventExecutor.INSTANCE);
     private Channel serverChannel;
     private int port;
     private boolean closed;
@@ -105,9 +106,11 @@ public final class TransferServer implements AutoCloseable
         final ChannelFuture bound = bootstrap.bind(host, requestedPort).awaitUninterruptibly();
         if (!bound.isSuccess())
         {
-            group.shutdownGracefully(0, SHUTDOWN_TIMEOUT_MS, TimeUnit.MILLISECONDS).awaitUninterruptibly(SHUTDOWN_TIMEOUT_MS);
+            group.shutdownGracefully(0, SHUTDOWN_TIMEOUT_MS, TimeUnit.MILLISECONDS)
+                .awaitUninterruptibly(SHUTDOWN_TIMEOUT_MS);
             throw new IllegalStateException(
-                "cannot bind the transfer server to " + host + ":" + requestedPort + ": " + bound.cause(), bound.cause());
+                "cannot bind the transfer server to " + host + ":" + requestedPort + ": " + bound.cause(),
+                bound.cause());
         }
         serverChannel = bound.channel();
         port = ((InetSocketAddress)serverChannel.localAddress()).getPort();

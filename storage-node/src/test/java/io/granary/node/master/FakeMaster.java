@@ -95,7 +95,8 @@ public final class FakeMaster extends MasterServiceGrpc.MasterServiceImplBase im
     public void heartbeat(final HeartbeatRequest request, final StreamObserver<HeartbeatResponse> response)
     {
         heartbeats.add(request);
-        final int code = knownNodes.contains(request.getNodeId()) ? ErrorCode.OK_VALUE : ErrorCode.SEGMENT_NOT_FOUND_VALUE;
+        final int code = knownNodes.contains(request.getNodeId()) ?
+            ErrorCode.OK_VALUE : ErrorCode.SEGMENT_NOT_FOUND_VALUE;
         response.onNext(HeartbeatResponse.newBuilder().setCode(code).build());
         response.onCompleted();
     }

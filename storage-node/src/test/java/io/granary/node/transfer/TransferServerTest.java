@@ -74,6 +74,20 @@ class TransferServerTest
         return future.get(30, TimeUnit.SECONDS);
     }
 
+    private static int write(
+        final NettyTransferEngine engine, final String endpoint, final int segmentId, final long offset,
+        final ByteBuffer from, final int length) throws Exception
+    {
+        return await(engine.submit(TransferRequest.write(endpoint, segmentId, offset, from, length)));
+    }
+
+    private static int read(
+        final NettyTransferEngine engine, final String endpoint, final int segmentId, final long offset,
+        final ByteBuffer into, final int length) throws Exception
+    {
+        return await(engine.submit(TransferRequest.read(endpoint, segmentId, offset, into, length)));
+    }
+
     private byte[] randomBytes(final int length)
     {
         final byte[] bytes = new byte[length];
@@ -84,7 +98,8 @@ class TransferServerTest
     private static ByteBuffer buffer(final byte[] content, final boolean direct, final int position)
     {
         final ByteBuffer buffer = direct ?
-            ByteBuffer.allocateDirect(position + content.length + 3) : ByteBuffer.allocate(position + content.length + 3);
+            ByteBuffer.allocateDirect(position + content.length + 3) :
+            ByteBuffer.allocate(position + content.length + 3);
         buffer.position(position);
         buffer.put(content);
         buffer.position(position).limit(position + content.length);
@@ -118,13 +133,14 @@ class TransferServerTest
             final boolean direct = i % 2 == 0;
 
             final ByteBuffer source = buffer(content, direct, 0);
-            assertThat(await(engine.submit(TransferRequest.write(endpoint, segment.id(), offset, source, size))))
+            assertThat(write(engine, endpoint, segment.id(), offset, source, size))
                 .as("write of %d bytes", size).isZero();
             assertThat(source.position()).isZero();
-            assertThat(segmentBytes(segment, offset, size)).as("segment after write of %d bytes", size).isEqualTo(content);
+            assertThat(segmentBytes(segment, offset, size)).as("segment after write of %d bytes", size)
+                .isEqualTo(content);
 
             final ByteBuffer target = direct ? ByteBuffer.allocateDirect(size) : ByteBuffer.allocate(size);
-            assertThat(await(engine.submit(TransferRequest.read(endpoint, segment.id(), offset, target, size))))
+            assertThat(read(engine, endpoint, segment.id(), offset, target, size))
                 .as("read of %d bytes", size).isZero();
             assertThat(contentOf(target, 0, size)).as("read back %d bytes", size).isEqualTo(content);
             offset += size + 7;
@@ -205,14 +221,14 @@ class TransferServerTest
         final byte[] content = randomBytes(size);
         final long offset = 5 * 4096 + 11;
 
-        assertThat(await(engine.submit(TransferRequest.write(endpoint, segment.id(), offset, buffer(content, true, 0), size))))
+        assertThat(write(engine, endpoint, segment.id(), offset, buffer(content, true, 0), size))
             .isZero();
         final long slices = (size + 4095) / 4096;
         assertThat(server.requests()).isEqualTo(slices);
         assertThat(segmentBytes(segment, offset, size)).isEqualTo(content);
 
         final ByteBuffer target = ByteBuffer.allocate(size);
-        assertThat(await(engine.submit(TransferRequest.read(endpoint, segment.id(), offset, target, size)))).isZero();
+        assertThat(read(engine, endpoint, segment.id(), offset, target, size)).isZero();
         assertThat(target.array()).isEqualTo(content);
         assertThat(server.requests()).isEqualTo(2 * slices);
     }
@@ -233,7 +249,7 @@ class TransferServerTest
                 ByteBuffer.allocate(position + size + 50);
             target.position(position).limit(position + size);
 
-            assertThat(await(engine.submit(TransferRequest.read(endpoint, segment.id(), offset, target, size)))).isZero();
+            assertThat(read(engine, endpoint, segment.id(), offset, target, size)).isZero();
 
             assertThat(target.position()).isEqualTo(position);
             assertThat(target.limit()).isEqualTo(position + size);
@@ -251,18 +267,18 @@ class TransferServerTest
         final ByteBuffer buffer = ByteBuffer.allocate(64);
         final byte[] before = segmentBytes(segment, size - 32, 32);
 
-        assertThat(await(engine.submit(TransferRequest.read(endpoint, segment.id(), size - 32, buffer, 64))))
+        assertThat(read(engine, endpoint, segment.id(), size - 32, buffer, 64))
             .isEqualTo(INVALID_PARAMS_VALUE);
-        assertThat(await(engine.submit(TransferRequest.write(endpoint, segment.id(), size - 32, buffer(randomBytes(64), false, 0), 64))))
+        assertThat(write(engine, endpoint, segment.id(), size - 32, buffer(randomBytes(64), false, 0), 64))
             .isEqualTo(INVALID_PARAMS_VALUE);
-        assertThat(await(engine.submit(TransferRequest.write(endpoint, segment.id(), Long.MAX_VALUE - 8, buffer, 64))))
+        assertThat(write(engine, endpoint, segment.id(), Long.MAX_VALUE - 8, buffer, 64))
             .isEqualTo(INVALID_PARAMS_VALUE);
-        assertThat(await(engine.submit(TransferRequest.read(endpoint, segment.id(), 0, buffer, 0))))
+        assertThat(read(engine, endpoint, segment.id(), 0, buffer, 0))
             .isEqualTo(INVALID_PARAMS_VALUE);
         assertThat(segmentBytes(segment, size - 32, 32)).isEqualTo(before);
 
         final byte[] content = randomBytes(64);
-        assertThat(await(engine.submit(TransferRequest.write(endpoint, segment.id(), size - 64, buffer(content, false, 0), 64))))
+        assertThat(write(engine, endpoint, segment.id(), size - 64, buffer(content, false, 0), 64))
             .isZero();
         assertThat(segmentBytes(segment, size - 64, 64)).isEqualTo(content);
         assertThat(server.openConnections()).isEqualTo(1);
@@ -276,11 +292,11 @@ class TransferServerTest
         final NettyTransferEngine engine = engine(new TransferConfig().lanesPerPeer(1));
         final int unknown = segment.id() + 1;
 
-        assertThat(await(engine.submit(TransferRequest.read(endpoint, unknown, 0, ByteBuffer.allocate(16), 16))))
+        assertThat(read(engine, endpoint, unknown, 0, ByteBuffer.allocate(16), 16))
             .isEqualTo(SEGMENT_NOT_FOUND_VALUE);
-        assertThat(await(engine.submit(TransferRequest.write(endpoint, unknown, 0, ByteBuffer.allocate(16), 16))))
+        assertThat(write(engine, endpoint, unknown, 0, ByteBuffer.allocate(16), 16))
             .isEqualTo(SEGMENT_NOT_FOUND_VALUE);
-        assertThat(await(engine.submit(TransferRequest.write(endpoint, segment.id(), 0, ByteBuffer.allocate(16), 16))))
+        assertThat(write(engine, endpoint, segment.id(), 0, ByteBuffer.allocate(16), 16))
             .isZero();
         assertThat(server.openConnections()).isEqualTo(1);
     }
@@ -371,7 +387,7 @@ class TransferServerTest
         assertThat(server.protocolErrors()).isEqualTo(1);
 
         final NettyTransferEngine engine = engine(new TransferConfig());
-        assertThat(await(engine.submit(TransferRequest.write(endpoint, segment.id(), 0, ByteBuffer.allocate(8), 8))))
+        assertThat(write(engine, endpoint, segment.id(), 0, ByteBuffer.allocate(8), 8))
             .isZero();
     }
 
@@ -402,9 +418,9 @@ class TransferServerTest
         final NettyTransferEngine engine = engine(new TransferConfig().lanesPerPeer(1).sliceBytes(2 * MAX_FRAME_BYTES));
         final int tooLong = MAX_FRAME_BYTES + 1;
 
-        assertThat(await(engine.submit(TransferRequest.read(endpoint, segment.id(), 0, ByteBuffer.allocate(tooLong), tooLong))))
+        assertThat(read(engine, endpoint, segment.id(), 0, ByteBuffer.allocate(tooLong), tooLong))
             .isEqualTo(TRANSFER_FAIL_VALUE);
-        assertThat(await(engine.submit(TransferRequest.read(endpoint, segment.id(), 0, ByteBuffer.allocate(16), 16))))
+        assertThat(read(engine, endpoint, segment.id(), 0, ByteBuffer.allocate(16), 16))
             .isZero();
         Await.until("the broken connection is gone", () -> server.openConnections() == 1);
     }
@@ -415,7 +431,8 @@ class TransferServerTest
         try (SegmentRegistry bigRegistry = new SegmentRegistry())
         {
             final Segment big = bigRegistry.allocate("test/big", 3L << 30);
-            final TransferServer bigServer = new TransferServer("127.0.0.1", 0, bigRegistry, MAX_FRAME_BYTES, 1, true).start();
+            final TransferServer bigServer =
+                new TransferServer("127.0.0.1", 0, bigRegistry, MAX_FRAME_BYTES, 1, true).start();
             try
             {
                 final String bigEndpoint = "127.0.0.1:" + bigServer.port();
@@ -424,13 +441,13 @@ class TransferServerTest
                 final long offset = (5L << 29) + 3; // 2.5 GiB + 3
                 final byte[] content = randomBytes(size);
 
-                assertThat(await(engine.submit(TransferRequest.write(bigEndpoint, big.id(), offset, buffer(content, true, 0), size))))
+                assertThat(write(engine, bigEndpoint, big.id(), offset, buffer(content, true, 0), size))
                     .isZero();
                 assertThat(segmentBytes(big, offset, size)).isEqualTo(content);
                 final ByteBuffer target = ByteBuffer.allocateDirect(size);
-                assertThat(await(engine.submit(TransferRequest.read(bigEndpoint, big.id(), offset, target, size)))).isZero();
+                assertThat(read(engine, bigEndpoint, big.id(), offset, target, size)).isZero();
                 assertThat(contentOf(target, 0, size)).isEqualTo(content);
-                assertThat(await(engine.submit(TransferRequest.read(bigEndpoint, big.id(), big.sizeBytes() - 1, target, 2))))
+                assertThat(read(engine, bigEndpoint, big.id(), big.sizeBytes() - 1, target, 2))
                     .isEqualTo(INVALID_PARAMS_VALUE);
             }
             finally
@@ -445,11 +462,11 @@ class TransferServerTest
     void shouldFailPendingTransfersWhenTheServerCloses() throws Exception
     {
         final NettyTransferEngine engine = engine(new TransferConfig().lanesPerPeer(1));
-        assertThat(await(engine.submit(TransferRequest.read(endpoint, segment.id(), 0, ByteBuffer.allocate(16), 16)))).isZero();
+        assertThat(read(engine, endpoint, segment.id(), 0, ByteBuffer.allocate(16), 16)).isZero();
 
         server.close();
 
-        assertThat(await(engine.submit(TransferRequest.read(endpoint, segment.id(), 0, ByteBuffer.allocate(16), 16))))
+        assertThat(read(engine, endpoint, segment.id(), 0, ByteBuffer.allocate(16), 16))
             .isEqualTo(TRANSFER_FAIL_VALUE);
         assertThat(server.isTerminated()).isTrue();
     }
