@@ -11,6 +11,7 @@ import io.granary.proto.UnmountSegmentRequest;
 import io.grpc.Server;
 import io.grpc.netty.NettyServerBuilder;
 import io.grpc.stub.StreamObserver;
+import io.netty.channel.ChannelOption;
 
 import java.io.IOException;
 import java.net.InetSocketAddress;
@@ -38,6 +39,7 @@ public final class FakeMaster extends MasterServiceGrpc.MasterServiceImplBase im
     {
         final FakeMaster master = new FakeMaster();
         master.server = NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", port))
+            .withOption(ChannelOption.SO_REUSEADDR, true) // restart on the same port while old sockets linger
             .addService(master)
             .build()
             .start();
