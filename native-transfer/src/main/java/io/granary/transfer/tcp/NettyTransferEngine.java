@@ -1,18 +1,77 @@
 package io.granary.transfer.tcp;
 
+import io.granary.protocol.FrameDescriptor;
 import io.granary.transfer.TransferConfig;
 import io.granary.transfer.TransferEngine;
 import io.granary.transfer.TransferRequest;
 import io.granary.transfer.TransportKind;
+import io.netty.bootstrap.Bootstrap;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.IoHandlerFactory;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.WriteBufferWaterMark;
+import io.netty.channel.epoll.Epoll;
+import io.netty.channel.epoll.EpollIoHandler;
+import io.netty.channel.epoll.EpollSocketChannel;
+import io.netty.channel.nio.NioIoHandler;
+import io.netty.channel.socket.nio.NioSocketChannel;
+import io.netty.util.concurrent.DefaultThreadFactory;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
+import java.net.InetSocketAddress;
+import java.util.Arrays;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 
-/** Java TCP transfer engine over Netty (being written on the node branch). */
+import static io.granary.proto.ErrorCode.INVALID_PARAMS_VALUE;
+import static io.granary.proto.ErrorCode.TRANSFER_FAIL_VALUE;
+
+/**
+ * Java TCP {@link TransferEngine} over Netty: per storage node a {@link PeerConnection} of a few
+ * persistent lanes on which frames are pipelined, big transfers split into slices across lanes.
+ * Thread safe; futures complete on the engine's event loops (one shared group).
+ */
 public final class NettyTransferEngine implements TransferEngine
 {
+    private static final Logger LOG = LoggerFactory.getLogger(NettyTransferEngine.class);
+
+    /** Socket buffers big enough for a few MiB in flight per lane (the kernel caps them at net.core.*mem_max). */
+    static final int SOCKET_BUFFER_BYTES = 4 << 20;
+    static final WriteBufferWaterMark WRITE_BUFFER_WATER_MARK = new WriteBufferWaterMark(4 << 20, 16 << 20);
+    /** An access token in a request is the header's token fields verbatim: expiry (8 bytes) then MAC. */
+    public static final int ACCESS_TOKEN_LENGTH = 8 + FrameDescriptor.TOKEN_MAC_LENGTH;
+    private static final long SHUTDOWN_TIMEOUT_MS = 3_000;
+
+    private final TransferConfig config;
+    private final boolean epoll;
+    private final EventLoopGroup group;
+    private final Bootstrap bootstrap;
+    private final ConcurrentHashMap<String, PeerConnection> peers = new ConcurrentHashMap<>();
+    private final AtomicBoolean closed = new AtomicBoolean();
+
     public NettyTransferEngine(final TransferConfig config)
     {
-        throw new UnsupportedOperationException("NettyTransferEngine is not written yet");
+        this.config = config.copy().conclude();
+        this.epoll = this.config.preferEpoll() && Epoll.isAvailable();
+        final IoHandlerFactory ioHandlerFactory = epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory();
+        this.group = new MultiThreadIoEventLoopGroup(
+            this.config.ioThreads(), new DefaultThreadFactory("granary-transfer", true), ioHandlerFactory);
+        this.bootstrap = new Bootstrap()
+            .group(group)
+            .channel(epoll ? EpollSocketChannel.class : NioSocketChannel.class)
+            .option(ChannelOption.TCP_NODELAY, true)
+            .option(ChannelOption.SO_KEEPALIVE, true)
+            .option(ChannelOption.SO_SNDBUF, SOCKET_BUFFER_BYTES)
+            .option(ChannelOption.SO_RCVBUF, SOCKET_BUFFER_BYTES)
+            .option(ChannelOption.WRITE_BUFFER_WATER_MARK, WRITE_BUFFER_WATER_MARK)
+            .option(ChannelOption.CONNECT_TIMEOUT_MILLIS,
+                (int)Math.min(Integer.MAX_VALUE, this.config.connectTimeoutMs()));
+        LOG.debug("Java TCP transfer engine started: {} transport, {} I/O threads, {} lanes per peer",
+            epoll ? "epoll" : "nio", this.config.ioThreads(), this.config.lanesPerPeer());
     }
 
     @Override
@@ -21,14 +80,125 @@ public final class NettyTransferEngine implements TransferEngine
         return TransportKind.JAVA;
     }
 
+    /** "epoll" or "nio": the Netty transport underneath. */
+    public String transportName()
+    {
+        return epoll ? "epoll" : "nio";
+    }
+
     @Override
     public CompletableFuture<Integer> submit(final TransferRequest request)
     {
-        throw new UnsupportedOperationException();
+        if (closed.get())
+        {
+            return completed(TRANSFER_FAIL_VALUE);
+        }
+
+        final byte[] token = request.accessToken();
+        if ((token != null && token.length != ACCESS_TOKEN_LENGTH) ||
+            (request.op() == TransferRequest.Op.READ && request.local().isReadOnly()))
+        {
+            return completed(INVALID_PARAMS_VALUE);
+        }
+
+        PeerConnection peer = peers.get(request.endpoint());
+        if (peer == null)
+        {
+            final InetSocketAddress address = parseEndpoint(request.endpoint());
+            if (address == null)
+            {
+                return completed(INVALID_PARAMS_VALUE);
+            }
+            if (address.isUnresolved())
+            {
+                return completed(TRANSFER_FAIL_VALUE); // not cached: name resolution may work later
+            }
+            peer = peers.computeIfAbsent(request.endpoint(), endpoint -> new PeerConnection(
+                endpoint, address, group, bootstrap, config.lanesPerPeer(), config.sliceBytes(),
+                config.maxQueuedTransfersPerPeer(), config.transferTimeoutMs()));
+        }
+
+        final long tokenExpiryMs = token == null ? 0 : tokenExpiry(token);
+        final byte[] tokenMac = token == null ? null : Arrays.copyOfRange(token, 8, ACCESS_TOKEN_LENGTH);
+        final CompletableFuture<Integer> future = peer.submit(request, tokenExpiryMs, tokenMac);
+        if (closed.get())
+        {
+            peer.close(); // raced with close(): make sure nothing is left behind on a fresh lane
+        }
+        return future;
+    }
+
+    /** Frames outstanding to {@code endpoint} (0 for an unknown peer); for tests and metrics. */
+    public int outstandingFrames(final String endpoint)
+    {
+        final PeerConnection peer = peers.get(endpoint);
+        return peer == null ? 0 : peer.outstandingFrames();
     }
 
     @Override
     public void close()
     {
+        if (!closed.compareAndSet(false, true))
+        {
+            return;
+        }
+        for (final PeerConnection peer : peers.values())
+        {
+            peer.close();
+        }
+        final boolean terminated = group.shutdownGracefully(0, SHUTDOWN_TIMEOUT_MS, TimeUnit.MILLISECONDS)
+            .awaitUninterruptibly(SHUTDOWN_TIMEOUT_MS + 1_000, TimeUnit.MILLISECONDS);
+        if (!terminated)
+        {
+            LOG.warn("transfer engine event loops did not stop within {} ms", SHUTDOWN_TIMEOUT_MS);
+        }
+    }
+
+    /** Parses "host:port" or "[v6]:port"; null when malformed. The host is resolved here, once per peer. */
+    static InetSocketAddress parseEndpoint(final String endpoint)
+    {
+        final int colon = endpoint.lastIndexOf(':');
+        if (colon <= 0 || colon == endpoint.length() - 1)
+        {
+            return null;
+        }
+        String host = endpoint.substring(0, colon);
+        if (host.startsWith("[") && host.endsWith("]"))
+        {
+            host = host.substring(1, host.length() - 1);
+        }
+        if (host.isEmpty())
+        {
+            return null;
+        }
+        final int port;
+        try
+        {
+            port = Integer.parseInt(endpoint.substring(colon + 1));
+        }
+        catch (final NumberFormatException ex)
+        {
+            return null;
+        }
+        if (port < 1 || port > 65535)
+        {
+            return null;
+        }
+        return new InetSocketAddress(host, port);
+    }
+
+    private static long tokenExpiry(final byte[] token)
+    {
+        long value = 0;
+        for (int i = 0; i < 8; i++)
+        {
+            value = (value << 8) | (token[i] & 0xFF);
+        }
+        return value;
+    }
+
+    private static CompletableFuture<Integer> completed(final int status)
+    {
+        return CompletableFuture.completedFuture(status);
     }
 }

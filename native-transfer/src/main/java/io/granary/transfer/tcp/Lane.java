@@ -1,0 +1,270 @@
+package io.granary.transfer.tcp;
+
+import io.granary.protocol.FrameDescriptor;
+import io.granary.protocol.FrameHeader;
+import io.granary.protocol.Opcode;
+import io.netty.bootstrap.Bootstrap;
+import io.netty.buffer.ByteBuf;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelFuture;
+import io.netty.channel.EventLoop;
+import io.netty.util.collection.LongObjectHashMap;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.net.InetSocketAddress;
+import java.util.ArrayList;
+import java.util.Queue;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+import static io.granary.proto.ErrorCode.RPC_TIMEOUT_VALUE;
+import static io.granary.proto.ErrorCode.TRANSFER_FAIL_VALUE;
+
+/**
+ * One persistent connection to a peer on which frames are pipelined, each with a request id unique
+ * on this lane. Any thread may {@link #enqueue} slices; everything else runs on the lane's single event
+ * loop, which writes queued frames in batches with one flush per batch. A lane that fails is dead for
+ * good: its pending slices complete with TRANSFER_FAIL and the peer replaces it on the next submit.
+ */
+final class Lane
+{
+    private static final Logger LOG = LoggerFactory.getLogger(Lane.class);
+
+    private enum State
+    {
+        CONNECTING, ACTIVE, CLOSED
+    }
+
+    private final PeerConnection peer;
+    private final EventLoop eventLoop;
+    private final Bootstrap bootstrap;
+    private final InetSocketAddress address;
+    private final long timeoutMs;
+    private final Queue<TransferSlice> submitted = new ConcurrentLinkedQueue<>();
+    private final AtomicBoolean drainScheduled = new AtomicBoolean();
+    private final Runnable drainTask = this::drain;
+    private volatile boolean dead;
+
+    // Event-loop confined.
+    private final LongObjectHashMap<TransferSlice> inflight = new LongObjectHashMap<>();
+    private State state = State.CONNECTING;
+    private Channel channel;
+    private long nextRequestId = 1;
+
+    Lane(
+        final PeerConnection peer,
+        final EventLoop eventLoop,
+        final Bootstrap bootstrap,
+        final InetSocketAddress address,
+        final long timeoutMs)
+    {
+        this.peer = peer;
+        this.eventLoop = eventLoop;
+        this.bootstrap = bootstrap;
+        this.address = address;
+        this.timeoutMs = timeoutMs;
+    }
+
+    /** True once the lane failed or closed; it accepts no more work and is replaced. */
+    boolean isDead()
+    {
+        return dead;
+    }
+
+    /** Starts connecting; called once by the peer right after creating the lane. */
+    void start()
+    {
+        try
+        {
+            eventLoop.execute(this::connect);
+        }
+        catch (final RejectedExecutionException ex)
+        {
+            onEventLoopGone();
+        }
+    }
+
+    /** Queues a slice for sending; safe from any thread. */
+    void enqueue(final TransferSlice slice)
+    {
+        submitted.offer(slice);
+        if (drainScheduled.compareAndSet(false, true))
+        {
+            try
+            {
+                eventLoop.execute(drainTask);
+            }
+            catch (final RejectedExecutionException ex)
+            {
+                onEventLoopGone();
+            }
+        }
+    }
+
+    /** Fails everything and closes the connection; safe from any thread. */
+    void close()
+    {
+        try
+        {
+            eventLoop.execute(() -> fail(TRANSFER_FAIL_VALUE, "transfer engine closed"));
+        }
+        catch (final RejectedExecutionException ex)
+        {
+            onEventLoopGone();
+        }
+    }
+
+    private void onEventLoopGone()
+    {
+        dead = true;
+        peer.onLaneDead(this);
+        failSubmitted(TRANSFER_FAIL_VALUE);
+    }
+
+    private void connect()
+    {
+        if (state != State.CONNECTING)
+        {
+            return;
+        }
+        final ChannelFuture connectFuture = bootstrap.clone(eventLoop)
+            .handler(new ResponseDecoder(this))
+            .connect(address);
+        channel = connectFuture.channel();
+        connectFuture.addListener((ChannelFuture f) -> onConnectComplete(f));
+    }
+
+    private void onConnectComplete(final ChannelFuture f)
+    {
+        if (state != State.CONNECTING)
+        {
+            f.channel().close();
+            return;
+        }
+        if (!f.isSuccess())
+        {
+            fail(TRANSFER_FAIL_VALUE, "connect to " + peer.endpoint() + " failed: " + f.cause());
+            return;
+        }
+        state = State.ACTIVE;
+        drain();
+    }
+
+    private void drain()
+    {
+        drainScheduled.set(false);
+        if (state == State.CONNECTING)
+        {
+            return; // onConnectComplete drains
+        }
+        if (state == State.CLOSED)
+        {
+            failSubmitted(TRANSFER_FAIL_VALUE);
+            return;
+        }
+
+        final Channel ch = channel;
+        int frames = 0;
+        TransferSlice slice;
+        while ((slice = submitted.poll()) != null)
+        {
+            if (!slice.isDone())
+            {
+                send(ch, slice);
+                frames++;
+            }
+        }
+        if (frames > 0)
+        {
+            ch.flush();
+        }
+    }
+
+    private void send(final Channel ch, final TransferSlice slice)
+    {
+        final long requestId = nextRequestId++;
+        slice.requestId = requestId;
+        slice.lane = this;
+        inflight.put(requestId, slice);
+        slice.timeout = eventLoop.schedule(slice, timeoutMs, TimeUnit.MILLISECONDS);
+
+        final ByteBuf header = ch.alloc().directBuffer(FrameDescriptor.HEADER_LENGTH, FrameDescriptor.HEADER_LENGTH);
+        FrameHeader.encode(
+            header, slice.opcode, 0, requestId, slice.segmentId, 0, slice.remoteOffset, slice.length,
+            slice.tokenExpiryMs, slice.tokenMac);
+        if (slice.opcode == Opcode.WRITE && slice.length > 0)
+        {
+            ch.write(header, ch.voidPromise());
+            ch.write(slice.payload(), ch.newPromise().addListener(slice));
+        }
+        else
+        {
+            slice.payloadWritten = true;
+            ch.write(header, ch.voidPromise());
+        }
+    }
+
+    /** Takes the slice waiting for {@code requestId}, or null if it is unknown (e.g. timed out). */
+    TransferSlice takeInflight(final long requestId)
+    {
+        return inflight.remove(requestId);
+    }
+
+    void onTimeout(final TransferSlice slice)
+    {
+        inflight.remove(slice.requestId);
+        if (!slice.payloadWritten)
+        {
+            // The caller's buffer still sits in the outbound queue: drop the connection so that the
+            // engine lets go of it before the caller gets the buffer back.
+            fail(TRANSFER_FAIL_VALUE, "write to " + peer.endpoint() + " stalled for " + timeoutMs + " ms");
+        }
+        slice.complete(RPC_TIMEOUT_VALUE);
+    }
+
+    /** The connection broke, closed or spoke nonsense: everything pending fails and the lane is dropped. */
+    void fail(final int status, final String reason)
+    {
+        if (state == State.CLOSED)
+        {
+            failSubmitted(status);
+            return;
+        }
+        state = State.CLOSED;
+        dead = true;
+        peer.onLaneDead(this);
+        final int pending = inflight.size() + submitted.size();
+        if (pending > 0)
+        {
+            LOG.debug("lane to {} failed with {} pending: {}", peer.endpoint(), pending, reason);
+        }
+        if (channel != null)
+        {
+            channel.close();
+        }
+        final ArrayList<TransferSlice> slices = new ArrayList<>(inflight.values());
+        inflight.clear();
+        for (final TransferSlice slice : slices)
+        {
+            slice.complete(status);
+        }
+        failSubmitted(status);
+    }
+
+    private void failSubmitted(final int status)
+    {
+        TransferSlice slice;
+        while ((slice = submitted.poll()) != null)
+        {
+            slice.complete(status);
+        }
+    }
+
+    String endpoint()
+    {
+        return peer.endpoint();
+    }
+}

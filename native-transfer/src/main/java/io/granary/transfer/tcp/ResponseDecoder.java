@@ -1,0 +1,171 @@
+package io.granary.transfer.tcp;
+
+import io.granary.protocol.FrameDescriptor;
+import io.granary.protocol.FrameHeader;
+import io.granary.protocol.Opcode;
+import io.netty.buffer.ByteBuf;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import static io.granary.proto.ErrorCode.TRANSFER_FAIL_VALUE;
+
+/**
+ * Decodes response frames of one lane without accumulating them: only a split header is buffered
+ * (64 bytes); READ payload bytes go from the socket buffer straight into the caller's buffer. Runs on
+ * the lane's event loop.
+ */
+final class ResponseDecoder extends ChannelInboundHandlerAdapter
+{
+    private static final Logger LOG = LoggerFactory.getLogger(ResponseDecoder.class);
+
+    private final Lane lane;
+    private final FrameHeader header = new FrameHeader();
+    private ByteBuf partialHeader;
+    private long payloadRemaining;
+    private TransferSlice payloadTarget;
+    private boolean broken;
+
+    ResponseDecoder(final Lane lane)
+    {
+        this.lane = lane;
+    }
+
+    @Override
+    public void handlerAdded(final ChannelHandlerContext ctx)
+    {
+        partialHeader = ctx.alloc().heapBuffer(FrameDescriptor.HEADER_LENGTH, FrameDescriptor.HEADER_LENGTH);
+    }
+
+    @Override
+    public void handlerRemoved(final ChannelHandlerContext ctx)
+    {
+        if (partialHeader != null)
+        {
+            partialHeader.release();
+            partialHeader = null;
+        }
+    }
+
+    @Override
+    public void channelRead(final ChannelHandlerContext ctx, final Object msg)
+    {
+        final ByteBuf in = (ByteBuf)msg;
+        try
+        {
+            while (!broken && in.isReadable())
+            {
+                if (payloadRemaining > 0)
+                {
+                    readPayload(in);
+                    continue;
+                }
+
+                final ByteBuf headerBytes;
+                if (partialHeader.isReadable() || in.readableBytes() < FrameDescriptor.HEADER_LENGTH)
+                {
+                    partialHeader.writeBytes(in, Math.min(partialHeader.writableBytes(), in.readableBytes()));
+                    if (partialHeader.isWritable())
+                    {
+                        break;
+                    }
+                    headerBytes = partialHeader;
+                }
+                else
+                {
+                    headerBytes = in;
+                }
+
+                final int result = header.decode(headerBytes, FrameDescriptor.MAX_FRAME_LENGTH_LIMIT);
+                partialHeader.clear();
+                if (result != FrameHeader.DECODE_OK || !Opcode.isResponse(header.opcode))
+                {
+                    protocolError(ctx, result != FrameHeader.DECODE_OK ?
+                        FrameHeader.decodeErrorText(result) : "request opcode in a response stream");
+                    return;
+                }
+                if (!onHeader(ctx))
+                {
+                    return;
+                }
+            }
+        }
+        finally
+        {
+            in.release();
+        }
+    }
+
+    /** @return false when the stream is broken and the lane was failed. */
+    private boolean onHeader(final ChannelHandlerContext ctx)
+    {
+        final TransferSlice slice = lane.takeInflight(header.requestId);
+        final boolean hasPayload = header.hasPayload();
+        if (slice != null && (header.opcode != (slice.opcode | Opcode.RESPONSE_BIT) ||
+            (hasPayload && header.length != slice.length)))
+        {
+            slice.complete(TRANSFER_FAIL_VALUE);
+            protocolError(ctx, "response " + header + " does not match its request " + slice);
+            return false;
+        }
+
+        if (hasPayload && header.length > 0)
+        {
+            payloadRemaining = header.length;
+            payloadTarget = slice; // null: the request timed out, discard the bytes
+        }
+        else if (slice != null)
+        {
+            slice.complete(header.status);
+        }
+        return true;
+    }
+
+    private void readPayload(final ByteBuf in)
+    {
+        final int count = (int)Math.min(payloadRemaining, in.readableBytes());
+        final TransferSlice target = payloadTarget;
+        if (target != null && !target.isDone())
+        {
+            target.receive(in, count);
+        }
+        in.skipBytes(count);
+        payloadRemaining -= count;
+        if (payloadRemaining == 0)
+        {
+            payloadTarget = null;
+            if (target != null)
+            {
+                target.complete(0);
+            }
+        }
+    }
+
+    private void protocolError(final ChannelHandlerContext ctx, final String reason)
+    {
+        LOG.warn("closing transfer lane to {}: {}", lane.endpoint(), reason);
+        broken = true;
+        lane.fail(TRANSFER_FAIL_VALUE, reason);
+        ctx.close();
+    }
+
+    @Override
+    public void channelInactive(final ChannelHandlerContext ctx)
+    {
+        lane.fail(TRANSFER_FAIL_VALUE, "connection closed");
+        ctx.fireChannelInactive();
+    }
+
+    @Override
+    public void exceptionCaught(final ChannelHandlerContext ctx, final Throwable cause)
+    {
+        if (!broken)
+        {
+            broken = true;
+            LOG.debug("transfer lane to {} failed: {}", lane.endpoint(), cause.toString());
+            lane.fail(TRANSFER_FAIL_VALUE, String.valueOf(cause));
+        }
+        ctx.close();
+    }
+}

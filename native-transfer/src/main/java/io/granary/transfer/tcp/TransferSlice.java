@@ -1,0 +1,127 @@
+package io.granary.transfer.tcp;
+
+import io.granary.protocol.Opcode;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelFutureListener;
+
+import java.nio.ByteBuffer;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
+
+/**
+ * One frame's worth of a transfer: a range of the caller's buffer and of the remote segment, sent
+ * with its own request id. Created on the submitting thread, then owned by its lane's event loop;
+ * {@link #complete(int)} is safe from any thread and takes effect once.
+ */
+final class TransferSlice implements Runnable, ChannelFutureListener
+{
+    private static final AtomicIntegerFieldUpdater<TransferSlice> DONE =
+        AtomicIntegerFieldUpdater.newUpdater(TransferSlice.class, "done");
+
+    final int opcode;
+    final int segmentId;
+    final long remoteOffset;
+    final int length;
+    final long tokenExpiryMs;
+    final byte[] tokenMac;
+
+    private final PendingTransfer transfer;
+    private final PeerConnection peer;
+    private final ByteBuffer local;
+    private final int localEnd;
+
+    // Event-loop confined once handed to a lane.
+    long requestId;
+    Lane lane;
+    ScheduledFuture<?> timeout;
+    boolean payloadWritten;
+
+    private volatile int done;
+
+    TransferSlice(
+        final PendingTransfer transfer,
+        final PeerConnection peer,
+        final int opcode,
+        final int segmentId,
+        final long remoteOffset,
+        final ByteBuffer local,
+        final int length,
+        final long tokenExpiryMs,
+        final byte[] tokenMac)
+    {
+        this.transfer = transfer;
+        this.peer = peer;
+        this.opcode = opcode;
+        this.segmentId = segmentId;
+        this.remoteOffset = remoteOffset;
+        this.local = local;
+        this.localEnd = local.limit();
+        this.length = length;
+        this.tokenExpiryMs = tokenExpiryMs;
+        this.tokenMac = tokenMac;
+    }
+
+    boolean isDone()
+    {
+        return done != 0;
+    }
+
+    /** The WRITE payload: a zero-copy view of the caller's range. */
+    ByteBuf payload()
+    {
+        return Unpooled.wrappedBuffer(local.duplicate());
+    }
+
+    /** Copies {@code count} READ response bytes from {@code in} (reader index untouched) into the caller's buffer. */
+    void receive(final ByteBuf in, final int count)
+    {
+        final ByteBuffer dst = local;
+        dst.limit(dst.position() + count);
+        in.getBytes(in.readerIndex(), dst);
+        dst.limit(localEnd);
+    }
+
+    /** Completes this slice once; later calls are ignored. */
+    void complete(final int status)
+    {
+        if (!DONE.compareAndSet(this, 0, 1))
+        {
+            return;
+        }
+        final ScheduledFuture<?> t = timeout;
+        if (t != null)
+        {
+            timeout = null;
+            t.cancel(false);
+        }
+        peer.release(1);
+        transfer.onSliceDone(status);
+    }
+
+    /** The per-slice timeout, run on the lane's event loop. */
+    @Override
+    public void run()
+    {
+        timeout = null;
+        if (!isDone())
+        {
+            lane.onTimeout(this);
+        }
+    }
+
+    /** Completion of the payload write: the kernel holds the bytes, the caller's buffer is no longer needed. */
+    @Override
+    public void operationComplete(final ChannelFuture future)
+    {
+        payloadWritten = future.isSuccess();
+    }
+
+    @Override
+    public String toString()
+    {
+        return "slice{id=" + requestId + ", op=" + Opcode.name(opcode) + ", seg=" +
+            Integer.toUnsignedString(segmentId) + ", off=" + remoteOffset + ", len=" + length + '}';
+    }
+}

@@ -1,0 +1,203 @@
+package io.granary.transfer.tcp;
+
+import io.granary.protocol.FrameDescriptor;
+import io.granary.protocol.FrameHeader;
+import io.granary.protocol.Opcode;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+
+import java.io.DataInputStream;
+import java.io.EOFException;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.util.List;
+import java.util.Queue;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * A scripted storage node on blocking sockets for engine tests: records request headers and answers
+ * (or not) according to its mode. READ responses carry bytes whose value is the low byte of their
+ * remote offset, so tests can check where every byte landed.
+ */
+final class FakeNode implements AutoCloseable
+{
+    enum Mode
+    {
+        /** Reads every frame, answers none. */
+        SILENT,
+        /** Reads frames, answers each once the gate opens. */
+        ANSWER,
+        /** Closes the first connection at once, answers on later ones. */
+        DROP_FIRST_CONNECTION,
+        /** Accepts but never reads. */
+        NO_READ
+    }
+
+    private final Mode mode;
+    private final ServerSocket serverSocket;
+    private final CountDownLatch gate = new CountDownLatch(1);
+    private final List<Socket> sockets = new CopyOnWriteArrayList<>();
+    private final List<Thread> threads = new CopyOnWriteArrayList<>();
+    private final Queue<FrameHeader> requests = new ConcurrentLinkedQueue<>();
+    private final AtomicInteger connections = new AtomicInteger();
+    private final CountDownLatch closedByPeer = new CountDownLatch(1);
+
+    FakeNode(final Mode mode) throws IOException
+    {
+        this.mode = mode;
+        serverSocket = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
+        if (mode != Mode.ANSWER)
+        {
+            gate.countDown(); // only ANSWER waits for the test to open the gate
+        }
+        start(this::acceptLoop, "fake-node-accept");
+    }
+
+    String endpoint()
+    {
+        return "127.0.0.1:" + serverSocket.getLocalPort();
+    }
+
+    void openGate()
+    {
+        gate.countDown();
+    }
+
+    int connections()
+    {
+        return connections.get();
+    }
+
+    Queue<FrameHeader> requests()
+    {
+        return requests;
+    }
+
+    /** Waits until a client closed a connection (EOF). */
+    boolean awaitClosedByPeer(final long timeoutMs) throws InterruptedException
+    {
+        return closedByPeer.await(timeoutMs, TimeUnit.MILLISECONDS);
+    }
+
+    private void start(final Runnable task, final String name)
+    {
+        final Thread t = new Thread(task, name);
+        t.setDaemon(true);
+        threads.add(t);
+        t.start();
+    }
+
+    private void acceptLoop()
+    {
+        try
+        {
+            while (!serverSocket.isClosed())
+            {
+                final Socket socket = serverSocket.accept();
+                sockets.add(socket);
+                final int number = connections.incrementAndGet();
+                if (mode == Mode.DROP_FIRST_CONNECTION && number == 1)
+                {
+                    socket.close();
+                    continue;
+                }
+                if (mode != Mode.NO_READ)
+                {
+                    start(() -> serve(socket), "fake-node-conn-" + number);
+                }
+            }
+        }
+        catch (final IOException ex)
+        {
+            // closed
+        }
+    }
+
+    private void serve(final Socket socket)
+    {
+        final byte[] headerBytes = new byte[FrameDescriptor.HEADER_LENGTH];
+        final ByteBuf headerBuf = Unpooled.wrappedBuffer(headerBytes);
+        try
+        {
+            final DataInputStream in = new DataInputStream(socket.getInputStream());
+            final OutputStream out = socket.getOutputStream();
+            while (true)
+            {
+                in.readFully(headerBytes);
+                headerBuf.setIndex(0, headerBytes.length);
+                final FrameHeader header = new FrameHeader();
+                header.decode(headerBuf, FrameDescriptor.MAX_FRAME_LENGTH_LIMIT);
+                requests.add(header);
+                if (header.hasPayload())
+                {
+                    in.skipNBytes(header.length);
+                }
+                if (mode == Mode.SILENT)
+                {
+                    continue;
+                }
+                gate.await();
+                respond(out, header);
+            }
+        }
+        catch (final EOFException ex)
+        {
+            closedByPeer.countDown();
+        }
+        catch (final IOException | InterruptedException ex)
+        {
+            // closed
+        }
+        finally
+        {
+            headerBuf.release();
+        }
+    }
+
+    private static void respond(final OutputStream out, final FrameHeader request) throws IOException
+    {
+        final int responseOpcode = request.opcode | Opcode.RESPONSE_BIT;
+        final boolean payload = request.opcode == Opcode.READ;
+        final ByteBuf frame = Unpooled.buffer(FrameDescriptor.HEADER_LENGTH + (payload ? (int)request.length : 0));
+        try
+        {
+            FrameHeader.encode(frame, responseOpcode, 0, request.requestId, request.segmentId, 0, request.offset,
+                request.length, 0, null);
+            if (payload)
+            {
+                for (long i = 0; i < request.length; i++)
+                {
+                    frame.writeByte((int)(request.offset + i));
+                }
+            }
+            out.write(frame.array(), frame.arrayOffset(), frame.readableBytes());
+            out.flush();
+        }
+        finally
+        {
+            frame.release();
+        }
+    }
+
+    @Override
+    public void close() throws Exception
+    {
+        gate.countDown();
+        serverSocket.close();
+        for (final Socket socket : sockets)
+        {
+            socket.close();
+        }
+        for (final Thread thread : threads)
+        {
+            thread.join(5_000);
+        }
+    }
+}

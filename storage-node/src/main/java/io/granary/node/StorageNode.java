@@ -1,0 +1,423 @@
+package io.granary.node;
+
+import io.granary.common.Clock;
+import io.granary.node.master.MasterLink;
+import io.granary.node.segment.Segment;
+import io.granary.node.segment.SegmentRegistry;
+import io.granary.node.transfer.TransferServer;
+import io.granary.protocol.FrameDescriptor;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.util.List;
+import java.util.UUID;
+import java.util.concurrent.CountDownLatch;
+import java.util.regex.Pattern;
+
+/**
+ * The storage-node role: holds off-heap segments, serves transfer frames against them and keeps them
+ * registered with the master. It never decides placement. Launched and closed by one owner thread;
+ * accessors are safe from any thread.
+ */
+public final class StorageNode implements AutoCloseable
+{
+    private static final Logger LOG = LoggerFactory.getLogger(StorageNode.class);
+
+    private final Context ctx;
+    private final String nodeId = UUID.randomUUID().toString();
+    private final SegmentRegistry registry = new SegmentRegistry();
+    private final TransferServer transferServer;
+    private final String name;
+    private final String endpoint;
+    private final MasterLink masterLink;
+    private boolean closed;
+
+    private StorageNode(final Context ctx)
+    {
+        this.ctx = ctx;
+        transferServer = new TransferServer(
+            ctx.host(), ctx.transferPort(), registry, ctx.maxFrameBytes(), ctx.ioThreads(), ctx.preferEpoll()).start();
+        MasterLink link = null;
+        try
+        {
+            name = ctx.name() != null ? ctx.name() : "node-" + transferServer.port();
+            endpoint = endpoint(ctx.host(), transferServer.port());
+            for (int i = 0; i < ctx.segmentCount(); i++)
+            {
+                final Segment segment = registry.allocate(name + "/seg" + i, ctx.segmentSizeBytes());
+                if (ctx.preTouch())
+                {
+                    segment.preTouch();
+                }
+            }
+            link = new MasterLink(ctx.masterAddress(), nodeId, name, endpoint, registry.segments(),
+                ctx.heartbeatIntervalMs(), ctx.masterRpcTimeoutMs(), ctx.clock());
+            link.start();
+        }
+        catch (final RuntimeException | Error ex)
+        {
+            if (link != null)
+            {
+                link.close();
+            }
+            transferServer.close();
+            if (transferServer.isTerminated())
+            {
+                registry.close();
+            }
+            throw ex;
+        }
+        masterLink = link;
+        LOG.info("storage node {} ({}) serving {} segment(s) of {} bytes on {}, master {}",
+            name, nodeId, ctx.segmentCount(), ctx.segmentSizeBytes(), endpoint, ctx.masterAddress());
+    }
+
+    /** Validates the context and starts the node. @throws IllegalArgumentException for a bad setting. */
+    public static StorageNode launch(final Context ctx)
+    {
+        return new StorageNode(ctx.conclude());
+    }
+
+    /** Starts a node configured from system properties (see {@link Configuration}) and runs until killed. */
+    public static void main(final String[] args) throws InterruptedException
+    {
+        final StorageNode node = launch(new Context());
+        final CountDownLatch stopped = new CountDownLatch(1);
+        Runtime.getRuntime().addShutdownHook(new Thread(() ->
+        {
+            node.close();
+            stopped.countDown();
+        }, "granary-node-shutdown"));
+        stopped.await();
+    }
+
+    /** Random id of this process incarnation. */
+    public String nodeId()
+    {
+        return nodeId;
+    }
+
+    public String name()
+    {
+        return name;
+    }
+
+    /** "host:port" of the transfer server, as advertised to the master. */
+    public String endpoint()
+    {
+        return endpoint;
+    }
+
+    public int transferPort()
+    {
+        return transferServer.port();
+    }
+
+    public List<Segment> segments()
+    {
+        return registry.segments();
+    }
+
+    public TransferServer transferServer()
+    {
+        return transferServer;
+    }
+
+    public MasterLink masterLink()
+    {
+        return masterLink;
+    }
+
+    public Context context()
+    {
+        return ctx;
+    }
+
+    /**
+     * Unmounts from the master, stops the transfer server and then frees segment memory (only once no
+     * transfer thread can touch it). Idempotent.
+     */
+    @Override
+    public synchronized void close()
+    {
+        if (closed)
+        {
+            return;
+        }
+        closed = true;
+        masterLink.close();
+        transferServer.close();
+        if (transferServer.isTerminated())
+        {
+            registry.close();
+        }
+        else
+        {
+            LOG.error("transfer threads of node {} did not stop; leaving segment memory allocated", name);
+        }
+        LOG.info("storage node {} stopped", name);
+    }
+
+    static String endpoint(final String host, final int port)
+    {
+        return host.indexOf(':') >= 0 ? "[" + host + "]:" + port : host + ":" + port;
+    }
+
+    /**
+     * Settings of a {@link StorageNode}: fluent setters, defaults from {@link Configuration} (system
+     * properties or built-in values), {@link #conclude()} validates. Not thread safe; hand it to
+     * {@link StorageNode#launch(Context)} and leave it alone afterwards.
+     */
+    public static final class Context
+    {
+        private static final Pattern NAME = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._:-]{0,127}");
+
+        private String masterAddress = Configuration.masterAddress();
+        private String host = Configuration.host();
+        private int transferPort = Configuration.transferPort();
+        private long segmentSizeBytes = Configuration.segmentSizeBytes();
+        private int segmentCount = Configuration.segmentCount();
+        private String name = Configuration.name();
+        private long heartbeatIntervalMs = Configuration.heartbeatIntervalMs();
+        private long masterRpcTimeoutMs = Configuration.masterRpcTimeoutMs();
+        private int maxFrameBytes = Configuration.maxFrameBytes();
+        private int ioThreads = Configuration.ioThreads();
+        private boolean preTouch = Configuration.preTouch();
+        private boolean preferEpoll = Configuration.preferEpoll();
+        private Clock clock = Clock.SYSTEM;
+
+        /**
+         * Checks every setting and derives the rest (segment size rounded up to the page size).
+         *
+         * @return this.
+         * @throws IllegalArgumentException naming the first bad setting.
+         */
+        public Context conclude()
+        {
+            require(masterAddress != null && !masterAddress.isBlank(),
+                "masterAddress is required (host:port of the master, or -D" +
+                Configuration.MASTER_ADDRESS_PROP_NAME + ")");
+            masterAddress = masterAddress.trim();
+            require(isHostPort(masterAddress), "masterAddress must be host:port, was '" + masterAddress + "'");
+            require(host != null && !host.isBlank(), "host must not be empty");
+            host = host.trim();
+            require(transferPort >= 0 && transferPort <= 65535,
+                "transferPort must be in 0..65535, was " + transferPort);
+            require(segmentSizeBytes >= Configuration.SEGMENT_SIZE_MIN &&
+                segmentSizeBytes <= Configuration.SEGMENT_SIZE_MAX,
+                "segmentSizeBytes must be in " + Configuration.SEGMENT_SIZE_MIN + ".." +
+                Configuration.SEGMENT_SIZE_MAX + ", was " + segmentSizeBytes);
+            segmentSizeBytes = Segment.alignToPage(segmentSizeBytes);
+            require(segmentCount >= 1 && segmentCount <= Configuration.SEGMENT_COUNT_MAX,
+                "segmentCount must be in 1.." + Configuration.SEGMENT_COUNT_MAX + ", was " + segmentCount);
+            if (name != null && name.isBlank())
+            {
+                name = null;
+            }
+            require(name == null || NAME.matcher(name).matches(),
+                "name must be 1-128 characters of [A-Za-z0-9._:-] starting with a letter or digit, was '" + name + "'");
+            require(heartbeatIntervalMs >= 10 && heartbeatIntervalMs <= 600_000,
+                "heartbeatIntervalMs must be in 10..600000, was " + heartbeatIntervalMs);
+            require(masterRpcTimeoutMs >= 10 && masterRpcTimeoutMs <= 600_000,
+                "masterRpcTimeoutMs must be in 10..600000, was " + masterRpcTimeoutMs);
+            require(maxFrameBytes >= Configuration.MAX_FRAME_BYTES_MIN &&
+                maxFrameBytes <= FrameDescriptor.MAX_FRAME_LENGTH_LIMIT,
+                "maxFrameBytes must be in " + Configuration.MAX_FRAME_BYTES_MIN + ".." +
+                FrameDescriptor.MAX_FRAME_LENGTH_LIMIT + ", was " + maxFrameBytes);
+            require(ioThreads >= 1 && ioThreads <= 256, "ioThreads must be in 1..256, was " + ioThreads);
+            require(clock != null, "clock must not be null");
+            return this;
+        }
+
+        private static boolean isHostPort(final String address)
+        {
+            final int colon = address.lastIndexOf(':');
+            if (colon <= 0 || colon == address.length() - 1)
+            {
+                return false;
+            }
+            try
+            {
+                final int port = Integer.parseInt(address.substring(colon + 1));
+                return port >= 1 && port <= 65535;
+            }
+            catch (final NumberFormatException ex)
+            {
+                return false;
+            }
+        }
+
+        private static void require(final boolean condition, final String message)
+        {
+            if (!condition)
+            {
+                throw new IllegalArgumentException(message);
+            }
+        }
+
+        /** Master gRPC address, "host:port". Required. */
+        public String masterAddress()
+        {
+            return masterAddress;
+        }
+
+        public Context masterAddress(final String masterAddress)
+        {
+            this.masterAddress = masterAddress;
+            return this;
+        }
+
+        /** Address the transfer server binds to and advertises; default 127.0.0.1. */
+        public String host()
+        {
+            return host;
+        }
+
+        public Context host(final String host)
+        {
+            this.host = host;
+            return this;
+        }
+
+        /** Transfer server port; 0 (default) picks an ephemeral port. */
+        public int transferPort()
+        {
+            return transferPort;
+        }
+
+        public Context transferPort(final int transferPort)
+        {
+            this.transferPort = transferPort;
+            return this;
+        }
+
+        /** Size of each segment (default 1 GiB, at least 1 MiB); rounded up to 4 KiB by conclude(). */
+        public long segmentSizeBytes()
+        {
+            return segmentSizeBytes;
+        }
+
+        public Context segmentSizeBytes(final long segmentSizeBytes)
+        {
+            this.segmentSizeBytes = segmentSizeBytes;
+            return this;
+        }
+
+        /** Number of segments (default 1). */
+        public int segmentCount()
+        {
+            return segmentCount;
+        }
+
+        public Context segmentCount(final int segmentCount)
+        {
+            this.segmentCount = segmentCount;
+            return this;
+        }
+
+        /** Node name, or null (default) for "node-&lt;transferPort&gt;" resolved after bind. */
+        public String name()
+        {
+            return name;
+        }
+
+        public Context name(final String name)
+        {
+            this.name = name;
+            return this;
+        }
+
+        /** Interval between heartbeats (default 1000 ms); a shorter interval asked by the master wins. */
+        public long heartbeatIntervalMs()
+        {
+            return heartbeatIntervalMs;
+        }
+
+        public Context heartbeatIntervalMs(final long heartbeatIntervalMs)
+        {
+            this.heartbeatIntervalMs = heartbeatIntervalMs;
+            return this;
+        }
+
+        /** Deadline of each call to the master (default 3000 ms). */
+        public long masterRpcTimeoutMs()
+        {
+            return masterRpcTimeoutMs;
+        }
+
+        public Context masterRpcTimeoutMs(final long masterRpcTimeoutMs)
+        {
+            this.masterRpcTimeoutMs = masterRpcTimeoutMs;
+            return this;
+        }
+
+        /** Longest range one frame may carry (default 16 MiB, at most 1 GiB). */
+        public int maxFrameBytes()
+        {
+            return maxFrameBytes;
+        }
+
+        public Context maxFrameBytes(final int maxFrameBytes)
+        {
+            this.maxFrameBytes = maxFrameBytes;
+            return this;
+        }
+
+        /** Event-loop threads of the transfer server (default 2). */
+        public int ioThreads()
+        {
+            return ioThreads;
+        }
+
+        public Context ioThreads(final int ioThreads)
+        {
+            this.ioThreads = ioThreads;
+            return this;
+        }
+
+        /** Touch every page at start so that RSS is committed up front (default false). */
+        public boolean preTouch()
+        {
+            return preTouch;
+        }
+
+        public Context preTouch(final boolean preTouch)
+        {
+            this.preTouch = preTouch;
+            return this;
+        }
+
+        /** Use the native epoll transport when available (default true). */
+        public boolean preferEpoll()
+        {
+            return preferEpoll;
+        }
+
+        public Context preferEpoll(final boolean preferEpoll)
+        {
+            this.preferEpoll = preferEpoll;
+            return this;
+        }
+
+        public Clock clock()
+        {
+            return clock;
+        }
+
+        public Context clock(final Clock clock)
+        {
+            this.clock = clock;
+            return this;
+        }
+
+        @Override
+        public String toString()
+        {
+            return "StorageNode.Context{masterAddress=" + masterAddress + ", host=" + host + ", transferPort=" +
+                transferPort + ", segmentSizeBytes=" + segmentSizeBytes + ", segmentCount=" + segmentCount +
+                ", name=" + name + ", heartbeatIntervalMs=" + heartbeatIntervalMs + ", masterRpcTimeoutMs=" +
+                masterRpcTimeoutMs + ", maxFrameBytes=" + maxFrameBytes + ", ioThreads=" + ioThreads +
+                ", preTouch=" + preTouch + ", preferEpoll=" + preferEpoll + '}';
+        }
+    }
+}

@@ -1,0 +1,124 @@
+package io.granary.node.segment;
+
+import org.agrona.UnsafeApi;
+
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/**
+ * One off-heap, page-aligned memory region that clients write into and read from through the
+ * transfer server; its size may exceed 2 GiB, so addresses and offsets are longs. The memory is
+ * read and written concurrently by transfer threads (the master keeps extents apart); {@link #close()}
+ * frees it once and must only run when no transfer thread can touch it any more.
+ */
+public final class Segment implements AutoCloseable
+{
+    public static final int PAGE_SIZE_BYTES = 4096;
+
+    private final int id;
+    private final String name;
+    private final long sizeBytes;
+    private final long rawAddress;
+    private final long address;
+    private final AtomicBoolean closed = new AtomicBoolean();
+
+    /**
+     * Allocates {@code sizeBytes} (rounded up to the page size) of native memory.
+     *
+     * @throws IllegalArgumentException for a non-positive size or a zero id.
+     * @throws OutOfMemoryError when the memory cannot be allocated.
+     */
+    public Segment(final int id, final String name, final long sizeBytes)
+    {
+        if (id == 0)
+        {
+            throw new IllegalArgumentException("segment id 0 is reserved");
+        }
+        if (sizeBytes <= 0 || sizeBytes > Long.MAX_VALUE - 2 * PAGE_SIZE_BYTES)
+        {
+            throw new IllegalArgumentException("segment size must be positive, was " + sizeBytes);
+        }
+        this.id = id;
+        this.name = name;
+        this.sizeBytes = alignToPage(sizeBytes);
+        this.rawAddress = allocate(this.sizeBytes + PAGE_SIZE_BYTES);
+        this.address = (rawAddress + PAGE_SIZE_BYTES - 1) & -PAGE_SIZE_BYTES;
+    }
+
+    /** Rounds {@code bytes} up to a multiple of {@link #PAGE_SIZE_BYTES}. */
+    public static long alignToPage(final long bytes)
+    {
+        return (bytes + PAGE_SIZE_BYTES - 1) & -PAGE_SIZE_BYTES;
+    }
+
+    private static long allocate(final long bytes)
+    {
+        try
+        {
+            return UnsafeApi.allocateMemory(bytes);
+        }
+        catch (final IllegalAccessError | ExceptionInInitializerError | NoClassDefFoundError ex)
+        {
+            throw new IllegalStateException(
+                "off-heap segments need the JVM flag --add-opens java.base/jdk.internal.misc=ALL-UNNAMED", ex);
+        }
+    }
+
+    /** Node-local id carried in transfer frames; nonzero, random per process start. */
+    public int id()
+    {
+        return id;
+    }
+
+    /** Cluster-unique name, "&lt;node name&gt;/seg&lt;i&gt;". */
+    public String name()
+    {
+        return name;
+    }
+
+    /** Base address, aligned to {@link #PAGE_SIZE_BYTES}. */
+    public long address()
+    {
+        return address;
+    }
+
+    public long sizeBytes()
+    {
+        return sizeBytes;
+    }
+
+    /** True when [offset, offset + length) lies inside the segment; never overflows. */
+    public boolean contains(final long offset, final long length)
+    {
+        return offset >= 0 && length >= 0 && offset <= sizeBytes && length <= sizeBytes - offset;
+    }
+
+    /** Touches every page so that the memory is committed now rather than on first use. */
+    public void preTouch()
+    {
+        for (long offset = 0; offset < sizeBytes; offset += PAGE_SIZE_BYTES)
+        {
+            UnsafeApi.putByte(address + offset, (byte)0);
+        }
+    }
+
+    public boolean isClosed()
+    {
+        return closed.get();
+    }
+
+    /** Frees the memory; idempotent. */
+    @Override
+    public void close()
+    {
+        if (closed.compareAndSet(false, true))
+        {
+            UnsafeApi.freeMemory(rawAddress);
+        }
+    }
+
+    @Override
+    public String toString()
+    {
+        return "Segment{id=" + Integer.toUnsignedString(id) + ", name=" + name + ", sizeBytes=" + sizeBytes + '}';
+    }
+}

@@ -1,0 +1,74 @@
+package io.granary.node.segment;
+
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.ThreadLocalRandom;
+
+/**
+ * Maps segment ids to the node's {@link Segment}s. Lookups are lock-free reads of an immutable snapshot
+ * (transfer threads look up on every frame); changes are rare and serialised.
+ */
+public final class SegmentRegistry implements AutoCloseable
+{
+    private static final Segment[] EMPTY = new Segment[0];
+
+    private volatile Segment[] segments = EMPTY;
+
+    /** Allocates a segment with a fresh random nonzero id, distinct from every id registered here. */
+    public synchronized Segment allocate(final String name, final long sizeBytes)
+    {
+        int id;
+        do
+        {
+            id = ThreadLocalRandom.current().nextInt();
+        }
+        while (id == 0 || get(id) != null);
+        final Segment segment = new Segment(id, name, sizeBytes);
+        add(segment);
+        return segment;
+    }
+
+    /** Registers a segment. @throws IllegalArgumentException when its id is taken. */
+    public synchronized void add(final Segment segment)
+    {
+        if (get(segment.id()) != null)
+        {
+            throw new IllegalArgumentException(
+                "segment id " + Integer.toUnsignedString(segment.id()) + " already registered");
+        }
+        final Segment[] next = Arrays.copyOf(segments, segments.length + 1);
+        next[segments.length] = segment;
+        segments = next;
+    }
+
+    /** The segment with this id, or null. */
+    public Segment get(final int segmentId)
+    {
+        for (final Segment segment : segments)
+        {
+            if (segment.id() == segmentId)
+            {
+                return segment;
+            }
+        }
+        return null;
+    }
+
+    /** The registered segments in registration order. */
+    public List<Segment> segments()
+    {
+        return List.of(segments);
+    }
+
+    /** Removes and frees every segment; only when no transfer thread can touch them any more. */
+    @Override
+    public synchronized void close()
+    {
+        final Segment[] all = segments;
+        segments = EMPTY;
+        for (final Segment segment : all)
+        {
+            segment.close();
+        }
+    }
+}

@@ -1,0 +1,228 @@
+package io.granary.node.transfer;
+
+import io.granary.node.segment.SegmentRegistry;
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.IoHandlerFactory;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.WriteBufferWaterMark;
+import io.netty.channel.epoll.Epoll;
+import io.netty.channel.epoll.EpollIoHandler;
+import io.netty.channel.epoll.EpollServerSocketChannel;
+import io.netty.channel.group.ChannelGroup;
+import io.netty.channel.group.DefaultChannelGroup;
+import io.netty.channel.nio.NioIoHandler;
+import io.netty.channel.socket.nio.NioServerSocketChannel;
+import io.netty.util.concurrent.DefaultThreadFactory;
+import io.netty.util.concurrent.ImmediateEventExecutor;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.net.InetSocketAddress;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.LongAdder;
+
+/**
+ * The storage node's TCP transfer server: accepts client connections and serves READ, WRITE and PING
+ * frames against the node's segments (one {@link FrameHandler} per connection). Started and closed by
+ * one owner thread; the counters may be read from any thread.
+ */
+public final class TransferServer implements AutoCloseable
+{
+    private static final Logger LOG = LoggerFactory.getLogger(TransferServer.class);
+    private static final int SOCKET_BUFFER_BYTES = 4 << 20;
+    private static final WriteBufferWaterMark WRITE_BUFFER_WATER_MARK = new WriteBufferWaterMark(2 << 20, 8 << 20);
+    private static final long SHUTDOWN_TIMEOUT_MS = 3_000;
+
+    private final String host;
+    private final int requestedPort;
+    private final SegmentRegistry registry;
+    private final int maxFrameBytes;
+    private final boolean epoll;
+    private final EventLoopGroup group;
+    private final ChannelGroup connections =
+        new DefaultChannelGroup("granary-transfer", ImmediateEventExecutor.INSTANCE);
+    private Channel serverChannel;
+    private int port;
+    private boolean closed;
+
+    private final LongAdder bytesIn = new LongAdder();
+    private final LongAdder bytesOut = new LongAdder();
+    private final LongAdder requests = new LongAdder();
+    private final LongAdder errorResponses = new LongAdder();
+    private final LongAdder protocolErrors = new LongAdder();
+    private final LongAdder connectionsOpened = new LongAdder();
+    private final LongAdder connectionsClosed = new LongAdder();
+
+    /**
+     * @param port          0 for an ephemeral port.
+     * @param maxFrameBytes longest range a single frame may carry; longer frames close the connection.
+     */
+    public TransferServer(
+        final String host,
+        final int port,
+        final SegmentRegistry registry,
+        final int maxFrameBytes,
+        final int ioThreads,
+        final boolean preferEpoll)
+    {
+        this.host = host;
+        this.requestedPort = port;
+        this.registry = registry;
+        this.maxFrameBytes = maxFrameBytes;
+        this.epoll = preferEpoll && Epoll.isAvailable();
+        final IoHandlerFactory ioHandlerFactory = epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory();
+        this.group = new MultiThreadIoEventLoopGroup(
+            ioThreads, new DefaultThreadFactory("granary-node-transfer", true), ioHandlerFactory);
+    }
+
+    /** Binds and starts serving. @throws IllegalStateException when the address cannot be bound. */
+    public TransferServer start()
+    {
+        final ServerBootstrap bootstrap = new ServerBootstrap()
+            .group(group)
+            .channel(epoll ? EpollServerSocketChannel.class : NioServerSocketChannel.class)
+            .option(ChannelOption.SO_BACKLOG, 1024)
+            .option(ChannelOption.SO_REUSEADDR, true)
+            .option(ChannelOption.SO_RCVBUF, SOCKET_BUFFER_BYTES)
+            .childOption(ChannelOption.TCP_NODELAY, true)
+            .childOption(ChannelOption.SO_KEEPALIVE, true)
+            .childOption(ChannelOption.SO_SNDBUF, SOCKET_BUFFER_BYTES)
+            .childOption(ChannelOption.SO_RCVBUF, SOCKET_BUFFER_BYTES)
+            .childOption(ChannelOption.WRITE_BUFFER_WATER_MARK, WRITE_BUFFER_WATER_MARK)
+            .childHandler(new ChannelInitializer<>()
+            {
+                @Override
+                protected void initChannel(final Channel ch)
+                {
+                    connections.add(ch);
+                    ch.pipeline().addLast(new FrameHandler(TransferServer.this, registry, maxFrameBytes));
+                }
+            });
+        final ChannelFuture bound = bootstrap.bind(host, requestedPort).awaitUninterruptibly();
+        if (!bound.isSuccess())
+        {
+            group.shutdownGracefully(0, SHUTDOWN_TIMEOUT_MS, TimeUnit.MILLISECONDS)
+                .awaitUninterruptibly(SHUTDOWN_TIMEOUT_MS);
+            throw new IllegalStateException(
+                "cannot bind the transfer server to " + host + ":" + requestedPort + ": " + bound.cause(),
+                bound.cause());
+        }
+        serverChannel = bound.channel();
+        port = ((InetSocketAddress)serverChannel.localAddress()).getPort();
+        if (!MemoryCopier.ZERO_COPY_READS)
+        {
+            LOG.warn("READs copy once: start the JVM with --add-opens java.base/java.nio=ALL-UNNAMED " +
+                "-Dio.netty.tryReflectionSetAccessible=true to send segment memory without copying");
+        }
+        LOG.info("transfer server listening on {}:{} ({} transport, max frame {} bytes)",
+            host, port, epoll ? "epoll" : "nio", maxFrameBytes);
+        return this;
+    }
+
+    public String host()
+    {
+        return host;
+    }
+
+    /** The bound port (the ephemeral one when started with port 0). */
+    public int port()
+    {
+        return port;
+    }
+
+    public long bytesIn()
+    {
+        return bytesIn.sum();
+    }
+
+    public long bytesOut()
+    {
+        return bytesOut.sum();
+    }
+
+    /** Frames served (READ, WRITE, PING), including rejected ones. */
+    public long requests()
+    {
+        return requests.sum();
+    }
+
+    /** Requests answered with a non-OK status. */
+    public long errorResponses()
+    {
+        return errorResponses.sum();
+    }
+
+    /** Connections closed because of an undecodable frame. */
+    public long protocolErrors()
+    {
+        return protocolErrors.sum();
+    }
+
+    public long openConnections()
+    {
+        return connectionsOpened.sum() - connectionsClosed.sum();
+    }
+
+    void onBytesIn(final long bytes)
+    {
+        bytesIn.add(bytes);
+    }
+
+    void onBytesOut(final long bytes)
+    {
+        bytesOut.add(bytes);
+    }
+
+    void onRequest()
+    {
+        requests.increment();
+    }
+
+    void onErrorResponse()
+    {
+        errorResponses.increment();
+    }
+
+    void onProtocolError()
+    {
+        protocolErrors.increment();
+    }
+
+    void onConnectionOpened()
+    {
+        connectionsOpened.increment();
+    }
+
+    void onConnectionClosed()
+    {
+        connectionsClosed.increment();
+    }
+
+    /** Stops accepting, closes every connection and stops the event loops (bounded wait); idempotent. */
+    @Override
+    public void close()
+    {
+        if (!closed)
+        {
+            closed = true;
+            if (serverChannel != null)
+            {
+                serverChannel.close().awaitUninterruptibly(SHUTDOWN_TIMEOUT_MS);
+            }
+            connections.close().awaitUninterruptibly(SHUTDOWN_TIMEOUT_MS);
+            group.shutdownGracefully(0, SHUTDOWN_TIMEOUT_MS, TimeUnit.MILLISECONDS)
+                .awaitUninterruptibly(SHUTDOWN_TIMEOUT_MS + 1_000);
+        }
+    }
+
+    /** True once the event loops stopped: no thread of this server can touch segment memory any more. */
+    public boolean isTerminated()
+    {
+        return group.isTerminated();
+    }
+}

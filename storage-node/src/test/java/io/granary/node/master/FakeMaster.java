@@ -1,0 +1,112 @@
+package io.granary.node.master;
+
+import io.granary.proto.CodeResponse;
+import io.granary.proto.ErrorCode;
+import io.granary.proto.HeartbeatRequest;
+import io.granary.proto.HeartbeatResponse;
+import io.granary.proto.MasterServiceGrpc;
+import io.granary.proto.MountSegmentRequest;
+import io.granary.proto.MountSegmentResponse;
+import io.granary.proto.UnmountSegmentRequest;
+import io.grpc.Server;
+import io.grpc.netty.NettyServerBuilder;
+import io.grpc.stub.StreamObserver;
+import io.netty.channel.ChannelOption;
+
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * A recording master on a real gRPC server: remembers mounted nodes, answers heartbeats of unknown
+ * nodes with SEGMENT_NOT_FOUND (as the real master does after a restart or expiry).
+ */
+public final class FakeMaster extends MasterServiceGrpc.MasterServiceImplBase implements AutoCloseable
+{
+    public final List<MountSegmentRequest> mounts = new CopyOnWriteArrayList<>();
+    public final List<UnmountSegmentRequest> unmounts = new CopyOnWriteArrayList<>();
+    public final List<HeartbeatRequest> heartbeats = new CopyOnWriteArrayList<>();
+    private final Set<String> knownNodes = ConcurrentHashMap.newKeySet();
+    private final AtomicInteger mountCode = new AtomicInteger(ErrorCode.OK_VALUE);
+    private Server server;
+
+    public static FakeMaster start(final int port) throws IOException
+    {
+        final FakeMaster master = new FakeMaster();
+        master.server = NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", port))
+            .withOption(ChannelOption.SO_REUSEADDR, true) // restart on the same port while old sockets linger
+            .addService(master)
+            .build()
+            .start();
+        return master;
+    }
+
+    public String address()
+    {
+        return "127.0.0.1:" + server.getPort();
+    }
+
+    public int port()
+    {
+        return server.getPort();
+    }
+
+    /** Forgets every node, as a restarted master would. */
+    public void forgetNodes()
+    {
+        knownNodes.clear();
+    }
+
+    public void mountCode(final int code)
+    {
+        mountCode.set(code);
+    }
+
+    public long heartbeatsFrom(final String nodeId)
+    {
+        return heartbeats.stream().filter(h -> h.getNodeId().equals(nodeId)).count();
+    }
+
+    @Override
+    public void mountSegment(final MountSegmentRequest request, final StreamObserver<MountSegmentResponse> response)
+    {
+        mounts.add(request);
+        final int code = mountCode.get();
+        if (code == ErrorCode.OK_VALUE)
+        {
+            knownNodes.add(request.getNodeId());
+        }
+        response.onNext(MountSegmentResponse.newBuilder().setCode(code).setNodeTtlMs(10_000).build());
+        response.onCompleted();
+    }
+
+    @Override
+    public void unmountSegment(final UnmountSegmentRequest request, final StreamObserver<CodeResponse> response)
+    {
+        unmounts.add(request);
+        response.onNext(CodeResponse.newBuilder().setCode(ErrorCode.OK_VALUE).build());
+        response.onCompleted();
+    }
+
+    @Override
+    public void heartbeat(final HeartbeatRequest request, final StreamObserver<HeartbeatResponse> response)
+    {
+        heartbeats.add(request);
+        final int code = knownNodes.contains(request.getNodeId()) ?
+            ErrorCode.OK_VALUE : ErrorCode.SEGMENT_NOT_FOUND_VALUE;
+        response.onNext(HeartbeatResponse.newBuilder().setCode(code).build());
+        response.onCompleted();
+    }
+
+    @Override
+    public void close() throws InterruptedException
+    {
+        server.shutdownNow();
+        server.awaitTermination(5, TimeUnit.SECONDS);
+    }
+}

@@ -1,0 +1,473 @@
+package io.granary.node.transfer;
+
+import io.granary.node.Await;
+import io.granary.node.segment.Segment;
+import io.granary.node.segment.SegmentRegistry;
+import io.granary.protocol.FrameHeader;
+import io.granary.protocol.Opcode;
+import io.granary.transfer.TransferConfig;
+import io.granary.transfer.TransferRequest;
+import io.granary.transfer.tcp.NettyTransferEngine;
+import org.agrona.concurrent.UnsafeBuffer;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+
+import static io.granary.proto.ErrorCode.INVALID_PARAMS_VALUE;
+import static io.granary.proto.ErrorCode.SEGMENT_NOT_FOUND_VALUE;
+import static io.granary.proto.ErrorCode.TRANSFER_FAIL_VALUE;
+import static org.assertj.core.api.Assertions.assertThat;
+
+/** The transfer server and the Java engine together over loopback. */
+class TransferServerTest
+{
+    private static final long SEGMENT_BYTES = 64L << 20;
+    private static final int MAX_FRAME_BYTES = 4 << 20;
+
+    private final List<AutoCloseable> resources = new ArrayList<>();
+    private final Random random = new Random(20240607);
+    private SegmentRegistry registry;
+    private Segment segment;
+    private TransferServer server;
+    private String endpoint;
+
+    @BeforeEach
+    void startServer()
+    {
+        registry = new SegmentRegistry();
+        segment = registry.allocate("test/seg0", SEGMENT_BYTES);
+        server = new TransferServer("127.0.0.1", 0, registry, MAX_FRAME_BYTES, 2, true).start();
+        endpoint = "127.0.0.1:" + server.port();
+    }
+
+    @AfterEach
+    void stopServer() throws Exception
+    {
+        for (int i = resources.size() - 1; i >= 0; i--)
+        {
+            resources.get(i).close();
+        }
+        server.close();
+        assertThat(server.isTerminated()).isTrue();
+        registry.close();
+    }
+
+    private NettyTransferEngine engine(final TransferConfig config)
+    {
+        final NettyTransferEngine engine = new NettyTransferEngine(config);
+        resources.add(engine);
+        return engine;
+    }
+
+    private static int await(final CompletableFuture<Integer> future) throws Exception
+    {
+        return future.get(30, TimeUnit.SECONDS);
+    }
+
+    private static int write(
+        final NettyTransferEngine engine, final String endpoint, final int segmentId, final long offset,
+        final ByteBuffer from, final int length) throws Exception
+    {
+        return await(engine.submit(TransferRequest.write(endpoint, segmentId, offset, from, length)));
+    }
+
+    private static int read(
+        final NettyTransferEngine engine, final String endpoint, final int segmentId, final long offset,
+        final ByteBuffer into, final int length) throws Exception
+    {
+        return await(engine.submit(TransferRequest.read(endpoint, segmentId, offset, into, length)));
+    }
+
+    private byte[] randomBytes(final int length)
+    {
+        final byte[] bytes = new byte[length];
+        random.nextBytes(bytes);
+        return bytes;
+    }
+
+    private static ByteBuffer buffer(final byte[] content, final boolean direct, final int position)
+    {
+        final ByteBuffer buffer = direct ?
+            ByteBuffer.allocateDirect(position + content.length + 3) :
+            ByteBuffer.allocate(position + content.length + 3);
+        buffer.position(position);
+        buffer.put(content);
+        buffer.position(position).limit(position + content.length);
+        return buffer;
+    }
+
+    private static byte[] contentOf(final ByteBuffer buffer, final int position, final int length)
+    {
+        final byte[] bytes = new byte[length];
+        buffer.duplicate().clear().position(position).get(bytes);
+        return bytes;
+    }
+
+    private byte[] segmentBytes(final Segment seg, final long offset, final int length)
+    {
+        final byte[] bytes = new byte[length];
+        new UnsafeBuffer(seg.address() + offset, length).getBytes(0, bytes);
+        return bytes;
+    }
+
+    @Test
+    void shouldWriteThenReadBackRandomDataOfMixedSizes() throws Exception
+    {
+        final NettyTransferEngine engine = engine(new TransferConfig());
+        final int[] sizes = {1, 2, 63, 64, 65, 4095, 4096, 4097, 65_537, (1 << 20) - 1, (1 << 20) + 1, 4 << 20};
+        long offset = 13;
+        for (int i = 0; i < sizes.length; i++)
+        {
+            final int size = sizes[i];
+            final byte[] content = randomBytes(size);
+            final boolean direct = i % 2 == 0;
+
+            final ByteBuffer source = buffer(content, direct, 0);
+            assertThat(write(engine, endpoint, segment.id(), offset, source, size))
+                .as("write of %d bytes", size).isZero();
+            assertThat(source.position()).isZero();
+            assertThat(segmentBytes(segment, offset, size)).as("segment after write of %d bytes", size)
+                .isEqualTo(content);
+
+            final ByteBuffer target = direct ? ByteBuffer.allocateDirect(size) : ByteBuffer.allocate(size);
+            assertThat(read(engine, endpoint, segment.id(), offset, target, size))
+                .as("read of %d bytes", size).isZero();
+            assertThat(contentOf(target, 0, size)).as("read back %d bytes", size).isEqualTo(content);
+            offset += size + 7;
+        }
+        assertThat(server.errorResponses()).isZero();
+        assertThat(server.bytesIn()).isGreaterThan(offset - 13 - 7 * sizes.length);
+        assertThat(server.bytesOut()).isGreaterThan(offset - 13 - 7 * sizes.length);
+    }
+
+    @Test
+    void shouldServeThousandsOfPipelinedConcurrentRequestsAcrossLanes() throws Exception
+    {
+        final int requests = 4000;
+        final int size = 512;
+        final NettyTransferEngine engine = engine(
+            new TransferConfig().lanesPerPeer(4).maxQueuedTransfersPerPeer(2 * requests));
+        final byte[][] contents = new byte[requests][];
+        for (int i = 0; i < requests; i++)
+        {
+            contents[i] = randomBytes(size);
+        }
+
+        final ExecutorService submitters = Executors.newFixedThreadPool(4);
+        try
+        {
+            final List<Future<List<CompletableFuture<Integer>>>> batches = new ArrayList<>();
+            for (int t = 0; t < 4; t++)
+            {
+                final int first = t;
+                batches.add(submitters.submit(() ->
+                {
+                    final List<CompletableFuture<Integer>> futures = new ArrayList<>();
+                    for (int i = first; i < requests; i += 4)
+                    {
+                        futures.add(engine.submit(TransferRequest.write(
+                            endpoint, segment.id(), (long)i * size, ByteBuffer.wrap(contents[i]), size)));
+                    }
+                    return futures;
+                }));
+            }
+            for (final Future<List<CompletableFuture<Integer>>> batch : batches)
+            {
+                for (final CompletableFuture<Integer> future : batch.get(30, TimeUnit.SECONDS))
+                {
+                    assertThat(await(future)).isZero();
+                }
+            }
+        }
+        finally
+        {
+            submitters.shutdownNow();
+        }
+
+        final ByteBuffer[] targets = new ByteBuffer[requests];
+        final List<CompletableFuture<Integer>> reads = new ArrayList<>();
+        for (int i = requests - 1; i >= 0; i--)
+        {
+            targets[i] = ByteBuffer.allocateDirect(size);
+            reads.add(engine.submit(TransferRequest.read(endpoint, segment.id(), (long)i * size, targets[i], size)));
+        }
+        for (final CompletableFuture<Integer> future : reads)
+        {
+            assertThat(await(future)).isZero();
+        }
+        for (int i = 0; i < requests; i++)
+        {
+            assertThat(contentOf(targets[i], 0, size)).as("request %d", i).isEqualTo(contents[i]);
+        }
+        assertThat(server.requests()).isEqualTo(2L * requests);
+        assertThat(server.openConnections()).isEqualTo(4);
+    }
+
+    @Test
+    void shouldSliceTransfersLongerThanTheSliceSize() throws Exception
+    {
+        final NettyTransferEngine engine = engine(new TransferConfig().sliceBytes(4096).lanesPerPeer(3));
+        final int size = (1 << 20) + 123;
+        final byte[] content = randomBytes(size);
+        final long offset = 5 * 4096 + 11;
+
+        assertThat(write(engine, endpoint, segment.id(), offset, buffer(content, true, 0), size))
+            .isZero();
+        final long slices = (size + 4095) / 4096;
+        assertThat(server.requests()).isEqualTo(slices);
+        assertThat(segmentBytes(segment, offset, size)).isEqualTo(content);
+
+        final ByteBuffer target = ByteBuffer.allocate(size);
+        assertThat(read(engine, endpoint, segment.id(), offset, target, size)).isZero();
+        assertThat(target.array()).isEqualTo(content);
+        assertThat(server.requests()).isEqualTo(2 * slices);
+    }
+
+    @Test
+    void shouldReadIntoHeapAndDirectBuffersAtNonZeroPositions() throws Exception
+    {
+        final NettyTransferEngine engine = engine(new TransferConfig().sliceBytes(8192));
+        final int size = 20_000;
+        final byte[] content = randomBytes(size);
+        final long offset = 1 << 20;
+        new UnsafeBuffer(segment.address() + offset, size).putBytes(0, content);
+
+        for (final boolean direct : new boolean[] {false, true})
+        {
+            final int position = 1001;
+            final ByteBuffer target = direct ? ByteBuffer.allocateDirect(position + size + 50) :
+                ByteBuffer.allocate(position + size + 50);
+            target.position(position).limit(position + size);
+
+            assertThat(read(engine, endpoint, segment.id(), offset, target, size)).isZero();
+
+            assertThat(target.position()).isEqualTo(position);
+            assertThat(target.limit()).isEqualTo(position + size);
+            assertThat(contentOf(target, position, size)).isEqualTo(content);
+            assertThat(contentOf(target, 0, position)).containsOnly(0);
+            assertThat(contentOf(target, position + size, 50)).containsOnly(0);
+        }
+    }
+
+    @Test
+    void shouldAnswerOutOfRangeWithInvalidParamsAndKeepServingTheConnection() throws Exception
+    {
+        final NettyTransferEngine engine = engine(new TransferConfig().lanesPerPeer(1));
+        final long size = segment.sizeBytes();
+        final ByteBuffer buffer = ByteBuffer.allocate(64);
+        final byte[] before = segmentBytes(segment, size - 32, 32);
+
+        assertThat(read(engine, endpoint, segment.id(), size - 32, buffer, 64))
+            .isEqualTo(INVALID_PARAMS_VALUE);
+        assertThat(write(engine, endpoint, segment.id(), size - 32, buffer(randomBytes(64), false, 0), 64))
+            .isEqualTo(INVALID_PARAMS_VALUE);
+        assertThat(write(engine, endpoint, segment.id(), Long.MAX_VALUE - 8, buffer, 64))
+            .isEqualTo(INVALID_PARAMS_VALUE);
+        assertThat(read(engine, endpoint, segment.id(), 0, buffer, 0))
+            .isEqualTo(INVALID_PARAMS_VALUE);
+        assertThat(segmentBytes(segment, size - 32, 32)).isEqualTo(before);
+
+        final byte[] content = randomBytes(64);
+        assertThat(write(engine, endpoint, segment.id(), size - 64, buffer(content, false, 0), 64))
+            .isZero();
+        assertThat(segmentBytes(segment, size - 64, 64)).isEqualTo(content);
+        assertThat(server.openConnections()).isEqualTo(1);
+        assertThat(server.protocolErrors()).isZero();
+        assertThat(server.errorResponses()).isEqualTo(4);
+    }
+
+    @Test
+    void shouldAnswerUnknownSegmentWithSegmentNotFound() throws Exception
+    {
+        final NettyTransferEngine engine = engine(new TransferConfig().lanesPerPeer(1));
+        final int unknown = segment.id() + 1;
+
+        assertThat(read(engine, endpoint, unknown, 0, ByteBuffer.allocate(16), 16))
+            .isEqualTo(SEGMENT_NOT_FOUND_VALUE);
+        assertThat(write(engine, endpoint, unknown, 0, ByteBuffer.allocate(16), 16))
+            .isEqualTo(SEGMENT_NOT_FOUND_VALUE);
+        assertThat(write(engine, endpoint, segment.id(), 0, ByteBuffer.allocate(16), 16))
+            .isZero();
+        assertThat(server.openConnections()).isEqualTo(1);
+    }
+
+    @Test
+    void shouldDiscardTheExactPayloadOfARejectedWriteAndStayInSync() throws Exception
+    {
+        try (RawClient client = new RawClient(server.port()))
+        {
+            final byte[] payload = randomBytes(1000);
+            client.send(RawClient.header(Opcode.WRITE, 1, segment.id() + 1, 0, payload.length));
+            client.send(payload);
+            client.send(RawClient.header(Opcode.WRITE, 2, segment.id(), segment.sizeBytes() - 10, payload.length));
+            client.send(payload);
+            client.send(RawClient.header(Opcode.PING, 3, 0, 0, 0));
+
+            final FrameHeader first = client.readHeader();
+            assertThat(first.opcode).isEqualTo(Opcode.WRITE_RESPONSE);
+            assertThat(first.requestId).isEqualTo(1);
+            assertThat(first.status).isEqualTo(SEGMENT_NOT_FOUND_VALUE);
+            final FrameHeader second = client.readHeader();
+            assertThat(second.requestId).isEqualTo(2);
+            assertThat(second.status).isEqualTo(INVALID_PARAMS_VALUE);
+            final FrameHeader pong = client.readHeader();
+            assertThat(pong.opcode).isEqualTo(Opcode.PING_RESPONSE);
+            assertThat(pong.requestId).isEqualTo(3);
+            assertThat(pong.status).isZero();
+        }
+    }
+
+    @Test
+    void shouldPauseReadingWhileResponsesPileUpAndDeliverThemAllLater() throws Exception
+    {
+        final int size = 1 << 20;
+        final int requests = 48; // far more response bytes than the write watermark and socket buffers hold
+        final byte[] content = randomBytes(size);
+        new UnsafeBuffer(segment.address(), size).putBytes(0, content);
+        try (RawClient client = new RawClient(server.port()))
+        {
+            for (int i = 0; i < requests; i++)
+            {
+                client.send(RawClient.header(Opcode.READ, i, segment.id(), 0, size));
+            }
+            for (int i = 0; i < requests; i++)
+            {
+                final FrameHeader response = client.readHeader();
+                assertThat(response.requestId).isEqualTo(i);
+                assertThat(response.status).isZero();
+                assertThat(client.readPayload(size)).isEqualTo(content);
+            }
+        }
+        assertThat(server.requests()).isEqualTo(requests);
+    }
+
+    @Test
+    void shouldReassembleFramesSplitIntoSingleBytes() throws Exception
+    {
+        try (RawClient client = new RawClient(server.port()))
+        {
+            final byte[] payload = randomBytes(300);
+            client.sendByteByByte(RawClient.header(Opcode.WRITE, 77, segment.id(), 4096, payload.length));
+            client.sendByteByByte(payload);
+            final FrameHeader written = client.readHeader();
+            assertThat(written.opcode).isEqualTo(Opcode.WRITE_RESPONSE);
+            assertThat(written.requestId).isEqualTo(77);
+            assertThat(written.status).isZero();
+            assertThat(segmentBytes(segment, 4096, payload.length)).isEqualTo(payload);
+
+            client.sendByteByByte(RawClient.header(Opcode.READ, 78, segment.id(), 4096, payload.length));
+            final FrameHeader read = client.readHeader();
+            assertThat(read.opcode).isEqualTo(Opcode.READ_RESPONSE);
+            assertThat(read.requestId).isEqualTo(78);
+            assertThat(read.status).isZero();
+            assertThat(read.offset).isEqualTo(4096);
+            assertThat(read.length).isEqualTo(payload.length);
+            assertThat(client.readPayload(payload.length)).isEqualTo(payload);
+        }
+    }
+
+    @Test
+    void shouldCloseTheConnectionOnGarbageAndKeepServingNewClients() throws Exception
+    {
+        try (RawClient client = new RawClient(server.port()))
+        {
+            client.send(randomBytes(64));
+            assertThat(client.closedByServer()).isTrue();
+        }
+        assertThat(server.protocolErrors()).isEqualTo(1);
+
+        final NettyTransferEngine engine = engine(new TransferConfig());
+        assertThat(write(engine, endpoint, segment.id(), 0, ByteBuffer.allocate(8), 8))
+            .isZero();
+    }
+
+    @Test
+    void shouldCloseTheConnectionOnAnOversizedLength() throws Exception
+    {
+        try (RawClient client = new RawClient(server.port()))
+        {
+            client.send(RawClient.header(Opcode.READ, 1, segment.id(), 0, MAX_FRAME_BYTES + 1L));
+            assertThat(client.closedByServer()).isTrue();
+        }
+        try (RawClient client = new RawClient(server.port()))
+        {
+            client.send(RawClient.header(Opcode.READ_RESPONSE, 1, segment.id(), 0, 0));
+            assertThat(client.closedByServer()).isTrue();
+        }
+        assertThat(server.protocolErrors()).isEqualTo(2);
+        try (RawClient client = new RawClient(server.port()))
+        {
+            client.send(RawClient.header(Opcode.PING, 9, 0, 0, 0));
+            assertThat(client.readHeader().requestId).isEqualTo(9);
+        }
+    }
+
+    @Test
+    void shouldFailTheLaneThatTheServerClosedAndRecoverOnAFreshOne() throws Exception
+    {
+        final NettyTransferEngine engine = engine(new TransferConfig().lanesPerPeer(1).sliceBytes(2 * MAX_FRAME_BYTES));
+        final int tooLong = MAX_FRAME_BYTES + 1;
+
+        assertThat(read(engine, endpoint, segment.id(), 0, ByteBuffer.allocate(tooLong), tooLong))
+            .isEqualTo(TRANSFER_FAIL_VALUE);
+        assertThat(read(engine, endpoint, segment.id(), 0, ByteBuffer.allocate(16), 16))
+            .isZero();
+        Await.until("the broken connection is gone", () -> server.openConnections() == 1);
+    }
+
+    @Test
+    void shouldServeOffsetsBeyondTwoGibibytes() throws Exception
+    {
+        try (SegmentRegistry bigRegistry = new SegmentRegistry())
+        {
+            final Segment big = bigRegistry.allocate("test/big", 3L << 30);
+            final TransferServer bigServer =
+                new TransferServer("127.0.0.1", 0, bigRegistry, MAX_FRAME_BYTES, 1, true).start();
+            try
+            {
+                final String bigEndpoint = "127.0.0.1:" + bigServer.port();
+                final NettyTransferEngine engine = engine(new TransferConfig());
+                final int size = 3 << 20;
+                final long offset = (5L << 29) + 3; // 2.5 GiB + 3
+                final byte[] content = randomBytes(size);
+
+                assertThat(write(engine, bigEndpoint, big.id(), offset, buffer(content, true, 0), size))
+                    .isZero();
+                assertThat(segmentBytes(big, offset, size)).isEqualTo(content);
+                final ByteBuffer target = ByteBuffer.allocateDirect(size);
+                assertThat(read(engine, bigEndpoint, big.id(), offset, target, size)).isZero();
+                assertThat(contentOf(target, 0, size)).isEqualTo(content);
+                assertThat(read(engine, bigEndpoint, big.id(), big.sizeBytes() - 1, target, 2))
+                    .isEqualTo(INVALID_PARAMS_VALUE);
+            }
+            finally
+            {
+                bigServer.close();
+                assertThat(bigServer.isTerminated()).isTrue();
+            }
+        }
+    }
+
+    @Test
+    void shouldFailPendingTransfersWhenTheServerCloses() throws Exception
+    {
+        final NettyTransferEngine engine = engine(new TransferConfig().lanesPerPeer(1));
+        assertThat(read(engine, endpoint, segment.id(), 0, ByteBuffer.allocate(16), 16)).isZero();
+
+        server.close();
+
+        assertThat(read(engine, endpoint, segment.id(), 0, ByteBuffer.allocate(16), 16))
+            .isEqualTo(TRANSFER_FAIL_VALUE);
+        assertThat(server.isTerminated()).isTrue();
+    }
+}
