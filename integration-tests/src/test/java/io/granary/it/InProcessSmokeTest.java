@@ -1,0 +1,69 @@
+package io.granary.it;
+
+import io.granary.client.ClientConfig;
+import io.granary.client.ErrorCode;
+import io.granary.client.GranaryClient;
+import io.granary.client.GranaryException;
+import io.granary.client.OpResult;
+import io.granary.client.PutOptions;
+import io.granary.master.MasterServer;
+import io.granary.node.StorageNode;
+import org.junit.jupiter.api.Test;
+
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+class InProcessSmokeTest
+{
+    @Test
+    void shouldPutAndGetThroughARealMasterAndNode()
+    {
+        try (MasterServer master = MasterServer.launch(new MasterServer.Context().port(0).adminPort(-1));
+             StorageNode node = StorageNode.launch(new StorageNode.Context()
+                 .masterAddress("127.0.0.1:" + master.grpcPort()).segmentSizeBytes(64L << 20)))
+        {
+            long deadline = System.nanoTime() + 10_000_000_000L;
+            while (master.registry().liveSegments().length == 0 && System.nanoTime() < deadline)
+            {
+                Thread.onSpinWait();
+            }
+            assertThat(master.registry().liveSegments()).hasSize(1);
+            try (GranaryClient client = GranaryClient.connect(ClientConfig.builder()
+                .masterAddress("127.0.0.1:" + master.grpcPort()).build()))
+            {
+                final Random random = new Random(7);
+                final byte[] value = new byte[300_000];
+                random.nextBytes(value);
+                client.put("k", value);
+                assertThat(client.get("k")).isEqualTo(value);
+                assertThat(client.exists("k")).isTrue();
+                assertThatThrownBy(() -> client.get("missing"))
+                    .isInstanceOfSatisfying(GranaryException.class, e -> assertThat(e.code()).isEqualTo(ErrorCode.OBJECT_NOT_FOUND));
+
+                final List<String> keys = new ArrayList<>();
+                final List<ByteBuffer> values = new ArrayList<>();
+                for (int i = 0; i < 100; i++)
+                {
+                    final byte[] v = new byte[4096 + i];
+                    random.nextBytes(v);
+                    keys.add("batch-" + i);
+                    values.add(ByteBuffer.wrap(v));
+                }
+                for (final OpResult<Void> r : client.putBatch(keys, values, PutOptions.defaults()))
+                {
+                    assertThat(r.ok()).isTrue();
+                }
+                final List<OpResult<byte[]>> got = client.getBatch(keys);
+                for (int i = 0; i < keys.size(); i++)
+                {
+                    assertThat(got.get(i).value()).isEqualTo(values.get(i).array());
+                }
+            }
+        }
+    }
+}
