@@ -176,7 +176,7 @@ public final class LookupLatency
     {
         public static void main(final String[] args) throws InterruptedException
         {
-            final MasterServer server = MasterServer.launch(new MasterServer.Context().port(0).adminPort(-1));
+            final MasterServer server = MasterServer.launch(new MasterServer.Context().port(0).lookupPort(0).adminPort(-1));
             Runtime.getRuntime().addShutdownHook(new Thread(server::close));
             System.out.println("ready 127.0.0.1:" + server.grpcPort());
             System.out.flush();

@@ -28,6 +28,7 @@ public final class ClientConfig
     private final int maxQueuedTransfersPerPeer;
     private final String clientId;
     private final String localHost;
+    private final boolean fastLookups;
 
     private ClientConfig(final Builder b)
     {
@@ -43,6 +44,7 @@ public final class ClientConfig
         this.maxQueuedTransfersPerPeer = b.maxQueuedTransfersPerPeer;
         this.clientId = b.clientId == null ? UUID.randomUUID().toString() : b.clientId;
         this.localHost = b.localHost;
+        this.fastLookups = b.fastLookups;
     }
 
     public static Builder builder()
@@ -66,7 +68,17 @@ public final class ClientConfig
         b.maxQueuedTransfersPerPeer = maxQueuedTransfersPerPeer;
         b.clientId = clientId;
         b.localHost = localHost;
+        b.fastLookups = fastLookups;
         return b;
+    }
+
+    /**
+     * Whether exists/probe/replica-list lookups use the master's framed lookup port when it
+     * advertises one (default true); otherwise, and as the fallback, they go over gRPC.
+     */
+    public boolean fastLookups()
+    {
+        return fastLookups;
     }
 
     /** host:port of the master's gRPC port. */
@@ -199,6 +211,7 @@ public final class ClientConfig
         private int maxQueuedTransfersPerPeer = TransferConfig.DEFAULT_MAX_QUEUED_TRANSFERS_PER_PEER;
         private String clientId;
         private String localHost;
+        private boolean fastLookups = true;
 
         private Builder()
         {
@@ -277,6 +290,13 @@ public final class ClientConfig
         public Builder localHost(final String localHost)
         {
             this.localHost = localHost;
+            return this;
+        }
+
+        /** See {@link ClientConfig#fastLookups()}. */
+        public Builder fastLookups(final boolean fastLookups)
+        {
+            this.fastLookups = fastLookups;
             return this;
         }
 

@@ -23,7 +23,20 @@ class InProcessSmokeTest
     @Test
     void shouldPutAndGetThroughARealMasterAndNode()
     {
-        try (MasterServer master = MasterServer.launch(new MasterServer.Context().port(0).adminPort(-1));
+        final long lookups = run(0);
+        assertThat(lookups).as("lookups served on the framed port").isPositive();
+    }
+
+    @Test
+    void shouldWorkOverGrpcAloneWhenTheLookupPortIsDisabled()
+    {
+        assertThat(run(-1)).isZero();
+    }
+
+    /** Runs the scenario against a fresh cluster; returns the lookups the master's lookup port served. */
+    private static long run(final int lookupPort)
+    {
+        try (MasterServer master = MasterServer.launch(new MasterServer.Context().port(0).lookupPort(lookupPort).adminPort(-1));
              StorageNode node = StorageNode.launch(new StorageNode.Context()
                  .masterAddress("127.0.0.1:" + master.grpcPort()).segmentSizeBytes(64L << 20)))
         {
@@ -63,7 +76,9 @@ class InProcessSmokeTest
                 {
                     assertThat(got.get(i).value()).isEqualTo(values.get(i).array());
                 }
+                assertThat(client.existsBatch(keys)).allMatch(r -> r.value());
             }
+            return master.lookupRequests();
         }
     }
 }

@@ -14,6 +14,9 @@ public final class Configuration
     public static final String PORT_PROP = "port";
     public static final int PORT_DEFAULT = 50051;
 
+    public static final String LOOKUP_PORT_PROP = "lookup-port";
+    public static final int LOOKUP_PORT_DEFAULT = 50052;
+
     public static final String ADMIN_PORT_PROP = "admin-port";
     public static final int ADMIN_PORT_DEFAULT = 9003;
 

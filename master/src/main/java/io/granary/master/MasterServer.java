@@ -7,7 +7,9 @@ import io.granary.master.alloc.TlsfExtentAllocator;
 import io.granary.master.evict.Evictor;
 import io.granary.master.meta.BatchProbe;
 import io.granary.master.meta.MetadataStore;
+import io.granary.master.rpc.LookupServer;
 import io.granary.master.rpc.MasterGrpcService;
+import io.granary.master.rpc.MasterRequestHandler;
 import io.granary.master.segment.MountedSegment;
 import io.granary.master.segment.SegmentRegistry;
 import io.grpc.Server;
@@ -50,6 +52,7 @@ public final class MasterServer implements AutoCloseable
         private String host = Configuration.HOST_DEFAULT;
         private int port = Configuration.PORT_DEFAULT;
         private int adminPort = Configuration.ADMIN_PORT_DEFAULT;
+        private int lookupPort = Configuration.LOOKUP_PORT_DEFAULT;
         private Duration leaseTtl = Configuration.LEASE_TTL_DEFAULT;
         private Duration softPinDefaultTtl = Configuration.SOFT_PIN_DEFAULT_TTL_DEFAULT;
         private Duration softPinMaxTtl = Configuration.SOFT_PIN_MAX_TTL_DEFAULT;
@@ -98,6 +101,18 @@ public final class MasterServer implements AutoCloseable
         public Context adminPort(final int adminPort)
         {
             this.adminPort = adminPort;
+            return this;
+        }
+
+        public int lookupPort()
+        {
+            return lookupPort;
+        }
+
+        /** Port of the framed lookup protocol (hot read-only calls); 0 picks a free one, -1 disables it. */
+        public Context lookupPort(final int lookupPort)
+        {
+            this.lookupPort = lookupPort;
             return this;
         }
 
@@ -278,6 +293,7 @@ public final class MasterServer implements AutoCloseable
             require(host != null && !host.isBlank(), "--host must not be empty");
             require(port >= 0 && port <= 65535, "--port must be in 0..65535, was " + port);
             require(adminPort >= -1 && adminPort <= 65535, "--admin-port must be in -1..65535, was " + adminPort);
+            require(lookupPort >= -1 && lookupPort <= 65535, "--lookup-port must be in -1..65535, was " + lookupPort);
             requirePositive(leaseTtl, "--lease-ttl");
             requirePositive(softPinDefaultTtl, "--soft-pin-default-ttl");
             requirePositive(softPinMaxTtl, "--soft-pin-max-ttl");
@@ -336,9 +352,11 @@ public final class MasterServer implements AutoCloseable
     private final SegmentRegistry registry;
     private final MetadataStore store;
     private final Evictor evictor;
+    private final MasterRequestHandler handler;
     private final EventLoopGroup bossGroup;
     private final EventLoopGroup workerGroup;
     private final Server grpcServer;
+    private final LookupServer lookupServer;
     private final AdminHttpServer admin;
     private final ScheduledExecutorService housekeeper;
     private final ScheduledExecutorService evictionThread;
@@ -353,7 +371,8 @@ public final class MasterServer implements AutoCloseable
         this.store = new MetadataStore(ctx.storeSettings(), ctx.clock(), registry);
         this.evictor = new Evictor(store, registry, ctx.evictionHighWatermark(), ctx.evictionRatio(),
             ctx.allowEvictSoftPinned()).attach();
-        final MasterGrpcService service = new MasterGrpcService(this, store, new BatchProbe(store), registry);
+        this.handler = new MasterRequestHandler(this, store, new BatchProbe(store), registry);
+        final MasterGrpcService service = new MasterGrpcService(handler);
 
         final boolean epoll = Epoll.isAvailable();
         final Class<? extends ServerChannel> channelType =
@@ -386,6 +405,22 @@ public final class MasterServer implements AutoCloseable
             throw new UncheckedIOException("cannot bind the master gRPC port " + ctx.host() + ":" + ctx.port(), ex);
         }
 
+        LookupServer lookup = null;
+        if (ctx.lookupPort() >= 0)
+        {
+            try
+            {
+                lookup = new LookupServer(ctx.host(), ctx.lookupPort(), bossGroup, workerGroup, channelType, handler);
+            }
+            catch (final RuntimeException ex)
+            {
+                grpcServer.shutdownNow();
+                shutdownGroups();
+                throw ex;
+            }
+        }
+        this.lookupServer = lookup;
+
         AdminHttpServer adminServer = null;
         if (ctx.adminPort() >= 0)
         {
@@ -395,6 +430,10 @@ public final class MasterServer implements AutoCloseable
             }
             catch (final RuntimeException ex)
             {
+                if (lookupServer != null)
+                {
+                    lookupServer.close();
+                }
                 grpcServer.shutdownNow();
                 shutdownGroups();
                 throw ex;
@@ -422,8 +461,9 @@ public final class MasterServer implements AutoCloseable
     {
         ctx.conclude();
         final MasterServer server = new MasterServer(ctx);
-        LOG.info("master started: grpc={}:{} admin={} shards={} lease-ttl={} node-ttl={}",
-            ctx.host(), server.grpcPort(), server.adminPort(), ctx.metadataShards(), ctx.leaseTtl(), ctx.nodeTtl());
+        LOG.info("master started: grpc={}:{} lookup={} admin={} shards={} lease-ttl={} node-ttl={}",
+            ctx.host(), server.grpcPort(), server.lookupPort(), server.adminPort(), ctx.metadataShards(),
+            ctx.leaseTtl(), ctx.nodeTtl());
         return server;
     }
 
@@ -451,6 +491,18 @@ public final class MasterServer implements AutoCloseable
     public int grpcPort()
     {
         return grpcServer.getPort();
+    }
+
+    /** Requests served on the lookup port (0 when disabled). */
+    public long lookupRequests()
+    {
+        return lookupServer == null ? 0 : lookupServer.requests();
+    }
+
+    /** The bound lookup port, or -1 when disabled. */
+    public int lookupPort()
+    {
+        return lookupServer == null ? -1 : lookupServer.port();
     }
 
     /** The bound admin HTTP port, or -1 when disabled. */
@@ -519,6 +571,10 @@ public final class MasterServer implements AutoCloseable
         if (admin != null)
         {
             admin.close();
+        }
+        if (lookupServer != null)
+        {
+            lookupServer.close();
         }
         grpcServer.shutdown();
         try

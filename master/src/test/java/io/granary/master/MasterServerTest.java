@@ -54,7 +54,7 @@ class MasterServerTest
     {
         clock = new ManualClock();
         master = MasterServer.launch(new MasterServer.Context()
-            .port(0).adminPort(0).clock(clock).housekeeping(false).metadataShards(64));
+            .port(0).lookupPort(0).adminPort(0).clock(clock).housekeeping(false).metadataShards(64));
         channel = ManagedChannelBuilder.forAddress("127.0.0.1", master.grpcPort()).usePlaintext().build();
         stub = MasterServiceGrpc.newBlockingStub(channel).withDeadlineAfter(10, TimeUnit.SECONDS);
     }

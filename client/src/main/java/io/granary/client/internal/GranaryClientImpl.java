@@ -121,7 +121,7 @@ public final class GranaryClientImpl implements GranaryClient
         }
         try
         {
-            return new GranaryClientImpl(config, new MasterClient(config.masterAddress(), config.rpcTimeout()), engine,
+            return new GranaryClientImpl(config, new MasterClient(config.masterAddress(), config.rpcTimeout(), config.fastLookups()), engine,
                 Objects.requireNonNull(clock, "clock"));
         }
         catch (final RuntimeException ex)

@@ -27,6 +27,9 @@ import io.granary.proto.PutStartResponse;
 import io.granary.proto.RemoveAllRequest;
 import io.granary.proto.RemoveByRegexRequest;
 import io.granary.proto.RemoveRequest;
+import io.granary.proto.ServerInfoRequest;
+import io.granary.proto.ServerInfoResponse;
+import io.granary.protocol.LookupDescriptor;
 import io.grpc.ManagedChannel;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
@@ -50,10 +53,22 @@ final class MasterClient implements AutoCloseable
     private final long rpcTimeoutMs;
     private final ManagedChannel channel;
     private final MasterServiceGrpc.MasterServiceBlockingStub stub;
+    private final boolean fastLookups;
+    /** The framed lookup path once discovered; null until then or when the master has none. */
+    private volatile LookupClient lookup;
+    private volatile boolean lookupResolved;
+    private volatile long fastPathRetryAtNs = System.nanoTime();
+    private static final long FAST_PATH_RETRY_NS = TimeUnit.SECONDS.toNanos(30);
 
     MasterClient(final String address, final Duration rpcTimeout)
     {
+        this(address, rpcTimeout, false);
+    }
+
+    MasterClient(final String address, final Duration rpcTimeout, final boolean fastLookups)
+    {
         this.address = address;
+        this.fastLookups = fastLookups;
         this.rpcTimeoutMs = rpcTimeout.toMillis();
         this.channel = NettyChannelBuilder.forTarget(address)
             .usePlaintext()
@@ -96,26 +111,86 @@ final class MasterClient implements AutoCloseable
 
     GetReplicaListResponse getReplicaList(final KeyRequest request)
     {
+        final LookupClient fast = lookup();
+        if (fast != null)
+        {
+            try
+            {
+                return fast.call("GetReplicaList", LookupDescriptor.METHOD_GET_REPLICA_LIST, request, GetReplicaListResponse.parser());
+            }
+            catch (final GranaryException ex)
+            {
+                fallBackToGrpc(ex);
+            }
+        }
         return call("GetReplicaList", s -> s.getReplicaList(request));
     }
 
     BatchGetReplicaListResponse batchGetReplicaList(final BatchKeysRequest request)
     {
+        final LookupClient fast = lookup();
+        if (fast != null)
+        {
+            try
+            {
+                return fast.call("BatchGetReplicaList", LookupDescriptor.METHOD_BATCH_GET_REPLICA_LIST, request, BatchGetReplicaListResponse.parser());
+            }
+            catch (final GranaryException ex)
+            {
+                fallBackToGrpc(ex);
+            }
+        }
         return call("BatchGetReplicaList", s -> s.batchGetReplicaList(request));
     }
 
     ExistKeyResponse existKey(final KeyRequest request)
     {
+        final LookupClient fast = lookup();
+        if (fast != null)
+        {
+            try
+            {
+                return fast.call("ExistKey", LookupDescriptor.METHOD_EXIST_KEY, request, ExistKeyResponse.parser());
+            }
+            catch (final GranaryException ex)
+            {
+                fallBackToGrpc(ex);
+            }
+        }
         return call("ExistKey", s -> s.existKey(request));
     }
 
     BatchExistKeyResponse batchExistKey(final BatchKeysRequest request)
     {
+        final LookupClient fast = lookup();
+        if (fast != null)
+        {
+            try
+            {
+                return fast.call("BatchExistKey", LookupDescriptor.METHOD_BATCH_EXIST_KEY, request, BatchExistKeyResponse.parser());
+            }
+            catch (final GranaryException ex)
+            {
+                fallBackToGrpc(ex);
+            }
+        }
         return call("BatchExistKey", s -> s.batchExistKey(request));
     }
 
     BatchProbeKeyResponse batchProbeKey(final BatchProbeKeyRequest request)
     {
+        final LookupClient fast = lookup();
+        if (fast != null)
+        {
+            try
+            {
+                return fast.call("BatchProbeKey", LookupDescriptor.METHOD_BATCH_PROBE_KEY, request, BatchProbeKeyResponse.parser());
+            }
+            catch (final GranaryException ex)
+            {
+                fallBackToGrpc(ex);
+            }
+        }
         return call("BatchProbeKey", s -> s.batchProbeKey(request));
     }
 
@@ -144,6 +219,68 @@ final class MasterClient implements AutoCloseable
         return call("GetClusterStatus", s -> s.getClusterStatus(ClusterStatusRequest.getDefaultInstance()));
     }
 
+    /**
+     * The framed lookup client, discovered once through GetServerInfo; null when fast lookups are
+     * off, the master advertises no lookup port, or discovery failed (gRPC then carries lookups).
+     */
+    private LookupClient lookup()
+    {
+        if (!fastLookups || System.nanoTime() - fastPathRetryAtNs < 0)
+        {
+            return null;
+        }
+        if (lookupResolved)
+        {
+            return lookup;
+        }
+        synchronized (this)
+        {
+            if (!lookupResolved)
+            {
+                try
+                {
+                    final ServerInfoResponse info = call("GetServerInfo", s -> s.getServerInfo(
+                        ServerInfoRequest.getDefaultInstance()));
+                    if (info.getLookupPort() > 0)
+                    {
+                        lookup = new LookupClient(hostOf(address), info.getLookupPort(), rpcTimeoutMs);
+                    }
+                    lookupResolved = true;
+                }
+                catch (final GranaryException ex)
+                {
+                    if (ex.getCause() instanceof StatusRuntimeException &&
+                        ((StatusRuntimeException)ex.getCause()).getStatus().getCode() == Status.Code.UNIMPLEMENTED)
+                    {
+                        lookupResolved = true; // an older master: gRPC only
+                    }
+                    return null; // otherwise try discovery again on the next call
+                }
+            }
+            return lookup;
+        }
+    }
+
+    /**
+     * The lookup port failed (not a timeout): carry on over gRPC and leave the fast path alone for
+     * a while, so an unreachable lookup port costs one failed connect per interval, not per call.
+     */
+    private void fallBackToGrpc(final GranaryException ex)
+    {
+        if (ex.code() != ErrorCode.RPC_FAIL || !(ex.getCause() instanceof java.io.IOException))
+        {
+            throw ex;
+        }
+        fastPathRetryAtNs = System.nanoTime() + FAST_PATH_RETRY_NS;
+    }
+
+    /** The host part of host:port or [v6]:port. */
+    static String hostOf(final String hostPort)
+    {
+        final String host = hostPort.substring(0, hostPort.lastIndexOf(':'));
+        return host.startsWith("[") && host.endsWith("]") ? host.substring(1, host.length() - 1) : host;
+    }
+
     private <R> R call(final String rpc, final Function<MasterServiceGrpc.MasterServiceBlockingStub, R> body)
     {
         try
@@ -170,6 +307,11 @@ final class MasterClient implements AutoCloseable
     @Override
     public void close()
     {
+        final LookupClient fast = lookup;
+        if (fast != null)
+        {
+            fast.close();
+        }
         channel.shutdown();
         try
         {

@@ -3,7 +3,7 @@ package io.granary.master.admin;
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
 import io.granary.master.MasterServer;
-import io.granary.master.rpc.MasterGrpcService;
+import io.granary.master.rpc.MasterRequestHandler;
 import io.granary.proto.ClusterStatusResponse;
 import io.granary.proto.NodeStatus;
 import io.granary.proto.SegmentStatus;
@@ -101,7 +101,7 @@ public final class AdminHttpServer implements AutoCloseable
 
     private void status(final HttpExchange exchange) throws IOException
     {
-        final ClusterStatusResponse s = MasterGrpcService.clusterStatus(master, master.store(), master.registry());
+        final ClusterStatusResponse s = MasterRequestHandler.clusterStatus(master, master.store(), master.registry());
         final StringBuilder b = new StringBuilder(256);
         b.append("{\"version\":").append(Json.quote(s.getVersion()))
             .append(",\"objects\":").append(s.getObjects())

@@ -1,0 +1,256 @@
+package io.granary.client.internal;
+
+import com.google.protobuf.CodedOutputStream;
+import com.google.protobuf.InvalidProtocolBufferException;
+import com.google.protobuf.MessageLite;
+import com.google.protobuf.Parser;
+import io.granary.client.ErrorCode;
+import io.granary.client.GranaryException;
+
+import java.io.DataInputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.net.SocketTimeoutException;
+import java.nio.charset.StandardCharsets;
+import java.util.concurrent.ConcurrentLinkedDeque;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import static io.granary.protocol.LookupDescriptor.*;
+
+/**
+ * Client side of the master's framed lookup port: each call borrows a pooled blocking socket,
+ * writes one frame and reads the reply on the calling thread — no event-loop hand-off, so a
+ * lookup costs one loopback round trip plus the master's work. A connection that failed or timed
+ * out is discarded; a call on a stale pooled connection is retried once on a fresh one (lookups
+ * only read and lease, so a repeat is harmless). Thread safe.
+ */
+final class LookupClient implements AutoCloseable
+{
+    private static final int MAX_IDLE = 16;
+
+    private final String host;
+    private final int port;
+    private final int timeoutMs;
+    private final ConcurrentLinkedDeque<Connection> idle = new ConcurrentLinkedDeque<>();
+    private final AtomicInteger idleCount = new AtomicInteger();
+    private volatile boolean closed;
+
+    LookupClient(final String host, final int port, final long timeoutMs)
+    {
+        this.host = host;
+        this.port = port;
+        this.timeoutMs = (int)Math.min(Integer.MAX_VALUE, Math.max(1, timeoutMs));
+    }
+
+    String address()
+    {
+        return host + ":" + port;
+    }
+
+    /** Sends {@code request} as {@code method} and parses the reply with {@code parser}. */
+    <T> T call(final String rpc, final int method, final MessageLite request, final Parser<T> parser)
+    {
+        for (int attempt = 0; ; attempt++)
+        {
+            final Connection pooled = idle.pollFirst();
+            final boolean reused = pooled != null;
+            if (reused)
+            {
+                idleCount.decrementAndGet();
+            }
+            Connection c = null;
+            try
+            {
+                c = reused ? pooled : new Connection();
+                final T reply = c.call(method, request, parser);
+                release(c);
+                return reply;
+            }
+            catch (final SocketTimeoutException ex)
+            {
+                discard(c);
+                throw new GranaryException(ErrorCode.RPC_TIMEOUT,
+                    rpc + " to master lookup port " + address() + ": no answer within " + timeoutMs + " ms", ex);
+            }
+            catch (final IOException ex)
+            {
+                discard(c);
+                if (reused && attempt == 0)
+                {
+                    continue; // the pooled connection went stale: try once on a fresh one
+                }
+                throw new GranaryException(ErrorCode.RPC_FAIL,
+                    rpc + " to master lookup port " + address() + ": " + ex.getMessage(), ex);
+            }
+            catch (final RuntimeException ex)
+            {
+                discard(c);
+                throw ex;
+            }
+        }
+    }
+
+    private void release(final Connection c)
+    {
+        if (closed || idleCount.incrementAndGet() > MAX_IDLE)
+        {
+            if (!closed)
+            {
+                idleCount.decrementAndGet();
+            }
+            c.close();
+            return;
+        }
+        idle.offerFirst(c);
+        if (closed && idle.remove(c))
+        {
+            c.close(); // close() ran while we were returning it
+        }
+    }
+
+    private static void discard(final Connection c)
+    {
+        if (c != null)
+        {
+            c.close();
+        }
+    }
+
+    @Override
+    public void close()
+    {
+        closed = true;
+        Connection c;
+        while ((c = idle.pollFirst()) != null)
+        {
+            c.close();
+        }
+    }
+
+    /** One blocking connection, used by one caller at a time. */
+    private final class Connection
+    {
+        private final Socket socket;
+        private final OutputStream out;
+        private final DataInputStream in;
+        private byte[] buffer = new byte[16 << 10];
+        private long nextRequestId = 1;
+
+        Connection() throws IOException
+        {
+            socket = new Socket();
+            try
+            {
+                socket.setTcpNoDelay(true);
+                socket.setSoTimeout(timeoutMs);
+                socket.connect(new InetSocketAddress(host, port), timeoutMs);
+                out = socket.getOutputStream();
+                final InputStream raw = socket.getInputStream();
+                in = new DataInputStream(raw);
+            }
+            catch (final IOException ex)
+            {
+                socket.close();
+                throw ex;
+            }
+        }
+
+        <T> T call(final int method, final MessageLite request, final Parser<T> parser) throws IOException
+        {
+            final int size = request.getSerializedSize();
+            ensureCapacity(HEADER_LENGTH + size);
+            final long requestId = nextRequestId++;
+            putInt(buffer, 0, HEADER_LENGTH - LENGTH_FIELD_LENGTH + size);
+            buffer[VERSION_OFFSET] = VERSION;
+            buffer[METHOD_OFFSET] = (byte)method;
+            buffer[STATUS_OFFSET] = 0;
+            buffer[STATUS_OFFSET + 1] = 0;
+            putLong(buffer, REQUEST_ID_OFFSET, requestId);
+            final CodedOutputStream cos = CodedOutputStream.newInstance(buffer, HEADER_LENGTH, size);
+            request.writeTo(cos);
+            cos.flush();
+            out.write(buffer, 0, HEADER_LENGTH + size);
+            out.flush();
+
+            final int frameLength = in.readInt();
+            if (frameLength < HEADER_LENGTH - LENGTH_FIELD_LENGTH || frameLength > MAX_FRAME_LENGTH)
+            {
+                throw new IOException("bad lookup reply length " + frameLength);
+            }
+            ensureCapacity(frameLength);
+            in.readFully(buffer, 0, frameLength);
+            final int version = buffer[0] & 0xFF;
+            final int replyMethod = buffer[1] & 0xFF;
+            final int status = ((buffer[2] & 0xFF) << 8) | (buffer[3] & 0xFF);
+            final long replyId = getLong(buffer, 4);
+            if (version != VERSION || replyMethod != (method | RESPONSE_BIT) || replyId != requestId)
+            {
+                throw new IOException("lookup reply out of step (version " + version + ", method " + replyMethod +
+                    ", id " + replyId + " for " + requestId + ")");
+            }
+            final int payloadOffset = HEADER_LENGTH - LENGTH_FIELD_LENGTH;
+            final int payloadLength = frameLength - payloadOffset;
+            if (status != STATUS_OK)
+            {
+                final String text = new String(buffer, payloadOffset, payloadLength, StandardCharsets.UTF_8);
+                throw new GranaryException(status == STATUS_MALFORMED ? ErrorCode.INVALID_PARAMS : ErrorCode.RPC_FAIL,
+                    "master lookup port refused the call (status " + status + "): " + text);
+            }
+            try
+            {
+                return parser.parseFrom(buffer, payloadOffset, payloadLength);
+            }
+            catch (final InvalidProtocolBufferException ex)
+            {
+                throw new IOException("unparseable lookup reply", ex);
+            }
+        }
+
+        private void ensureCapacity(final int bytes)
+        {
+            if (buffer.length < bytes)
+            {
+                buffer = new byte[Math.max(bytes, buffer.length * 2)];
+            }
+        }
+
+        void close()
+        {
+            try
+            {
+                socket.close();
+            }
+            catch (final IOException ignored)
+            {
+                // nothing left to do with a connection we are dropping
+            }
+        }
+    }
+
+    private static void putInt(final byte[] b, final int at, final int v)
+    {
+        b[at] = (byte)(v >>> 24);
+        b[at + 1] = (byte)(v >>> 16);
+        b[at + 2] = (byte)(v >>> 8);
+        b[at + 3] = (byte)v;
+    }
+
+    private static void putLong(final byte[] b, final int at, final long v)
+    {
+        putInt(b, at, (int)(v >>> 32));
+        putInt(b, at + 4, (int)v);
+    }
+
+    private static long getLong(final byte[] b, final int at)
+    {
+        long v = 0;
+        for (int i = 0; i < 8; i++)
+        {
+            v = (v << 8) | (b[at + i] & 0xFF);
+        }
+        return v;
+    }
+}

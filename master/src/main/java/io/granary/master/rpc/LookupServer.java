@@ -1,0 +1,226 @@
+package io.granary.master.rpc;
+
+import com.google.protobuf.CodedOutputStream;
+import com.google.protobuf.InvalidProtocolBufferException;
+import com.google.protobuf.MessageLite;
+import io.granary.proto.BatchKeysRequest;
+import io.granary.proto.BatchProbeKeyRequest;
+import io.granary.proto.KeyRequest;
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.buffer.ByteBuf;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.ServerChannel;
+import io.netty.channel.socket.SocketChannel;
+import io.netty.handler.codec.LengthFieldBasedFrameDecoder;
+import io.netty.handler.codec.TooLongFrameException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+
+import static io.granary.protocol.LookupDescriptor.*;
+
+/**
+ * The master's framed lookup port: the hot read-only calls (ExistKey, BatchExistKey,
+ * BatchProbeKey, GetReplicaList and its batch) as protobuf messages in small length-prefixed
+ * frames over TCP, handled inline on the event loop. Same semantics as the gRPC calls (both go
+ * through {@link MasterRequestHandler}); no HTTP/2 framing, no thread hand-off.
+ */
+public final class LookupServer implements AutoCloseable
+{
+    private static final Logger LOG = LoggerFactory.getLogger(LookupServer.class);
+
+    private final Channel serverChannel;
+    private final MasterRequestHandler handler;
+    private final java.util.concurrent.atomic.LongAdder requests = new java.util.concurrent.atomic.LongAdder();
+
+    public LookupServer(
+        final String host,
+        final int port,
+        final EventLoopGroup bossGroup,
+        final EventLoopGroup workerGroup,
+        final Class<? extends ServerChannel> channelType,
+        final MasterRequestHandler handler)
+    {
+        this.handler = handler;
+        final ServerBootstrap bootstrap = new ServerBootstrap()
+            .group(bossGroup, workerGroup)
+            .channel(channelType)
+            .option(ChannelOption.SO_BACKLOG, 256)
+            .childOption(ChannelOption.TCP_NODELAY, true)
+            .childHandler(new ChannelInitializer<SocketChannel>()
+            {
+                @Override
+                protected void initChannel(final SocketChannel ch)
+                {
+                    ch.pipeline()
+                        .addLast(new LengthFieldBasedFrameDecoder(MAX_FRAME_LENGTH, 0, LENGTH_FIELD_LENGTH, 0,
+                            LENGTH_FIELD_LENGTH))
+                        .addLast(new FrameHandler());
+                }
+            });
+        try
+        {
+            serverChannel = bootstrap.bind(new InetSocketAddress(host, port)).sync().channel();
+        }
+        catch (final Exception ex)
+        {
+            throw new UncheckedIOException("cannot bind the lookup port " + host + ":" + port,
+                ex instanceof IOException ? (IOException)ex : new IOException(ex));
+        }
+    }
+
+    public int port()
+    {
+        return ((InetSocketAddress)serverChannel.localAddress()).getPort();
+    }
+
+    /** Lookup requests received (well-formed headers). */
+    public long requests()
+    {
+        return requests.sum();
+    }
+
+    @Override
+    public void close()
+    {
+        serverChannel.close().syncUninterruptibly();
+    }
+
+    /** Decodes one frame (length already stripped), calls the handler, writes the reply; flushes per read batch. */
+    private final class FrameHandler extends ChannelInboundHandlerAdapter
+    {
+        @Override
+        public void channelRead(final ChannelHandlerContext ctx, final Object msg)
+        {
+            final ByteBuf frame = (ByteBuf)msg;
+            try
+            {
+                if (frame.readableBytes() < HEADER_LENGTH - LENGTH_FIELD_LENGTH)
+                {
+                    LOG.warn("lookup frame of {} bytes from {} is shorter than a header; closing",
+                        frame.readableBytes(), ctx.channel().remoteAddress());
+                    ctx.close();
+                    return;
+                }
+                final int version = frame.readUnsignedByte();
+                final int method = frame.readUnsignedByte();
+                frame.skipBytes(2);
+                final long requestId = frame.readLong();
+                if (version != VERSION)
+                {
+                    writeError(ctx, method, requestId, STATUS_BAD_VERSION, "unsupported lookup protocol version " + version);
+                    return;
+                }
+                requests.increment();
+                final ByteBuffer payload = frame.nioBuffer();
+                final MessageLite response;
+                try
+                {
+                    response = dispatch(method, payload);
+                }
+                catch (final InvalidProtocolBufferException ex)
+                {
+                    writeError(ctx, method, requestId, STATUS_MALFORMED, "malformed request: " + ex.getMessage());
+                    return;
+                }
+                catch (final RuntimeException ex)
+                {
+                    LOG.error("lookup method {} failed unexpectedly", method, ex);
+                    writeError(ctx, method, requestId, STATUS_INTERNAL, String.valueOf(ex));
+                    return;
+                }
+                if (response == null)
+                {
+                    writeError(ctx, method, requestId, STATUS_UNKNOWN_METHOD, "unknown lookup method " + method);
+                    return;
+                }
+                final int size = response.getSerializedSize();
+                final ByteBuf out = ctx.alloc().directBuffer(HEADER_LENGTH + size);
+                writeHeader(out, HEADER_LENGTH - LENGTH_FIELD_LENGTH + size, method, STATUS_OK, requestId);
+                final CodedOutputStream cos = CodedOutputStream.newInstance(out.nioBuffer(HEADER_LENGTH, size));
+                response.writeTo(cos);
+                cos.flush();
+                out.writerIndex(HEADER_LENGTH + size);
+                ctx.write(out, ctx.voidPromise());
+            }
+            catch (final IOException ex)
+            {
+                LOG.error("lookup reply encoding failed", ex);
+                ctx.close();
+            }
+            finally
+            {
+                frame.release();
+            }
+        }
+
+        @Override
+        public void channelReadComplete(final ChannelHandlerContext ctx)
+        {
+            ctx.flush();
+        }
+
+        @Override
+        public void exceptionCaught(final ChannelHandlerContext ctx, final Throwable cause)
+        {
+            if (cause instanceof TooLongFrameException)
+            {
+                LOG.warn("lookup frame from {} above {} bytes; closing", ctx.channel().remoteAddress(), MAX_FRAME_LENGTH);
+            }
+            else
+            {
+                LOG.debug("lookup connection {} failed", ctx.channel().remoteAddress(), cause);
+            }
+            ctx.close();
+        }
+    }
+
+    private MessageLite dispatch(final int method, final ByteBuffer payload) throws InvalidProtocolBufferException
+    {
+        switch (method)
+        {
+            case METHOD_EXIST_KEY:
+                return handler.existKey(KeyRequest.parseFrom(payload));
+            case METHOD_BATCH_EXIST_KEY:
+                return handler.batchExistKey(BatchKeysRequest.parseFrom(payload));
+            case METHOD_BATCH_PROBE_KEY:
+                return handler.batchProbeKey(BatchProbeKeyRequest.parseFrom(payload));
+            case METHOD_GET_REPLICA_LIST:
+                return handler.getReplicaList(KeyRequest.parseFrom(payload));
+            case METHOD_BATCH_GET_REPLICA_LIST:
+                return handler.batchGetReplicaList(BatchKeysRequest.parseFrom(payload));
+            default:
+                return null;
+        }
+    }
+
+    private static void writeHeader(
+        final ByteBuf out, final int frameLength, final int method, final int status, final long requestId)
+    {
+        out.writeInt(frameLength);
+        out.writeByte(VERSION);
+        out.writeByte(method | RESPONSE_BIT);
+        out.writeShort(status);
+        out.writeLong(requestId);
+    }
+
+    private static void writeError(
+        final ChannelHandlerContext ctx, final int method, final long requestId, final int status, final String message)
+    {
+        final byte[] text = message.getBytes(StandardCharsets.UTF_8);
+        final ByteBuf out = ctx.alloc().buffer(HEADER_LENGTH + text.length);
+        writeHeader(out, HEADER_LENGTH - LENGTH_FIELD_LENGTH + text.length, method, status, requestId);
+        out.writeBytes(text);
+        ctx.write(out, ctx.voidPromise());
+    }
+}

@@ -1,0 +1,462 @@
+package io.granary.master.rpc;
+
+import com.google.protobuf.ProtocolStringList;
+import io.granary.master.MasterServer;
+import io.granary.master.alloc.SegmentAllocation;
+import io.granary.master.meta.BatchProbe;
+import io.granary.master.meta.MetadataStore;
+import io.granary.master.segment.MountedSegment;
+import io.granary.master.segment.NodeRecord;
+import io.granary.master.segment.SegmentRegistry;
+import io.granary.proto.BatchCodeResponse;
+import io.granary.proto.BatchExistKeyResponse;
+import io.granary.proto.BatchGetReplicaListResponse;
+import io.granary.proto.BatchKeysRequest;
+import io.granary.proto.BatchProbeKeyRequest;
+import io.granary.proto.BatchProbeKeyResponse;
+import io.granary.proto.BatchPutStartRequest;
+import io.granary.proto.BatchPutStartResponse;
+import io.granary.proto.ClusterStatusRequest;
+import io.granary.proto.ClusterStatusResponse;
+import io.granary.proto.CodeResponse;
+import io.granary.proto.CountResponse;
+import io.granary.proto.ExistKeyResponse;
+import io.granary.proto.GetReplicaListResponse;
+import io.granary.proto.HeartbeatRequest;
+import io.granary.proto.HeartbeatResponse;
+import io.granary.proto.KeyInfo;
+import io.granary.proto.KeyRequest;
+import io.granary.proto.ListKeysRequest;
+import io.granary.proto.ListKeysResponse;
+import io.granary.proto.MountSegmentRequest;
+import io.granary.proto.MountSegmentResponse;
+import io.granary.proto.NodeStatus;
+import io.granary.proto.PutEndRequest;
+import io.granary.proto.PutRevokeRequest;
+import io.granary.proto.PutStartRequest;
+import io.granary.proto.PutStartResponse;
+import io.granary.proto.RemoveAllRequest;
+import io.granary.proto.RemoveByRegexRequest;
+import io.granary.proto.RemoveRequest;
+import io.granary.proto.Replica;
+import io.granary.proto.SegmentStatus;
+import io.granary.proto.ServerInfoRequest;
+import io.granary.proto.ServerInfoResponse;
+import io.granary.proto.UnmountSegmentRequest;
+import io.granary.protocol.Limits;
+
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.function.Predicate;
+import java.util.regex.Pattern;
+import java.util.regex.PatternSyntaxException;
+
+import static io.granary.proto.ErrorCode.*;
+
+/**
+ * Every control-plane call of the master, transport-agnostic: validates request envelopes
+ * (tenant, batch sizes, node fields), calls the {@link MetadataStore} / {@link SegmentRegistry}
+ * and builds the reply. Store outcomes travel as codes in the reply. Served over gRPC by
+ * {@link MasterGrpcService} and, for the hot lookups, over the framed lookup port by
+ * {@link LookupServer}. Stateless and thread safe; never blocks.
+ */
+public final class MasterRequestHandler
+{
+    private static final int MAX_ID_LENGTH = 256;
+    private static final long MAX_SEGMENT_BYTES = 1L << 48;
+
+    private final MasterServer server;
+    private final MetadataStore store;
+    private final BatchProbe probe;
+    private final SegmentRegistry registry;
+
+    public MasterRequestHandler(
+        final MasterServer server, final MetadataStore store, final BatchProbe probe, final SegmentRegistry registry)
+    {
+        this.server = server;
+        this.store = store;
+        this.probe = probe;
+        this.registry = registry;
+    }
+
+    private static String tenant(final String tenant)
+    {
+        return Limits.tenantOrDefault(tenant);
+    }
+
+    private static boolean badTenant(final String tenant)
+    {
+        return MetadataStore.checkTenant(tenant) != OK_VALUE;
+    }
+
+    private static boolean badBatch(final int size)
+    {
+        return size > Limits.MAX_BATCH_KEYS;
+    }
+
+    private static boolean validId(final String id)
+    {
+        if (id.isEmpty() || id.length() > MAX_ID_LENGTH)
+        {
+            return false;
+        }
+        for (int i = 0; i < id.length(); i++)
+        {
+            if (Character.isISOControl(id.charAt(i)))
+            {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    static boolean validEndpoint(final String endpoint)
+    {
+        final int colon = endpoint.lastIndexOf(':');
+        if (colon <= 0 || colon == endpoint.length() - 1 || endpoint.length() > MAX_ID_LENGTH)
+        {
+            return false;
+        }
+        try
+        {
+            final int port = Integer.parseInt(endpoint.substring(colon + 1));
+            return port > 0 && port <= 65535 && validId(endpoint.substring(0, colon));
+        }
+        catch (final NumberFormatException ex)
+        {
+            return false;
+        }
+    }
+
+    private interface KeyOp
+    {
+        int apply(String key);
+    }
+
+    private static BatchCodeResponse perKey(final BatchKeysRequest req, final KeyOp op)
+    {
+        final BatchCodeResponse.Builder b = BatchCodeResponse.newBuilder();
+        if (badTenant(req.getTenant()) || badBatch(req.getKeysCount()))
+        {
+            return b.setCode(INVALID_PARAMS_VALUE).build();
+        }
+        final ProtocolStringList keys = req.getKeysList();
+        for (int i = 0; i < keys.size(); i++)
+        {
+            b.addCodes(op.apply(keys.get(i)));
+        }
+        return b.setCode(OK_VALUE).build();
+    }
+
+    private GetReplicaListResponse.Builder lookup(final String tenant, final String key, final MetadataStore.Lookup out)
+    {
+        store.getReplicaList(tenant, key, out);
+        final GetReplicaListResponse.Builder b = GetReplicaListResponse.newBuilder().setCode(out.code);
+        if (out.code == OK_VALUE)
+        {
+            b.setValueLength(out.sizeBytes)
+                .addAllReplicas(out.replicas)
+                .setLeaseTtlMs(store.settings().leaseTtlNs / 1_000_000L);
+        }
+        return b;
+    }
+
+    /**
+     * Compiles a key regex (full match); null when it is invalid or too long. With
+     * {@code emptyMeansAll}, an empty regex matches every key.
+     */
+    public static Predicate<String> keyFilter(final String regex, final boolean emptyMeansAll)
+    {
+        if (regex.isEmpty())
+        {
+            return emptyMeansAll ? key -> true : null;
+        }
+        if (regex.length() > Limits.MAX_REGEX_LENGTH)
+        {
+            return null;
+        }
+        try
+        {
+            final Pattern pattern = Pattern.compile(regex);
+            return key -> pattern.matcher(key).matches();
+        }
+        catch (final PatternSyntaxException ex)
+        {
+            return null;
+        }
+    }
+
+    /** The cluster summary served by GetClusterStatus and the admin port. */
+    public static ClusterStatusResponse clusterStatus(
+        final MasterServer server, final MetadataStore store, final SegmentRegistry registry)
+    {
+        final ClusterStatusResponse.Builder b = ClusterStatusResponse.newBuilder().setCode(OK_VALUE);
+        final long now = store.clock().nanoTime();
+        long capacity = 0;
+        long allocated = 0;
+        for (final NodeRecord node : registry.nodes())
+        {
+            final List<MountedSegment> segments = node.segments();
+            b.addNodes(NodeStatus.newBuilder()
+                .setNodeId(node.nodeId())
+                .setNodeName(node.name())
+                .setEndpoint(node.endpoint())
+                .setLastHeartbeatAgoMs((now - node.lastHeartbeatNs()) / 1_000_000L)
+                .setSegments(segments.size()));
+            for (final MountedSegment s : segments)
+            {
+                final SegmentAllocation.Stats stats = s.stats();
+                capacity += s.sizeBytes();
+                allocated += stats.allocatedBytes();
+                b.addSegments(SegmentStatus.newBuilder()
+                    .setNodeId(s.nodeId())
+                    .setNodeName(s.nodeName())
+                    .setEndpoint(s.endpoint())
+                    .setSegmentId(s.segmentId())
+                    .setName(s.name())
+                    .setSizeBytes(s.sizeBytes())
+                    .setAllocatedBytes(stats.allocatedBytes())
+                    .setAllocations(stats.allocationCount())
+                    .setLargestFreeBytes(stats.largestFreeBytes()));
+            }
+        }
+        return b.setObjects(store.objectCount())
+            .setCapacityBytes(capacity)
+            .setAllocatedBytes(allocated)
+            .setLeaseTtlMs(store.settings().leaseTtlNs / 1_000_000L)
+            .setVersion(MasterServer.VERSION)
+            .build();
+    }
+
+    // ------------------------------------------------------------------------------------ calls
+
+    public MountSegmentResponse mountSegment(final MountSegmentRequest req)
+    {
+        final MountSegmentResponse.Builder b = MountSegmentResponse.newBuilder()
+            .setHeartbeatIntervalMs(server.context().heartbeatInterval().toMillis())
+            .setNodeTtlMs(server.context().nodeTtl().toMillis());
+        if (!validId(req.getNodeId()) || !validId(req.getNodeName()) || !validEndpoint(req.getEndpoint()) ||
+            !req.hasSegment() || !validId(req.getSegment().getName()) || req.getSegment().getSegmentId() == 0 ||
+            req.getSegment().getSizeBytes() <= 0 || req.getSegment().getSizeBytes() > MAX_SEGMENT_BYTES)
+        {
+            return b.setCode(INVALID_PARAMS_VALUE).build();
+        }
+        final SegmentRegistry.MountResult result = registry.mount(
+            req.getNodeId(), req.getNodeName(), req.getEndpoint(), req.getSegment().getSegmentId(),
+            req.getSegment().getName(), req.getSegment().getSizeBytes());
+        if (!result.replaced.isEmpty())
+        {
+            store.purgeSegments(new HashSet<>(result.replaced));
+        }
+        return b.setCode(result.code).build();
+    }
+
+    public CodeResponse unmountSegment(final UnmountSegmentRequest req)
+    {
+        final MountedSegment removed = registry.unmount(req.getNodeId(), req.getSegmentId());
+        if (removed == null)
+        {
+            return code(SEGMENT_NOT_FOUND_VALUE);
+        }
+        store.purgeSegments(Set.of(removed));
+        return code(OK_VALUE);
+    }
+
+    public HeartbeatResponse heartbeat(final HeartbeatRequest req)
+    {
+        return HeartbeatResponse.newBuilder()
+            .setCode(registry.heartbeat(req.getNodeId()) ? OK_VALUE : SEGMENT_NOT_FOUND_VALUE)
+            .build();
+    }
+
+    public PutStartResponse putStart(final PutStartRequest req)
+    {
+        if (badTenant(req.getTenant()))
+        {
+            return PutStartResponse.newBuilder().setCode(INVALID_PARAMS_VALUE).build();
+        }
+        final List<Replica> replicas = new ArrayList<>(2);
+        final int code = store.putStart(
+            tenant(req.getTenant()), req.getClientId(), req.getKey(), req.getValueLength(), req.getOptions(), replicas);
+        return PutStartResponse.newBuilder().setCode(code).addAllReplicas(replicas).build();
+    }
+
+    public CodeResponse putEnd(final PutEndRequest req)
+    {
+        return badTenant(req.getTenant()) ? code(INVALID_PARAMS_VALUE) :
+            code(store.putEnd(tenant(req.getTenant()), req.getClientId(), req.getKey()));
+    }
+
+    public CodeResponse putRevoke(final PutRevokeRequest req)
+    {
+        return badTenant(req.getTenant()) ? code(INVALID_PARAMS_VALUE) :
+            code(store.putRevoke(tenant(req.getTenant()), req.getClientId(), req.getKey()));
+    }
+
+    public BatchPutStartResponse batchPutStart(final BatchPutStartRequest req)
+    {
+        final BatchPutStartResponse.Builder b = BatchPutStartResponse.newBuilder();
+        if (badTenant(req.getTenant()) || badBatch(req.getKeysCount()) ||
+            req.getKeysCount() != req.getValueLengthsCount())
+        {
+            return b.setCode(INVALID_PARAMS_VALUE).build();
+        }
+        final String tenant = tenant(req.getTenant());
+        final List<Replica> replicas = new ArrayList<>(2);
+        for (int i = 0; i < req.getKeysCount(); i++)
+        {
+            replicas.clear();
+            final int code = store.putStart(
+                tenant, req.getClientId(), req.getKeys(i), req.getValueLengths(i), req.getOptions(), replicas);
+            b.addResults(PutStartResponse.newBuilder().setCode(code).addAllReplicas(replicas));
+        }
+        return b.setCode(OK_VALUE).build();
+    }
+
+    public BatchCodeResponse batchPutEnd(final BatchKeysRequest req)
+    {
+        return perKey(req, key -> store.putEnd(tenant(req.getTenant()), req.getClientId(), key));
+    }
+
+    public BatchCodeResponse batchPutRevoke(final BatchKeysRequest req)
+    {
+        return perKey(req, key -> store.putRevoke(tenant(req.getTenant()), req.getClientId(), key));
+    }
+
+    public GetReplicaListResponse getReplicaList(final KeyRequest req)
+    {
+        if (badTenant(req.getTenant()))
+        {
+            return GetReplicaListResponse.newBuilder().setCode(INVALID_PARAMS_VALUE).build();
+        }
+        return lookup(tenant(req.getTenant()), req.getKey(), new MetadataStore.Lookup()).build();
+    }
+
+    public BatchGetReplicaListResponse batchGetReplicaList(final BatchKeysRequest req)
+    {
+        final BatchGetReplicaListResponse.Builder b = BatchGetReplicaListResponse.newBuilder();
+        if (badTenant(req.getTenant()) || badBatch(req.getKeysCount()))
+        {
+            return b.setCode(INVALID_PARAMS_VALUE).build();
+        }
+        final String tenant = tenant(req.getTenant());
+        final MetadataStore.Lookup out = new MetadataStore.Lookup();
+        for (final String key : req.getKeysList())
+        {
+            b.addResults(lookup(tenant, key, out));
+        }
+        return b.setCode(OK_VALUE).build();
+    }
+
+    public ExistKeyResponse existKey(final KeyRequest req)
+    {
+        if (badTenant(req.getTenant()))
+        {
+            return ExistKeyResponse.newBuilder().setCode(INVALID_PARAMS_VALUE).build();
+        }
+        final int r = store.exists(tenant(req.getTenant()), req.getKey(), true);
+        return ExistKeyResponse.newBuilder().setCode(r < 0 ? r : OK_VALUE).setExists(r == 1).build();
+    }
+
+    public BatchExistKeyResponse batchExistKey(final BatchKeysRequest req)
+    {
+        final BatchExistKeyResponse.Builder b = BatchExistKeyResponse.newBuilder();
+        if (badTenant(req.getTenant()) || badBatch(req.getKeysCount()))
+        {
+            return b.setCode(INVALID_PARAMS_VALUE).build();
+        }
+        final String tenant = tenant(req.getTenant());
+        final ProtocolStringList keys = req.getKeysList();
+        for (int i = 0; i < keys.size(); i++)
+        {
+            final int r = store.exists(tenant, keys.get(i), true);
+            b.addExists(r == 1).addCodes(r < 0 ? r : OK_VALUE);
+        }
+        return b.setCode(OK_VALUE).build();
+    }
+
+    public BatchProbeKeyResponse batchProbeKey(final BatchProbeKeyRequest req)
+    {
+        final BatchProbeKeyResponse.Builder b = BatchProbeKeyResponse.newBuilder();
+        if (badTenant(req.getTenant()) || badBatch(req.getKeysCount()))
+        {
+            return b.setCode(INVALID_PARAMS_VALUE).build();
+        }
+        final int n = req.getKeysCount();
+        final boolean[] mask = new boolean[n];
+        final int[] codes = new int[n];
+        final int code = probe.probe(
+            tenant(req.getTenant()), req.getMode(), req.getCandidateSize(), req.getKeysList(), mask, codes);
+        if (code != OK_VALUE)
+        {
+            return b.setCode(code).build();
+        }
+        for (int i = 0; i < n; i++)
+        {
+            b.addMask(mask[i]).addCodes(codes[i]);
+        }
+        return b.setCode(OK_VALUE).build();
+    }
+
+    public CodeResponse remove(final RemoveRequest req)
+    {
+        return badTenant(req.getTenant()) ? code(INVALID_PARAMS_VALUE) :
+            code(store.remove(tenant(req.getTenant()), req.getKey(), req.getForce()));
+    }
+
+    public CountResponse removeByRegex(final RemoveByRegexRequest req)
+    {
+        final Predicate<String> filter = keyFilter(req.getRegex(), false);
+        if (badTenant(req.getTenant()) || filter == null)
+        {
+            return CountResponse.newBuilder().setCode(INVALID_PARAMS_VALUE).build();
+        }
+        final long n = store.removeMatching(tenant(req.getTenant()), filter, req.getForce());
+        return CountResponse.newBuilder().setCode(OK_VALUE).setCount(n).build();
+    }
+
+    public CountResponse removeAll(final RemoveAllRequest req)
+    {
+        if (badTenant(req.getTenant()))
+        {
+            return CountResponse.newBuilder().setCode(INVALID_PARAMS_VALUE).build();
+        }
+        final long n = store.removeMatching(tenant(req.getTenant()), null, req.getForce());
+        return CountResponse.newBuilder().setCode(OK_VALUE).setCount(n).build();
+    }
+
+    public ListKeysResponse listKeys(final ListKeysRequest req)
+    {
+        final Predicate<String> filter = keyFilter(req.getRegex(), true);
+        if (badTenant(req.getTenant()) || filter == null)
+        {
+            return ListKeysResponse.newBuilder().setCode(INVALID_PARAMS_VALUE).build();
+        }
+        final boolean[] truncated = new boolean[1];
+        final List<KeyInfo> keys = store.listKeys(tenant(req.getTenant()), filter, req.getLimit(), truncated);
+        return ListKeysResponse.newBuilder().setCode(OK_VALUE).addAllKeys(keys).setTruncated(truncated[0]).build();
+    }
+
+    public ServerInfoResponse getServerInfo(final ServerInfoRequest req)
+    {
+        return ServerInfoResponse.newBuilder()
+            .setCode(OK_VALUE)
+            .setVersion(MasterServer.VERSION)
+            .setLookupPort(Math.max(0, server.lookupPort()))
+            .setLeaseTtlMs(store.settings().leaseTtlNs / 1_000_000L)
+            .setNodeTtlMs(server.context().nodeTtl().toMillis())
+            .build();
+    }
+
+    public ClusterStatusResponse getClusterStatus(final ClusterStatusRequest req)
+    {
+        return clusterStatus(server, store, registry);
+    }
+
+    private static CodeResponse code(final int code)
+    {
+        return CodeResponse.newBuilder().setCode(code).build();
+    }
+}

@@ -1,0 +1,169 @@
+package io.granary.master.rpc;
+
+import com.google.protobuf.MessageLite;
+import io.granary.master.MasterServer;
+import io.granary.proto.BatchExistKeyResponse;
+import io.granary.proto.BatchKeysRequest;
+import io.granary.proto.BatchProbeKeyRequest;
+import io.granary.proto.BatchProbeKeyResponse;
+import io.granary.proto.ExistKeyResponse;
+import io.granary.proto.KeyRequest;
+import io.granary.proto.LeaseMode;
+import io.granary.proto.PutOptions;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.EOFException;
+import java.io.IOException;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+
+import static io.granary.proto.ErrorCode.OK_VALUE;
+import static io.granary.protocol.LookupDescriptor.*;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+class LookupServerTest
+{
+    MasterServer master;
+
+    /** A raw frame exchange: what the client library does, byte by byte. */
+    static final class Reply
+    {
+        int method;
+        int status;
+        long requestId;
+        byte[] payload;
+    }
+
+    @BeforeEach
+    void start()
+    {
+        master = MasterServer.launch(new MasterServer.Context().port(0).lookupPort(0).adminPort(-1).housekeeping(false));
+        master.registry().mount("n1", "n1", "127.0.0.1:7001", 9, "n1/seg0", 1 << 20);
+        master.store().putStart("default", "c", "present", 100, PutOptions.getDefaultInstance(), new ArrayList<>());
+        master.store().putEnd("default", "c", "present");
+    }
+
+    @AfterEach
+    void stop()
+    {
+        master.close();
+    }
+
+    static void send(final DataOutputStream out, final int version, final int method, final long id, final byte[] payload)
+        throws IOException
+    {
+        out.writeInt(HEADER_LENGTH - LENGTH_FIELD_LENGTH + payload.length);
+        out.writeByte(version);
+        out.writeByte(method);
+        out.writeShort(0);
+        out.writeLong(id);
+        out.write(payload);
+        out.flush();
+    }
+
+    static void send(final DataOutputStream out, final int method, final long id, final MessageLite request)
+        throws IOException
+    {
+        send(out, VERSION, method, id, request.toByteArray());
+    }
+
+    static Reply receive(final DataInputStream in) throws IOException
+    {
+        final int length = in.readInt();
+        final Reply r = new Reply();
+        in.readUnsignedByte();
+        r.method = in.readUnsignedByte();
+        r.status = in.readUnsignedShort();
+        r.requestId = in.readLong();
+        r.payload = new byte[length - (HEADER_LENGTH - LENGTH_FIELD_LENGTH)];
+        in.readFully(r.payload);
+        return r;
+    }
+
+    @Test
+    void shouldAnswerLookupsWithTheSameMessagesAsGrpc() throws IOException
+    {
+        try (Socket s = new Socket("127.0.0.1", master.lookupPort()))
+        {
+            final DataOutputStream out = new DataOutputStream(s.getOutputStream());
+            final DataInputStream in = new DataInputStream(s.getInputStream());
+
+            // Two pipelined requests; replies come back in order with their ids.
+            send(out, METHOD_BATCH_EXIST_KEY, 41, BatchKeysRequest.newBuilder().addKeys("present").addKeys("absent").build());
+            send(out, METHOD_EXIST_KEY, 42, KeyRequest.newBuilder().setKey("present").build());
+            final Reply batch = receive(in);
+            assertThat(batch.method).isEqualTo(METHOD_BATCH_EXIST_KEY | RESPONSE_BIT);
+            assertThat(batch.requestId).isEqualTo(41);
+            assertThat(batch.status).isEqualTo(STATUS_OK);
+            assertThat(BatchExistKeyResponse.parseFrom(batch.payload).getExistsList()).containsExactly(true, false);
+            final Reply single = receive(in);
+            assertThat(single.requestId).isEqualTo(42);
+            assertThat(ExistKeyResponse.parseFrom(single.payload).getExists()).isTrue();
+
+            send(out, METHOD_BATCH_PROBE_KEY, 43, BatchProbeKeyRequest.newBuilder()
+                .setMode(LeaseMode.LEASE_MODE_LAST_HIT_ONLY).setCandidateSize(1).addKeys("present").addKeys("absent").build());
+            final BatchProbeKeyResponse probe = BatchProbeKeyResponse.parseFrom(receive(in).payload);
+            assertThat(probe.getCode()).isEqualTo(OK_VALUE);
+            assertThat(probe.getMaskList()).containsExactly(true, false);
+        }
+    }
+
+    @Test
+    void shouldAnswerMalformedAndUnknownRequestsAndKeepTheConnection() throws IOException
+    {
+        try (Socket s = new Socket("127.0.0.1", master.lookupPort()))
+        {
+            final DataOutputStream out = new DataOutputStream(s.getOutputStream());
+            final DataInputStream in = new DataInputStream(s.getInputStream());
+
+            send(out, VERSION, METHOD_BATCH_EXIST_KEY, 1, new byte[]{(byte)0xFF, (byte)0xFF, (byte)0xFF});
+            final Reply malformed = receive(in);
+            assertThat(malformed.status).isEqualTo(STATUS_MALFORMED);
+            assertThat(new String(malformed.payload, StandardCharsets.UTF_8)).contains("malformed");
+
+            send(out, VERSION, 99, 2, new byte[0]);
+            assertThat(receive(in).status).isEqualTo(STATUS_UNKNOWN_METHOD);
+
+            send(out, 7, METHOD_EXIST_KEY, 3, new byte[0]);
+            assertThat(receive(in).status).isEqualTo(STATUS_BAD_VERSION);
+
+            send(out, METHOD_EXIST_KEY, 4, KeyRequest.newBuilder().setKey("present").build());
+            final Reply ok = receive(in);
+            assertThat(ok.status).isEqualTo(STATUS_OK);
+            assertThat(ExistKeyResponse.parseFrom(ok.payload).getExists()).isTrue();
+        }
+    }
+
+    @Test
+    void shouldCloseAConnectionThatSendsAnOversizedOrTruncatedFrameAndKeepServingOthers() throws IOException
+    {
+        try (Socket s = new Socket("127.0.0.1", master.lookupPort()))
+        {
+            final DataOutputStream out = new DataOutputStream(s.getOutputStream());
+            out.writeInt(MAX_FRAME_LENGTH + 1);
+            out.flush();
+            final DataInputStream in = new DataInputStream(s.getInputStream());
+            assertThatThrownBy(in::readInt).isInstanceOf(EOFException.class);
+        }
+        try (Socket s = new Socket("127.0.0.1", master.lookupPort()))
+        {
+            final DataOutputStream out = new DataOutputStream(s.getOutputStream());
+            out.writeInt(3); // shorter than a header
+            out.write(new byte[3]);
+            out.flush();
+            assertThatThrownBy(() -> new DataInputStream(s.getInputStream()).readInt()).isInstanceOf(IOException.class);
+        }
+        try (Socket s = new Socket("127.0.0.1", master.lookupPort()))
+        {
+            send(new DataOutputStream(s.getOutputStream()), METHOD_EXIST_KEY, 5, KeyRequest.newBuilder().setKey("present").build());
+            assertThat(ExistKeyResponse.parseFrom(receive(new DataInputStream(s.getInputStream())).payload).getExists())
+                .isTrue();
+        }
+    }
+}
