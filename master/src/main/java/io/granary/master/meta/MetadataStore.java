@@ -652,11 +652,16 @@ public final class MetadataStore
         this.leaseListener = listener;
     }
 
-    /** Extends a lease: {@code deadline = max(old, now + ttl)}; owner lock held. */
+    /** Extends a lease: {@code deadline = max(old, now + ttl)}; owner lock held. Counts one grant. */
     void grantLeaseLocked(final ObjectMeta m, final long now)
     {
+        extendLeaseLocked(m, now, leaseListener);
+        leaseGrants.increment();
+    }
+
+    private void extendLeaseLocked(final ObjectMeta m, final long now, final LeaseListener listener)
+    {
         final long deadline = now + settings.leaseTtlNs;
-        final LeaseListener listener = leaseListener;
         if (listener != null)
         {
             listener.onLeaseGranted(m.tenant, m.key, deadline);
@@ -672,7 +677,6 @@ public final class MetadataStore
         {
             m.leaseDeadlineNs = deadline;
         }
-        leaseGrants.increment();
     }
 
     /** GetReplicaList: complete replicas of a readable object, granting a read lease. */
@@ -755,6 +759,54 @@ public final class MetadataStore
         {
             unlockOwner(m);
         }
+    }
+
+    /**
+     * BatchExistKey: {@link #exists} for every key, with one clock read for the batch. Writes 1/0 or
+     * a negative code per key into {@code out}.
+     */
+    public void existsBatch(final String tenant, final List<String> keys, final boolean grantLease, final int[] out)
+    {
+        final long now = clock.nanoTime();
+        int granted = 0;
+        final LeaseListener listener = leaseListener;
+        for (int i = 0, n = keys.size(); i < n; i++)
+        {
+            final String key = keys.get(i);
+            final int code = checkKey(key);
+            if (code != OK_VALUE)
+            {
+                out[i] = code;
+                continue;
+            }
+            final ObjectMeta m = lockForKey(tenant, key);
+            if (m == null)
+            {
+                out[i] = 0;
+                continue;
+            }
+            try
+            {
+                if (m.isReadable())
+                {
+                    out[i] = 1;
+                    if (grantLease)
+                    {
+                        extendLeaseLocked(m, now, listener);
+                        granted++;
+                    }
+                }
+                else
+                {
+                    out[i] = 0;
+                }
+            }
+            finally
+            {
+                unlockOwner(m);
+            }
+        }
+        leaseGrants.add(granted);
     }
 
     // ------------------------------------------------------------------------------------ removal

@@ -367,11 +367,11 @@ public final class MasterRequestHandler
         {
             return b.setCode(INVALID_PARAMS_VALUE).build();
         }
-        final String tenant = tenant(req.getTenant());
         final ProtocolStringList keys = req.getKeysList();
-        for (int i = 0; i < keys.size(); i++)
+        final int[] results = new int[keys.size()];
+        store.existsBatch(tenant(req.getTenant()), keys, true, results);
+        for (final int r : results)
         {
-            final int r = store.exists(tenant, keys.get(i), true);
             b.addExists(r == 1).addCodes(r < 0 ? r : OK_VALUE);
         }
         return b.setCode(OK_VALUE).build();
