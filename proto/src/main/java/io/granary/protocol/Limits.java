@@ -36,12 +36,9 @@ public final class Limits
         {
             return "key longer than " + MAX_KEY_BYTES + " bytes";
         }
-        for (int i = 0; i < key.length(); i++)
+        if (key.indexOf(0) >= 0)
         {
-            if (key.charAt(i) == 0)
-            {
-                return "key contains a NUL character";
-            }
+            return "key contains a NUL character";
         }
         return null;
     }

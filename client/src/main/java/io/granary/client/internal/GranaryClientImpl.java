@@ -671,16 +671,20 @@ public final class GranaryClientImpl implements GranaryClient
         return results;
     }
 
+    /** Immutable, so shared by every existence answer. */
+    private static final OpResult<Boolean> TRUE = OpResult.ok(Boolean.TRUE);
+    private static final OpResult<Boolean> FALSE = OpResult.ok(Boolean.FALSE);
+
     /** A per-key existence answer: a miss is a plain false, any other code a failure. */
     private static OpResult<Boolean> membership(final String op, final String key, final boolean value, final int code)
     {
         if (code == OK)
         {
-            return OpResult.ok(value);
+            return value ? TRUE : FALSE;
         }
         if (code == OBJECT_NOT_FOUND)
         {
-            return OpResult.ok(Boolean.FALSE);
+            return FALSE;
         }
         return OpResult.failed(ProtoMapping.code(code), op + " " + Keys.quote(key) + ": master answered " +
             ProtoMapping.describeCode(code));
