@@ -82,7 +82,7 @@ final class Converters
         }
         if (millis < 60_000)
         {
-            return String.format(Locale.ROOT, "%.1fs", millis / 1000.0);
+            return millis % 1000 == 0 ? millis / 1000 + "s" : String.format(Locale.ROOT, "%.1fs", millis / 1000.0);
         }
         if (millis < 3_600_000)
         {

@@ -15,6 +15,9 @@ import picocli.CommandLine.UnmatchedArgumentException;
 import java.io.PrintWriter;
 import java.io.UncheckedIOException;
 import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.function.Supplier;
 
 /**
  * The {@code granary} command: runs a master or a storage node in the foreground, a self-checking demo, a
@@ -26,19 +29,7 @@ import java.time.Duration;
     mixinStandardHelpOptions = true,
     versionProvider = Granary.Version.class,
     description = "Granary: a distributed KV-cache store for LLM inference.",
-    synopsisSubcommandLabel = "COMMAND",
-    subcommands = {
-        MasterCommand.class,
-        NodeCommand.class,
-        DemoCommand.class,
-        BenchCommand.class,
-        PutCommand.class,
-        GetCommand.class,
-        RmCommand.class,
-        LsCommand.class,
-        StatCommand.class,
-        CommandLine.HelpCommand.class
-    })
+    synopsisSubcommandLabel = "COMMAND")
 public final class Granary implements Runnable
 {
     /** Exit code of a failed operation. */
@@ -46,21 +37,55 @@ public final class Granary implements Runnable
     /** Exit code of bad input: an unknown flag, a malformed value, settings that contradict each other. */
     public static final int EXIT_BAD_INPUT = 2;
 
-    private static final Logger LOG = LoggerFactory.getLogger(Granary.class);
-
     @CommandLine.Spec
     private CommandLine.Model.CommandSpec spec;
 
+    /** Every command, in the order help lists them. */
+    private static final Map<String, Supplier<Object>> COMMANDS = commands();
+
+    private static Map<String, Supplier<Object>> commands()
+    {
+        final Map<String, Supplier<Object>> commands = new LinkedHashMap<>();
+        commands.put("master", MasterCommand::new);
+        commands.put("node", NodeCommand::new);
+        commands.put("demo", DemoCommand::new);
+        commands.put("bench", BenchCommand::new);
+        commands.put("put", PutCommand::new);
+        commands.put("get", GetCommand::new);
+        commands.put("rm", RmCommand::new);
+        commands.put("ls", LsCommand::new);
+        commands.put("stat", StatCommand::new);
+        commands.put("help", CommandLine.HelpCommand::new);
+        return commands;
+    }
+
     public static void main(final String[] args)
     {
-        final int exitCode = newCommandLine().execute(args);
+        final int exitCode = newCommandLine(args.length > 0 ? args[0] : null).execute(args);
         System.exit(exitCode);
     }
 
-    /** The command line with Granary's converters and error handling; tests redirect its out/err. */
+    /** The command line with every command, Granary's converters and error handling; tests redirect out/err. */
     public static CommandLine newCommandLine()
     {
+        return newCommandLine(null);
+    }
+
+    /**
+     * The command line for running {@code command}: only that command's model is built when it names one
+     * (picocli builds models by reflection, which is most of a short command's start-up time), else all.
+     */
+    static CommandLine newCommandLine(final String command)
+    {
         final CommandLine commandLine = new CommandLine(new Granary());
+        final boolean single = command != null && !"help".equals(command) && COMMANDS.containsKey(command);
+        for (final Map.Entry<String, Supplier<Object>> entry : COMMANDS.entrySet())
+        {
+            if (!single || entry.getKey().equals(command))
+            {
+                commandLine.addSubcommand(entry.getKey(), entry.getValue().get());
+            }
+        }
         commandLine.registerConverter(Duration.class, new Converters.DurationConverter());
         commandLine.setParameterExceptionHandler(Granary::onBadInput);
         commandLine.setExecutionExceptionHandler(Granary::onFailure);
@@ -110,7 +135,8 @@ public final class Granary implements Runnable
             err.println("error: " + ex + " (run with --log-level debug for the stack trace)");
             exitCode = EXIT_FAILED;
         }
-        LOG.debug("{} failed", cmd.getCommandSpec().qualifiedName(), ex);
+        final Logger log = LoggerFactory.getLogger(Granary.class); // not static: --version and --help skip logging setup
+        log.debug("{} failed", cmd.getCommandSpec().qualifiedName(), ex);
         err.flush();
         return exitCode;
     }

@@ -6,7 +6,11 @@ import io.granary.common.Units;
 import picocli.CommandLine.Command;
 
 import java.io.PrintWriter;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
 import java.util.Locale;
+import java.util.function.Function;
 
 /** {@code granary stat}: the cluster as the master sees it — nodes, segments, objects, capacity. */
 @Command(
@@ -35,7 +39,7 @@ final class StatCommand extends ClientCommand
         if (!status.nodes().isEmpty())
         {
             final Table nodes = new Table("NAME", "ENDPOINT", "NODE-ID", ">SEGMENTS", ">LAST-HEARTBEAT");
-            for (final ClusterStatus.Node n : status.nodes())
+            for (final ClusterStatus.Node n : sorted(status.nodes(), ClusterStatus.Node::nodeName))
             {
                 nodes.row(n.nodeName(), n.endpoint(), n.nodeId(), n.segments(),
                     Converters.humanDuration(n.lastHeartbeatAgoMs()) + " ago");
@@ -48,7 +52,7 @@ final class StatCommand extends ClientCommand
         {
             final Table segments = new Table(
                 "SEGMENT", "NODE", ">SIZE", ">USED", ">USED%", ">ALLOCATIONS", ">LARGEST-FREE");
-            for (final ClusterStatus.Segment s : status.segments())
+            for (final ClusterStatus.Segment s : sorted(status.segments(), ClusterStatus.Segment::name))
             {
                 segments.row(s.name(), s.nodeName(), Units.formatBytes(s.sizeBytes()),
                     Units.formatBytes(s.allocatedBytes()), percent(s.allocatedBytes(), s.sizeBytes()),
@@ -61,6 +65,13 @@ final class StatCommand extends ClientCommand
         out.println("capacity: " + Units.formatBytes(status.capacityBytes()) + ", used " +
             Units.formatBytes(status.allocatedBytes()) + " (" + percent(status.allocatedBytes(), status.capacityBytes()) +
             ")");
+    }
+
+    private static <T> List<T> sorted(final List<T> items, final Function<T, String> name)
+    {
+        final List<T> copy = new ArrayList<>(items);
+        copy.sort(Comparator.comparing(name));
+        return copy;
     }
 
     static String percent(final long part, final long whole)

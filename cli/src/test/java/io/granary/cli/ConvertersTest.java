@@ -71,6 +71,7 @@ class ConvertersTest
     {
         assertThat(Converters.humanDuration(850)).isEqualTo("850ms");
         assertThat(Converters.humanDuration(9_240)).isEqualTo("9.2s");
+        assertThat(Converters.humanDuration(10_000)).isEqualTo("10s");
         assertThat(Converters.humanDuration(185_000)).isEqualTo("3m05s");
         assertThat(Converters.humanDuration(7_800_000)).isEqualTo("2h10m");
     }

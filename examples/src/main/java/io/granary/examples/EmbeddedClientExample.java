@@ -1,7 +1,6 @@
 package io.granary.examples;
 
 import io.granary.client.ClientConfig;
-import io.granary.client.ErrorCode;
 import io.granary.client.GranaryClient;
 import io.granary.client.GranaryException;
 import io.granary.client.OpResult;
@@ -75,8 +74,8 @@ public final class EmbeddedClientExample
             int stored = 0;
             for (final OpResult<Void> result : client.putBatch(keys, values, options))
             {
-                // OBJECT_ALREADY_EXISTS counts as success: someone stored the same page before us.
-                stored += result.ok() || result.error() == ErrorCode.OBJECT_ALREADY_EXISTS ? 1 : 0;
+                // A page someone stored before us is ok too: objects are immutable, the stored value stands.
+                stored += result.ok() ? 1 : 0;
             }
             int loaded = 0;
             final List<OpResult<byte[]>> pages = client.getBatch(keys);
