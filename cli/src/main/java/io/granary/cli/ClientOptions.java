@@ -67,7 +67,8 @@ final class ClientOptions
     /** Names the flag instead of the ClientConfig setting in a build() message. */
     static String flagMessage(final String message)
     {
-        final String[][] flagOfSetting = {{"masterAddress", "--master"}, {"tenant", "--tenant"}, {"rpcTimeout", "--timeout"}};
+        final String[][] flagOfSetting = {
+            {"masterAddress", "--master"}, {"tenant", "--tenant"}, {"rpcTimeout", "--timeout"}};
         for (final String[] pair : flagOfSetting)
         {
             if (message.startsWith(pair[0] + " "))

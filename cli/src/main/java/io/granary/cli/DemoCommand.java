@@ -133,7 +133,8 @@ final class DemoCommand implements Callable<Integer>
                 buffers.add(ByteBuffer.wrap(values.get(i)));
                 bytes += values.get(i).length;
             }
-            final List<OpResult<Void>> results = client.putBatch(keys.subList(from, to), buffers, PutOptions.defaults());
+            final List<OpResult<Void>> results =
+                client.putBatch(keys.subList(from, to), buffers, PutOptions.defaults());
             for (int i = 0; i < results.size(); i++)
             {
                 check(out, results.get(i).ok(), "putBatch " + keys.get(from + i) + ": " + results.get(i));
@@ -192,8 +193,9 @@ final class DemoCommand implements Callable<Integer>
         final ClusterStatus.Segment segment = status.segments().get(0);
         out.printf(Locale.ROOT, "cluster: %d node, %d segment, %d objects, %s of %s used (%s), %d allocations, "
                 + "largest free extent %s%n",
-            status.nodes().size(), status.segments().size(), status.objects(), Units.formatBytes(status.allocatedBytes()),
-            Units.formatBytes(status.capacityBytes()), StatCommand.percent(status.allocatedBytes(), status.capacityBytes()),
+            status.nodes().size(), status.segments().size(), status.objects(),
+            Units.formatBytes(status.allocatedBytes()), Units.formatBytes(status.capacityBytes()),
+            StatCommand.percent(status.allocatedBytes(), status.capacityBytes()),
             segment.allocations(), Units.formatBytes(segment.largestFreeBytes()));
         check(out, status.objects() == pages - 1, "the master counts " + status.objects() + " objects, expected " +
             (pages - 1));

@@ -135,7 +135,8 @@ public final class Granary implements Runnable
             err.println("error: " + ex + " (run with --log-level debug for the stack trace)");
             exitCode = EXIT_FAILED;
         }
-        final Logger log = LoggerFactory.getLogger(Granary.class); // not static: --version and --help skip logging setup
+        // Not a static field: --version and --help then skip setting up logging.
+        final Logger log = LoggerFactory.getLogger(Granary.class);
         log.debug("{} failed", cmd.getCommandSpec().qualifiedName(), ex);
         err.flush();
         return exitCode;

@@ -46,8 +46,8 @@ final class MasterCommand implements Callable<Integer>
     @Option(names = "--port", paramLabel = "PORT", description = "gRPC (control plane) port; 0 picks a free one.")
     private int port;
 
-    @Option(names = "--admin-port", paramLabel = "PORT", description = "Admin HTTP port (/health, /ready, /status); 0 picks a free one, "
-        + "-1 disables it.")
+    @Option(names = "--admin-port", paramLabel = "PORT",
+        description = "Admin HTTP port (/health, /ready, /status); 0 picks a free one, -1 disables it.")
     private int adminPort;
 
     @Option(names = "--lease-ttl", paramLabel = "DURATION", description = "Read lease granted by exists/get.")

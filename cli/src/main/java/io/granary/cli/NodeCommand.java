@@ -227,12 +227,17 @@ final class NodeCommand implements Callable<Integer>
             defaults.put("--segment-size", Converters.formatSize(ctx.segmentSizeBytes()));
             defaults.put("--segments", Integer.toString(ctx.segmentCount()));
             defaults.put("--name", ctx.name());
-            defaults.put("--heartbeat-interval", Converters.formatDuration(Duration.ofMillis(ctx.heartbeatIntervalMs())));
-            defaults.put("--master-rpc-timeout", Converters.formatDuration(Duration.ofMillis(ctx.masterRpcTimeoutMs())));
+            defaults.put("--heartbeat-interval", millis(ctx.heartbeatIntervalMs()));
+            defaults.put("--master-rpc-timeout", millis(ctx.masterRpcTimeoutMs()));
             defaults.put("--max-frame", Converters.formatSize(ctx.maxFrameBytes()));
             defaults.put("--io-threads", Integer.toString(ctx.ioThreads()));
             defaults.put("--pre-touch", Boolean.toString(ctx.preTouch()));
             return defaults;
+        }
+
+        private static String millis(final long ms)
+        {
+            return Converters.formatDuration(Duration.ofMillis(ms));
         }
     }
 }

@@ -60,8 +60,8 @@ final class RmCommand extends ClientCommand
         else
         {
             final long removed = client.removeAll();
-            out.println("removed " + removed + (removed == 1 ? " key" : " keys") + " of tenant " + clientOptions.tenant +
-                " (leased keys are skipped)");
+            out.println("removed " + removed + (removed == 1 ? " key" : " keys") + " of tenant " +
+                clientOptions.tenant + " (leased keys are skipped)");
         }
         return 0;
     }

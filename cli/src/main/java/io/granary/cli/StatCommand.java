@@ -63,8 +63,8 @@ final class StatCommand extends ClientCommand
 
         out.println("objects: " + status.objects());
         out.println("capacity: " + Units.formatBytes(status.capacityBytes()) + ", used " +
-            Units.formatBytes(status.allocatedBytes()) + " (" + percent(status.allocatedBytes(), status.capacityBytes()) +
-            ")");
+            Units.formatBytes(status.allocatedBytes()) + " (" +
+            percent(status.allocatedBytes(), status.capacityBytes()) + ")");
     }
 
     private static <T> List<T> sorted(final List<T> items, final Function<T, String> name)

@@ -7,6 +7,7 @@ import org.junit.jupiter.api.io.TempDir;
 
 import java.io.IOException;
 import java.net.ServerSocket;
+import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Random;
@@ -92,7 +93,7 @@ class ClientCommandsTest
         final CliRun described = cli("get", "blob");
         assertThat(described.exitCode()).isZero();
         assertThat(described.out()).contains("100000 bytes").contains("binary")
-            .contains("sha256 " + GetCommand.sha256(java.nio.ByteBuffer.wrap(bytes)));
+            .contains("sha256 " + GetCommand.sha256(ByteBuffer.wrap(bytes)));
 
         final Path out = dir.resolve("out.bin");
         assertThat(cli("get", "blob", "--out", out.toString()).exitCode()).isZero();

@@ -64,7 +64,8 @@ class DocsTest
         {
             if (Modifier.isStatic(field.getModifiers()) && field.getName().endsWith("_PROP_NAME"))
             {
-                assertThat(doc).as("docs/configuration.md documents " + field.get(null)).contains("`" + field.get(null));
+                final Object property = field.get(null);
+                assertThat(doc).as("docs/configuration.md documents " + property).contains("`" + property);
             }
         }
     }

@@ -2,6 +2,8 @@ package io.granary.cli;
 
 import io.granary.client.ClientConfig;
 import io.granary.master.Configuration;
+import io.granary.master.MasterServer;
+import io.granary.node.StorageNode;
 import org.junit.jupiter.api.Test;
 import picocli.CommandLine;
 
@@ -54,10 +56,11 @@ class FlagParsingTest
     void shouldTakeEveryMasterDefaultFromConfiguration() throws IllegalAccessException
     {
         final MasterCommand command = parse("master");
-        final io.granary.master.MasterServer.Context ctx = command.context();
-        final io.granary.master.MasterServer.Context defaults = new io.granary.master.MasterServer.Context();
+        final MasterServer.Context ctx = command.context();
+        final MasterServer.Context defaults = new MasterServer.Context();
 
-        assertThat(MasterCommand.Defaults.fromConfiguration().keySet()).containsExactlyInAnyOrderElementsOf(masterFlags());
+        assertThat(MasterCommand.Defaults.fromConfiguration().keySet())
+            .containsExactlyInAnyOrderElementsOf(masterFlags());
         assertThat(ctx.host()).isEqualTo(defaults.host());
         assertThat(ctx.port()).isEqualTo(defaults.port());
         assertThat(ctx.adminPort()).isEqualTo(defaults.adminPort());
@@ -79,11 +82,11 @@ class FlagParsingTest
     @Test
     void shouldApplyMasterFlagsInTheIssuesUnits()
     {
-        final MasterCommand command = parse("master", "--port", "50052", "--admin-port", "-1", "--lease-ttl", "500ms", "--soft-pin-default-ttl", "30m",
-            "--soft-pin-max-ttl", "24h", "--allow-evict-soft-pinned", "false", "--eviction-high-watermark", "0.8",
-            "--eviction-ratio", "0.1", "--node-ttl", "10s", "--put-discard-timeout", "30s",
-            "--put-release-timeout", "10m");
-        final io.granary.master.MasterServer.Context ctx = command.context().conclude();
+        final MasterCommand command = parse("master", "--port", "50052", "--admin-port", "-1",
+            "--lease-ttl", "500ms", "--soft-pin-default-ttl", "30m", "--soft-pin-max-ttl", "24h",
+            "--allow-evict-soft-pinned", "false", "--eviction-high-watermark", "0.8", "--eviction-ratio", "0.1",
+            "--node-ttl", "10s", "--put-discard-timeout", "30s", "--put-release-timeout", "10m");
+        final MasterServer.Context ctx = command.context().conclude();
 
         assertThat(ctx.port()).isEqualTo(50052);
         assertThat(ctx.adminPort()).isEqualTo(-1);
@@ -171,11 +174,11 @@ class FlagParsingTest
     }
 
     @Test
-    void shouldMapNodeDefaultsToFlags()
+    void shouldApplyNodeFlagsToTheNodeContext()
     {
-        final NodeCommand command = parse("node", "--master", "10.0.0.1:50051", "--segment-size", "2g", "--port", "7000", "--name", "n1",
-            "--heartbeat-interval", "500ms", "--max-frame", "4m", "--pre-touch");
-        final io.granary.node.StorageNode.Context ctx = command.context().conclude();
+        final NodeCommand command = parse("node", "--master", "10.0.0.1:50051", "--segment-size", "2g",
+            "--port", "7000", "--name", "n1", "--heartbeat-interval", "500ms", "--max-frame", "4m", "--pre-touch");
+        final StorageNode.Context ctx = command.context().conclude();
 
         assertThat(ctx.masterAddress()).isEqualTo("10.0.0.1:50051");
         assertThat(ctx.segmentSizeBytes()).isEqualTo(2L << 30);
@@ -212,6 +215,6 @@ class FlagParsingTest
         final CliRun run = CliRun.run("--version");
 
         assertThat(run.exitCode()).isZero();
-        assertThat(run.out()).startsWith("granary " + io.granary.master.MasterServer.VERSION);
+        assertThat(run.out()).startsWith("granary " + MasterServer.VERSION);
     }
 }

@@ -12,7 +12,8 @@ class LocalClusterTest
     @Test
     void shouldStartWithEverySegmentMountedAndCloseEverything()
     {
-        final LocalCluster cluster = LocalCluster.builder().nodes(2).segmentsPerNode(2).segmentSizeBytes(8L << 20).start();
+        final LocalCluster cluster =
+            LocalCluster.builder().nodes(2).segmentsPerNode(2).segmentSizeBytes(8L << 20).start();
         final GranaryClient client;
         try (cluster)
         {
