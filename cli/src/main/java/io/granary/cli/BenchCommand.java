@@ -67,7 +67,7 @@ final class BenchCommand implements Callable<Integer>
     private int nodes;
 
     @Option(names = "--segment-size", paramLabel = "SIZE", converter = Converters.SizeConverter.class,
-        description = "Segment size of --local nodes. Default: sized to hold the run at under 80% use.")
+        description = "Segment size of --local nodes. Default: sized to hold the run at under 80%% use.")
     private Long segmentSizeOption;
 
     @Option(names = "--pre-touch", description = "Commit the --local segments' memory before the run, as "

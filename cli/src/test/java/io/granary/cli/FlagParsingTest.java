@@ -7,8 +7,11 @@ import io.granary.node.StorageNode;
 import org.junit.jupiter.api.Test;
 import picocli.CommandLine;
 
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
 import java.lang.reflect.Field;
 import java.lang.reflect.Modifier;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -207,6 +210,28 @@ class FlagParsingTest
 
         assertThat(run.exitCode()).as(run.toString()).isEqualTo(2);
         assertThat(run.err()).contains("--master must be host:port");
+    }
+
+    @Test
+    void shouldRenderTheHelpOfEveryCommandWithoutPicocliWarnings()
+    {
+        final PrintStream stderr = System.err;
+        final ByteArrayOutputStream warnings = new ByteArrayOutputStream();
+        System.setErr(new PrintStream(warnings, true, StandardCharsets.UTF_8));
+        try
+        {
+            for (final String command : Granary.newCommandLine().getSubcommands().keySet())
+            {
+                final CliRun run = CliRun.run(command, "--help");
+                assertThat(run.exitCode()).as(command).isZero();
+                assertThat(run.out()).as(command).contains("Usage: granary " + command);
+            }
+        }
+        finally
+        {
+            System.setErr(stderr);
+        }
+        assertThat(warnings.toString(StandardCharsets.UTF_8)).doesNotContain("picocli");
     }
 
     @Test
