@@ -1,0 +1,217 @@
+package io.granary.cli;
+
+import io.granary.master.Configuration;
+import io.granary.master.MasterServer;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.IDefaultValueProvider;
+import picocli.CommandLine.Model.ArgSpec;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Model.OptionSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+
+import java.io.PrintWriter;
+import java.io.UncheckedIOException;
+import java.lang.reflect.Field;
+import java.lang.reflect.Modifier;
+import java.time.Duration;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.concurrent.Callable;
+
+/**
+ * {@code granary master}: runs the master in the foreground until SIGTERM/SIGINT. Every setting of
+ * {@link MasterServer.Context} is a flag named as in {@link Configuration}, with that class's default.
+ */
+@Command(
+    name = "master",
+    mixinStandardHelpOptions = true,
+    versionProvider = Granary.Version.class,
+    defaultValueProvider = MasterCommand.Defaults.class,
+    showDefaultValues = true,
+    description = {
+        "Run the master (metadata, placement, leases, eviction) in the foreground.",
+        "Prints one line 'granary master ready grpc=HOST:PORT admin=HOST:PORT' when it serves, and exits 0 on "
+            + "SIGTERM or SIGINT. Durations take ms/s/m/h."})
+final class MasterCommand implements Callable<Integer>
+{
+    @Spec
+    private CommandSpec spec;
+
+    @Option(names = "--host", paramLabel = "ADDR", description = "Address to bind the gRPC and admin ports to.")
+    private String host;
+
+    @Option(names = "--port", paramLabel = "PORT", description = "gRPC (control plane) port; 0 picks a free one.")
+    private int port;
+
+    @Option(names = "--admin-port", paramLabel = "PORT",
+        description = "Admin HTTP port (/health, /ready, /status); 0 picks a free one, -1 disables it.")
+    private int adminPort;
+
+    @Option(names = "--lease-ttl", paramLabel = "DURATION", description = "Read lease granted by exists/get.")
+    private Duration leaseTtl;
+
+    @Option(names = "--soft-pin-default-ttl", paramLabel = "DURATION",
+        description = "Soft-pin TTL when a put enables a soft pin without one.")
+    private Duration softPinDefaultTtl;
+
+    @Option(names = "--soft-pin-max-ttl", paramLabel = "DURATION", description = "Longest soft-pin TTL a put may ask.")
+    private Duration softPinMaxTtl;
+
+    @Option(names = "--allow-evict-soft-pinned", arity = "1", paramLabel = "true|false",
+        showDefaultValue = CommandLine.Help.Visibility.ALWAYS,
+        description = "Whether the second eviction pass may take soft-pinned objects.")
+    private boolean allowEvictSoftPinned;
+
+    @Option(names = "--eviction-high-watermark", paramLabel = "FRACTION",
+        description = "Pool usage above which eviction starts, in (0, 1].")
+    private double evictionHighWatermark;
+
+    @Option(names = "--eviction-ratio", paramLabel = "FRACTION",
+        description = "Fraction of the pool one eviction round frees, in (0, 1].")
+    private double evictionRatio;
+
+    @Option(names = "--node-ttl", paramLabel = "DURATION",
+        description = "A node silent for this long loses its segments and their replicas.")
+    private Duration nodeTtl;
+
+    @Option(names = "--heartbeat-interval", paramLabel = "DURATION",
+        description = "Heartbeat interval advertised to nodes; must be shorter than --node-ttl.")
+    private Duration heartbeatInterval;
+
+    @Option(names = "--put-discard-timeout", paramLabel = "DURATION",
+        description = "An unfinished put older than this can be preempted by a new put of the same key.")
+    private Duration putDiscardTimeout;
+
+    @Option(names = "--put-release-timeout", paramLabel = "DURATION",
+        description = "An unfinished put's extents are reclaimed after this long.")
+    private Duration putReleaseTimeout;
+
+    @Option(names = "--metadata-shards", paramLabel = "N", description = "Metadata shards (a power of two).")
+    private int metadataShards;
+
+    @Option(names = "--allocation-granularity", paramLabel = "BYTES",
+        description = "Allocation unit inside segments (a power of two, 8..1048576).")
+    private int allocationGranularity;
+
+    @Option(names = "--list-keys-limit", paramLabel = "N", description = "Most keys one ListKeys answer carries.")
+    private int listKeysLimit;
+
+    @Option(names = "--log-level", paramLabel = "LEVEL", defaultValue = "info",
+        description = "Log level on stderr: " + Logging.LEVELS + ".")
+    private String logLevel;
+
+    @Override
+    public Integer call() throws InterruptedException
+    {
+        Logging.setLevel(spec, logLevel);
+        final PrintWriter out = spec.commandLine().getOut();
+        final PrintWriter err = spec.commandLine().getErr();
+        final MasterServer.Context ctx = context();
+        try
+        {
+            ctx.conclude();
+        }
+        catch (final IllegalArgumentException ex)
+        {
+            err.println("error: " + ex.getMessage());
+            err.flush();
+            return Granary.EXIT_BAD_INPUT;
+        }
+
+        final Termination termination = Termination.install();
+        final MasterServer server;
+        try
+        {
+            server = MasterServer.launch(ctx);
+        }
+        catch (final UncheckedIOException ex)
+        {
+            err.println("error: " + ex.getMessage() + ": " + ex.getCause().getMessage());
+            err.flush();
+            return Granary.EXIT_FAILED;
+        }
+        final Thread hook = Termination.closeOnExit("granary-master", server);
+        out.println("granary master ready grpc=" + hostPort(ctx.host(), server.grpcPort()) + " admin=" +
+            (server.adminPort() < 0 ? "disabled" : hostPort(ctx.host(), server.adminPort())));
+        out.flush();
+
+        termination.await();
+        server.close();
+        Termination.removeHook(hook);
+        return 0;
+    }
+
+    /** The master context these flags describe (not yet concluded). */
+    MasterServer.Context context()
+    {
+        return new MasterServer.Context()
+            .host(host)
+            .port(port)
+            .adminPort(adminPort)
+            .leaseTtl(leaseTtl)
+            .softPinDefaultTtl(softPinDefaultTtl)
+            .softPinMaxTtl(softPinMaxTtl)
+            .allowEvictSoftPinned(allowEvictSoftPinned)
+            .evictionHighWatermark(evictionHighWatermark)
+            .evictionRatio(evictionRatio)
+            .nodeTtl(nodeTtl)
+            .heartbeatInterval(heartbeatInterval)
+            .putDiscardTimeout(putDiscardTimeout)
+            .putReleaseTimeout(putReleaseTimeout)
+            .metadataShards(metadataShards)
+            .allocationGranularity(allocationGranularity)
+            .listKeysLimit(listKeysLimit);
+    }
+
+    static String hostPort(final String host, final int port)
+    {
+        return host.indexOf(':') >= 0 && !host.startsWith("[") ? "[" + host + "]:" + port : host + ":" + port;
+    }
+
+    /**
+     * Defaults straight from {@link Configuration}: each {@code X_PROP} names the flag, {@code X_DEFAULT}
+     * holds its default, so a new master setting gets its default here without being typed twice.
+     */
+    static final class Defaults implements IDefaultValueProvider
+    {
+        private static final Map<String, String> BY_FLAG = fromConfiguration();
+
+        @Override
+        public String defaultValue(final ArgSpec argSpec)
+        {
+            return argSpec.isOption() ? BY_FLAG.get(((OptionSpec)argSpec).longestName()) : null;
+        }
+
+        /** Flag ("--lease-ttl") to its default as flag text ("10s"). */
+        static Map<String, String> fromConfiguration()
+        {
+            final Map<String, String> defaults = new LinkedHashMap<>();
+            try
+            {
+                for (final Field field : Configuration.class.getFields())
+                {
+                    if (!Modifier.isStatic(field.getModifiers()) || !field.getName().endsWith("_PROP"))
+                    {
+                        continue;
+                    }
+                    final String base = field.getName().substring(0, field.getName().length() - "_PROP".length());
+                    final Object value = Configuration.class.getField(base + "_DEFAULT").get(null);
+                    defaults.put("--" + field.get(null), format(value));
+                }
+            }
+            catch (final ReflectiveOperationException ex)
+            {
+                throw new IllegalStateException("master Configuration must pair every X_PROP with X_DEFAULT", ex);
+            }
+            return Collections.unmodifiableMap(defaults);
+        }
+
+        private static String format(final Object value)
+        {
+            return value instanceof Duration ? Converters.formatDuration((Duration)value) : String.valueOf(value);
+        }
+    }
+}

@@ -1,0 +1,243 @@
+package io.granary.cli;
+
+import io.granary.node.Configuration;
+import io.granary.node.StorageNode;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.IDefaultValueProvider;
+import picocli.CommandLine.Model.ArgSpec;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Model.OptionSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+
+import java.io.PrintWriter;
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * {@code granary node}: runs a storage node in the foreground until SIGTERM/SIGINT, then unmounts its
+ * segments from the master and exits 0. Defaults are the node's {@link Configuration} (built-in values,
+ * or the {@code granary.node.*} system properties when set).
+ */
+@Command(
+    name = "node",
+    mixinStandardHelpOptions = true,
+    versionProvider = Granary.Version.class,
+    defaultValueProvider = NodeCommand.Defaults.class,
+    showDefaultValues = true,
+    description = {
+        "Run a storage node in the foreground: off-heap segments served over TCP, registered with the master.",
+        "Prints one line 'granary node ready name=... endpoint=HOST:PORT node-id=... segments=N segment-size=BYTES' "
+            + "once the master has mounted its segments, and exits 0 on SIGTERM or SIGINT. Sizes take k/m/g/t, "
+            + "durations ms/s/m/h."})
+final class NodeCommand implements Callable<Integer>
+{
+    /** Context field names in StorageNode.Context.conclude() messages, and the flags that set them. */
+    private static final String[][] FLAG_OF_FIELD = {
+        {"masterAddress", "--master"},
+        {"host", "--host"},
+        {"transferPort", "--port"},
+        {"segmentSizeBytes", "--segment-size"},
+        {"segmentCount", "--segments"},
+        {"name", "--name"},
+        {"heartbeatIntervalMs", "--heartbeat-interval"},
+        {"masterRpcTimeoutMs", "--master-rpc-timeout"},
+        {"maxFrameBytes", "--max-frame"},
+        {"ioThreads", "--io-threads"}};
+
+    @Spec
+    private CommandSpec spec;
+
+    @Option(names = "--master", required = true, paramLabel = "HOST:PORT", description = "The master's gRPC address.")
+    private String master;
+
+    @Option(names = "--host", paramLabel = "ADDR",
+        description = "Address the transfer server binds to and advertises to clients.")
+    private String host;
+
+    @Option(names = "--port", paramLabel = "PORT", description = "Transfer server port; 0 picks a free one.")
+    private int port;
+
+    @Option(names = "--segment-size", paramLabel = "SIZE", converter = Converters.SizeConverter.class,
+        description = "Size of each segment (rounded up to 4 KiB; at least 1m). Memory is committed as it is used "
+            + "unless --pre-touch.")
+    private long segmentSizeBytes;
+
+    @Option(names = "--segments", paramLabel = "N", description = "Number of segments.")
+    private int segments;
+
+    @Option(names = "--name", paramLabel = "NAME",
+        description = "Node name; segments are named NAME/seg<i>. Default: node-<transfer port>.")
+    private String name;
+
+    @Option(names = "--heartbeat-interval", paramLabel = "DURATION",
+        description = "Interval between heartbeats (the master may ask for a shorter one).")
+    private Duration heartbeatInterval;
+
+    @Option(names = "--master-rpc-timeout", paramLabel = "DURATION",
+        description = "Deadline of each call to the master.")
+    private Duration masterRpcTimeout;
+
+    @Option(names = "--max-frame", paramLabel = "SIZE", converter = Converters.SizeConverter.class,
+        description = "Longest range one transfer frame may carry.")
+    private long maxFrameBytes;
+
+    @Option(names = "--io-threads", paramLabel = "N", description = "Event-loop threads of the transfer server.")
+    private int ioThreads;
+
+    @Option(names = "--pre-touch", arity = "0..1", paramLabel = "true|false",
+        showDefaultValue = CommandLine.Help.Visibility.ALWAYS,
+        description = "Touch every segment page at start so the memory is committed up front.")
+    private boolean preTouch;
+
+    @Option(names = "--log-level", paramLabel = "LEVEL", defaultValue = "info",
+        description = "Log level on stderr: " + Logging.LEVELS + ".")
+    private String logLevel;
+
+    @Override
+    public Integer call() throws InterruptedException
+    {
+        Logging.setLevel(spec, logLevel);
+        final PrintWriter out = spec.commandLine().getOut();
+        final PrintWriter err = spec.commandLine().getErr();
+        final StorageNode.Context ctx;
+        try
+        {
+            ctx = context().conclude();
+        }
+        catch (final IllegalArgumentException ex)
+        {
+            err.println("error: " + flagMessage(ex.getMessage()));
+            err.flush();
+            return Granary.EXIT_BAD_INPUT;
+        }
+
+        final Termination termination = Termination.install();
+        final StorageNode node;
+        try
+        {
+            node = StorageNode.launch(ctx);
+        }
+        catch (final IllegalStateException ex)
+        {
+            err.println("error: " + ex.getMessage());
+            err.flush();
+            return Granary.EXIT_FAILED;
+        }
+        catch (final OutOfMemoryError ex)
+        {
+            err.println("error: cannot allocate " + ctx.segmentCount() + " segment(s) of " + ctx.segmentSizeBytes() +
+                " bytes: " + ex.getMessage());
+            err.flush();
+            return Granary.EXIT_FAILED;
+        }
+        final Thread hook = Termination.closeOnExit("granary-node", node);
+        // Ready means mounted: clients can be placed on this node. Until then the node retries on its own.
+        boolean stopRequested = false;
+        while (!node.masterLink().isRegistered())
+        {
+            if (termination.await(20, TimeUnit.MILLISECONDS))
+            {
+                stopRequested = true;
+                break;
+            }
+        }
+        if (!stopRequested)
+        {
+            out.println("granary node ready name=" + node.name() + " endpoint=" + node.endpoint() + " node-id=" +
+                node.nodeId() + " segments=" + ctx.segmentCount() + " segment-size=" + ctx.segmentSizeBytes());
+            out.flush();
+            termination.await();
+        }
+        node.close();
+        Termination.removeHook(hook);
+        return 0;
+    }
+
+    /** The node context these flags describe (not yet concluded). */
+    StorageNode.Context context()
+    {
+        if (maxFrameBytes > Integer.MAX_VALUE)
+        {
+            throw new CommandLine.ParameterException(spec.commandLine(),
+                "Invalid value for option '--max-frame': " + maxFrameBytes + " bytes is too large");
+        }
+        return new StorageNode.Context()
+            .masterAddress(master)
+            .host(host)
+            .transferPort(port)
+            .segmentSizeBytes(segmentSizeBytes)
+            .segmentCount(segments)
+            .name(name)
+            .heartbeatIntervalMs(heartbeatInterval.toMillis())
+            .masterRpcTimeoutMs(masterRpcTimeout.toMillis())
+            .maxFrameBytes((int)maxFrameBytes)
+            .ioThreads(ioThreads)
+            .preTouch(preTouch);
+    }
+
+    /** Names the flag instead of the context field in a conclude() message ("segmentSizeBytes must..."). */
+    static String flagMessage(final String message)
+    {
+        for (final String[] pair : FLAG_OF_FIELD)
+        {
+            if (message.startsWith(pair[0] + " "))
+            {
+                return pair[1] + message.substring(pair[0].length());
+            }
+        }
+        return message;
+    }
+
+    /**
+     * The defaults of a fresh {@link StorageNode.Context}: {@link Configuration}'s built-in values, or the
+     * {@code granary.node.*} system properties when set. A malformed property is a usage error.
+     */
+    static final class Defaults implements IDefaultValueProvider
+    {
+        @Override
+        public String defaultValue(final ArgSpec argSpec)
+        {
+            if (!argSpec.isOption())
+            {
+                return null;
+            }
+            final Map<String, String> defaults;
+            try
+            {
+                defaults = byFlag(new StorageNode.Context());
+            }
+            catch (final IllegalArgumentException ex)
+            {
+                throw new CommandLine.ParameterException(argSpec.command().commandLine(),
+                    "bad system property: " + ex.getMessage());
+            }
+            return defaults.get(((OptionSpec)argSpec).longestName());
+        }
+
+        static Map<String, String> byFlag(final StorageNode.Context ctx)
+        {
+            final Map<String, String> defaults = new LinkedHashMap<>();
+            defaults.put("--host", ctx.host());
+            defaults.put("--port", Integer.toString(ctx.transferPort()));
+            defaults.put("--segment-size", Converters.formatSize(ctx.segmentSizeBytes()));
+            defaults.put("--segments", Integer.toString(ctx.segmentCount()));
+            defaults.put("--name", ctx.name());
+            defaults.put("--heartbeat-interval", millis(ctx.heartbeatIntervalMs()));
+            defaults.put("--master-rpc-timeout", millis(ctx.masterRpcTimeoutMs()));
+            defaults.put("--max-frame", Converters.formatSize(ctx.maxFrameBytes()));
+            defaults.put("--io-threads", Integer.toString(ctx.ioThreads()));
+            defaults.put("--pre-touch", Boolean.toString(ctx.preTouch()));
+            return defaults;
+        }
+
+        private static String millis(final long ms)
+        {
+            return Converters.formatDuration(Duration.ofMillis(ms));
+        }
+    }
+}

@@ -1,0 +1,110 @@
+package io.granary.examples;
+
+import io.granary.client.ClientConfig;
+import io.granary.client.GranaryClient;
+import io.granary.client.LeasePolicy;
+import io.granary.client.OpResult;
+
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * The prefix-cache lookup an inference engine does before a prefill: for a prompt, ask in one round trip
+ * which checkpoint (a token position whose KV pages are stored for every tensor-parallel rank) is the last
+ * complete one, lease exactly its pages, and load them. The engine then computes only the tokens after it.
+ * Run against a cluster: {@code java -cp ... io.granary.examples.PrefixLookupExample 127.0.0.1:50051}.
+ */
+public final class PrefixLookupExample
+{
+    /** Token positions at which the engine stores KV: every 128 tokens. */
+    static final int[] CHECKPOINTS = {128, 256, 384};
+    /** Tensor-parallel ranks; a checkpoint is usable only when every rank's page is there. */
+    static final int RANKS = 2;
+
+    private PrefixLookupExample()
+    {
+    }
+
+    public static void main(final String[] args)
+    {
+        final String masterAddress = args.length > 0 ? args[0] : "127.0.0.1:50051";
+        final Result result = run(masterAddress);
+        System.out.println(result.resumeFromToken > 0 ?
+            "resume the prefill from token " + result.resumeFromToken + " (loaded " + result.loadedBytes + " bytes)" :
+            "no cached prefix: compute the whole prompt");
+    }
+
+    /** What the lookup found: the token to resume from (0 for none) and the KV bytes loaded. */
+    public record Result(int resumeFromToken, long loadedBytes, List<Boolean> mask)
+    {
+    }
+
+    /** Stores the canonical example's pages, then looks the prefix up. */
+    public static Result run(final String masterAddress)
+    {
+        try (GranaryClient client = GranaryClient.connect(ClientConfig.builder()
+            .masterAddress(masterAddress)
+            .tenant("examples")
+            .build()))
+        {
+            final String prompt = "prompt-7f3a";
+            // What earlier requests left behind: checkpoint 128 on both ranks, 256 on rank 1 only,
+            // 384 on rank 0 only (the other pages were evicted or never written).
+            store(client, key(prompt, 128, 0));
+            store(client, key(prompt, 128, 1));
+            store(client, key(prompt, 256, 1));
+            store(client, key(prompt, 384, 0));
+            return lookUp(client, prompt);
+        }
+    }
+
+    /** The lookup itself: one probe over every candidate, then one batch read of the chosen one. */
+    static Result lookUp(final GranaryClient client, final String prompt)
+    {
+        // Candidates in increasing position, RANKS keys each.
+        final List<String> keys = new ArrayList<>();
+        for (final int position : CHECKPOINTS)
+        {
+            for (int rank = 0; rank < RANKS; rank++)
+            {
+                keys.add(key(prompt, position, rank));
+            }
+        }
+        // LAST_HIT_ONLY leases the members of the last complete candidate only, so they cannot be evicted
+        // between this probe and the read below, and nothing else is pinned by the lookup.
+        final List<OpResult<Boolean>> probe = client.probeBatch(keys, LeasePolicy.lastHitOnly(RANKS));
+        final List<Boolean> mask = new ArrayList<>();
+        final List<String> selected = new ArrayList<>();
+        int resumeFrom = 0;
+        for (int i = 0; i < keys.size(); i++)
+        {
+            final boolean hit = probe.get(i).ok() && probe.get(i).value();
+            mask.add(hit);
+            if (hit)
+            {
+                selected.add(keys.get(i));
+                resumeFrom = CHECKPOINTS[i / RANKS];
+            }
+        }
+        long loaded = 0;
+        if (!selected.isEmpty())
+        {
+            for (final OpResult<byte[]> page : client.getBatch(selected))
+            {
+                loaded += page.value().length;
+            }
+        }
+        return new Result(resumeFrom, loaded, mask);
+    }
+
+    static String key(final String prompt, final int position, final int rank)
+    {
+        return "kv/" + prompt + "/tokens-" + position + "/rank-" + rank;
+    }
+
+    private static void store(final GranaryClient client, final String key)
+    {
+        client.put(key, ("KV page " + key).getBytes(StandardCharsets.UTF_8));
+    }
+}
