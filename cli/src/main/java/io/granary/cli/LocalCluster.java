@@ -211,7 +211,7 @@ public final class LocalCluster implements AutoCloseable
         private int segmentsPerNode = 1;
         private long segmentSizeBytes = 64L << 20;
         private String namePrefix = "local-node-";
-        private MasterServer.Context masterContext = new MasterServer.Context().port(0).adminPort(-1);
+        private MasterServer.Context masterContext = new MasterServer.Context().port(0).lookupPort(0).adminPort(-1);
         private Consumer<StorageNode.Context> nodeCustomizer = ctx -> { };
         private Duration startTimeout = Duration.ofSeconds(30);
 

@@ -33,7 +33,7 @@ import java.util.concurrent.Callable;
     showDefaultValues = true,
     description = {
         "Run the master (metadata, placement, leases, eviction) in the foreground.",
-        "Prints one line 'granary master ready grpc=HOST:PORT admin=HOST:PORT' when it serves, and exits 0 on "
+        "Prints one line 'granary master ready grpc=HOST:PORT lookup=HOST:PORT admin=HOST:PORT' when it serves, and exits 0 on "
             + "SIGTERM or SIGINT. Durations take ms/s/m/h."})
 final class MasterCommand implements Callable<Integer>
 {
@@ -45,6 +45,11 @@ final class MasterCommand implements Callable<Integer>
 
     @Option(names = "--port", paramLabel = "PORT", description = "gRPC (control plane) port; 0 picks a free one.")
     private int port;
+
+    @Option(names = "--lookup-port", paramLabel = "PORT",
+        description = "Framed lookup port (exists, probes, replica lists without HTTP/2); 0 picks a free one, "
+            + "-1 disables it (clients then use gRPC).")
+    private int lookupPort;
 
     @Option(names = "--admin-port", paramLabel = "PORT",
         description = "Admin HTTP port (/health, /ready, /status); 0 picks a free one, -1 disables it.")
@@ -134,7 +139,8 @@ final class MasterCommand implements Callable<Integer>
             return Granary.EXIT_FAILED;
         }
         final Thread hook = Termination.closeOnExit("granary-master", server);
-        out.println("granary master ready grpc=" + hostPort(ctx.host(), server.grpcPort()) + " admin=" +
+        out.println("granary master ready grpc=" + hostPort(ctx.host(), server.grpcPort()) + " lookup=" +
+            (server.lookupPort() < 0 ? "disabled" : hostPort(ctx.host(), server.lookupPort())) + " admin=" +
             (server.adminPort() < 0 ? "disabled" : hostPort(ctx.host(), server.adminPort())));
         out.flush();
 
@@ -150,6 +156,7 @@ final class MasterCommand implements Callable<Integer>
         return new MasterServer.Context()
             .host(host)
             .port(port)
+            .lookupPort(lookupPort)
             .adminPort(adminPort)
             .leaseTtl(leaseTtl)
             .softPinDefaultTtl(softPinDefaultTtl)

@@ -1,6 +1,7 @@
 package io.granary.master;
 
 import io.granary.common.Clock;
+import io.granary.common.Units;
 import io.granary.master.admin.AdminHttpServer;
 import io.granary.master.alloc.SegmentAllocation;
 import io.granary.master.alloc.TlsfExtentAllocator;
@@ -298,19 +299,21 @@ public final class MasterServer implements AutoCloseable
             requirePositive(softPinDefaultTtl, "--soft-pin-default-ttl");
             requirePositive(softPinMaxTtl, "--soft-pin-max-ttl");
             require(softPinDefaultTtl.compareTo(softPinMaxTtl) <= 0,
-                "--soft-pin-default-ttl (" + softPinDefaultTtl + ") must not exceed --soft-pin-max-ttl (" + softPinMaxTtl + ")");
+                "--soft-pin-default-ttl (" + fmt(softPinDefaultTtl) + ") must not exceed --soft-pin-max-ttl (" +
+                fmt(softPinMaxTtl) + ")");
             require(evictionHighWatermark > 0 && evictionHighWatermark <= 1.0,
                 "--eviction-high-watermark must be in (0, 1], was " + evictionHighWatermark);
             require(evictionRatio > 0 && evictionRatio <= 1.0, "--eviction-ratio must be in (0, 1], was " + evictionRatio);
             requirePositive(nodeTtl, "--node-ttl");
             requirePositive(heartbeatInterval, "--heartbeat-interval");
             require(heartbeatInterval.compareTo(nodeTtl) < 0,
-                "--heartbeat-interval (" + heartbeatInterval + ") must be shorter than --node-ttl (" + nodeTtl + ")");
+                "--heartbeat-interval (" + fmt(heartbeatInterval) + ") must be shorter than --node-ttl (" +
+                fmt(nodeTtl) + ")");
             requirePositive(putDiscardTimeout, "--put-discard-timeout");
             requirePositive(putReleaseTimeout, "--put-release-timeout");
             require(putReleaseTimeout.compareTo(putDiscardTimeout) >= 0,
-                "--put-release-timeout (" + putReleaseTimeout + ") must be at least --put-discard-timeout (" +
-                putDiscardTimeout + ")");
+                "--put-release-timeout (" + fmt(putReleaseTimeout) + ") must be at least --put-discard-timeout (" +
+                fmt(putDiscardTimeout) + ")");
             require(metadataShards >= 1 && metadataShards <= 65536 && Integer.bitCount(metadataShards) == 1,
                 "--metadata-shards must be a power of two in 1..65536, was " + metadataShards);
             require(allocationGranularity >= 8 && allocationGranularity <= 1 << 20 &&
@@ -323,7 +326,13 @@ public final class MasterServer implements AutoCloseable
 
         private static void requirePositive(final Duration d, final String flag)
         {
-            require(d != null && !d.isNegative() && !d.isZero(), flag + " must be a positive duration, was " + d);
+            require(d != null && !d.isNegative() && !d.isZero(),
+                flag + " must be a positive duration, was " + (d == null ? "null" : fmt(d)));
+        }
+
+        private static String fmt(final Duration d)
+        {
+            return Units.formatDuration(d);
         }
 
         private static void require(final boolean condition, final String message)
@@ -463,7 +472,7 @@ public final class MasterServer implements AutoCloseable
         final MasterServer server = new MasterServer(ctx);
         LOG.info("master started: grpc={}:{} lookup={} admin={} shards={} lease-ttl={} node-ttl={}",
             ctx.host(), server.grpcPort(), server.lookupPort(), server.adminPort(), ctx.metadataShards(),
-            ctx.leaseTtl(), ctx.nodeTtl());
+            Units.formatDuration(ctx.leaseTtl()), Units.formatDuration(ctx.nodeTtl()));
         return server;
     }
 
