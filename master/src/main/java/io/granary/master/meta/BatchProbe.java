@@ -36,6 +36,18 @@ public final class BatchProbe
         final boolean[] maskOut,
         final int[] codesOut)
     {
+        return probe(tenant, mode, candidateSize, KeyBatch.of(keys), maskOut, codesOut);
+    }
+
+    /** {@link #probe(String, LeaseMode, int, List, boolean[], int[])} over keys given as bytes. */
+    public int probe(
+        final String tenant,
+        final LeaseMode mode,
+        final int candidateSize,
+        final KeyBatch keys,
+        final boolean[] maskOut,
+        final int[] codesOut)
+    {
         final int count = keys.size();
         if (mode == null || mode == LeaseMode.UNRECOGNIZED)
         {
@@ -53,19 +65,21 @@ public final class BatchProbe
         // Scan without leases, remembering which shard owns each key.
         final boolean[] readable = new boolean[count];
         final int[] owner = new int[count];
+        final long[] hash = new long[count];
+        final long tenantMix = MetadataStore.tenantMix(tenant);
         boolean anyError = false;
         for (int i = 0; i < count; i++)
         {
             owner[i] = -1;
-            final String key = keys.get(i);
-            final int code = MetadataStore.checkKey(key);
+            final int code = KeyBytes.check(keys.bytes, keys.offsets[i], keys.lengths[i]);
             if (code != OK_VALUE)
             {
                 codesOut[i] = code;
                 anyError = true;
                 continue;
             }
-            final ObjectMeta m = store.lockForKey(tenant, key);
+            hash[i] = MetadataStore.combine(keys.hashes[i], tenantMix);
+            final ObjectMeta m = store.lockForKey(tenant, keys.bytes, keys.offsets[i], keys.lengths[i], hash[i]);
             if (m != null)
             {
                 readable[i] = m.isReadable();
@@ -102,7 +116,7 @@ public final class BatchProbe
                 for (int c = candidates - 1; c >= 0; c--)
                 {
                     if (complete[c] &&
-                        lockRecheckLease(tenant, keys, owner, c * candidateSize, candidateSize, 1, Lease.ALL) == 1)
+                        lockRecheckLease(tenant, keys, hash, owner, c * candidateSize, candidateSize, 1, Lease.ALL) == 1)
                     {
                         Arrays.fill(maskOut, c * candidateSize, (c + 1) * candidateSize, true);
                         return OK_VALUE;
@@ -124,7 +138,7 @@ public final class BatchProbe
                 }
                 final boolean lastOnly = mode == LeaseMode.LEASE_MODE_LONGEST_PREFIX_LAST_ONLY;
                 final int leased = lockRecheckLease(
-                    tenant, keys, owner, 0, candidateSize, run, lastOnly ? Lease.LAST_CANDIDATE : Lease.PREFIX);
+                    tenant, keys, hash, owner, 0, candidateSize, run, lastOnly ? Lease.LAST_CANDIDATE : Lease.PREFIX);
                 if (leased > 0)
                 {
                     final int end = leased * candidateSize;
@@ -158,7 +172,8 @@ public final class BatchProbe
      */
     private int lockRecheckLease(
         final String tenant,
-        final List<String> keys,
+        final KeyBatch keys,
+        final long[] hash,
         final int[] scannedOwner,
         final int from,
         final int candidateSize,
@@ -170,7 +185,7 @@ public final class BatchProbe
         final int[] lockSet = new int[2 * n];
         for (int i = 0; i < n; i++)
         {
-            home[i] = store.homeShard(tenant, keys.get(from + i));
+            home[i] = store.homeShard(hash[from + i]);
             lockSet[2 * i] = home[i];
             lockSet[2 * i + 1] = scannedOwner[from + i] < 0 ? home[i] : scannedOwner[from + i];
         }
@@ -185,7 +200,8 @@ public final class BatchProbe
             int okKeys = n;
             for (int i = 0; i < n; i++)
             {
-                final ObjectMeta m = store.shard(home[i]).get(tenant, keys.get(from + i));
+                final int k = from + i;
+                final ObjectMeta m = store.shard(home[i]).get(tenant, keys.bytes, keys.offsets[k], keys.lengths[k], hash[k]);
                 // An object now owned by a shard we did not lock was replaced since the scan: not ours.
                 if (m == null || m.removed || m.ownerShard != scannedOwner[from + i] || !m.isReadable())
                 {

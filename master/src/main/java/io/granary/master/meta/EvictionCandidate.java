@@ -45,6 +45,6 @@ public final class EvictionCandidate
     /** The key of an ungrouped object, or the group id. */
     public String name()
     {
-        return unit instanceof GroupMeta ? ((GroupMeta)unit).groupId : ((ObjectMeta)unit).key;
+        return unit instanceof GroupMeta ? ((GroupMeta)unit).groupId : ((ObjectMeta)unit).key();
     }
 }

@@ -13,8 +13,8 @@ public final class MetadataShard
 {
     final int index;
     final ReentrantLock lock = new ReentrantLock();
-    /** tenant → key → object, for keys whose home shard is this one (the object may be owned elsewhere). */
-    final Map<String, Map<String, ObjectMeta>> keysByTenant = new HashMap<>();
+    /** Keys whose home is this shard (the object may be owned by a group's shard). */
+    final KeyIndex keys = new KeyIndex();
     /** tenant → group id → group, for groups owned by this shard. */
     final Map<String, Map<String, GroupMeta>> groupsByTenant = new HashMap<>();
     /** Objects owned by this shard (for status). */
@@ -40,25 +40,20 @@ public final class MetadataShard
         lock.unlock();
     }
 
-    ObjectMeta get(final String tenant, final String key)
+    ObjectMeta get(final String tenant, final byte[] key, final int off, final int len, final long hash)
     {
-        final Map<String, ObjectMeta> keys = keysByTenant.get(tenant);
-        return keys == null ? null : keys.get(key);
+        return keys.get(tenant, key, off, len, hash);
     }
 
     void put(final ObjectMeta meta)
     {
-        keysByTenant.computeIfAbsent(meta.tenant, t -> new HashMap<>()).put(meta.key, meta);
+        keys.put(meta);
     }
 
-    /** Removes the index entry only if it still points at {@code meta}. */
+    /** Removes the index entry only if it is {@code meta} itself. */
     void unlink(final ObjectMeta meta)
     {
-        final Map<String, ObjectMeta> keys = keysByTenant.get(meta.tenant);
-        if (keys != null && keys.remove(meta.key, meta) && keys.isEmpty())
-        {
-            keysByTenant.remove(meta.tenant);
-        }
+        keys.remove(meta);
     }
 
     GroupMeta group(final String tenant, final String groupId)

@@ -155,27 +155,43 @@ public final class MetadataStore
 
     // ------------------------------------------------------------------------------------ routing
 
-    static int mix(final int h)
+    /** Hash of (tenant, key bytes), as stored in {@link ObjectMeta#hash}; never 0. */
+    public static long hashOf(final String tenant, final byte[] key, final int off, final int len)
     {
-        int x = h;
-        x ^= x >>> 16;
-        x *= 0x85EBCA6B;
-        x ^= x >>> 13;
-        x *= 0xC2B2AE35;
-        x ^= x >>> 16;
-        return x;
+        return combine(KeyBytes.hash(key, off, len), tenantMix(tenant));
+    }
+
+    /** The tenant's share of {@link #hashOf}; compute once per batch. */
+    static long tenantMix(final String tenant)
+    {
+        return tenant.hashCode() * 0x9E3779B97F4A7C15L;
+    }
+
+    /** {@link #hashOf} from a key hash ({@link KeyBytes#hash}) and a {@link #tenantMix}. */
+    static long combine(final long keyHash, final long tenantMix)
+    {
+        final long h = keyHash ^ tenantMix;
+        return h == 0 ? 1 : h;
+    }
+
+    /** The shard whose index holds a key with this {@link #hashOf hash}. */
+    public int homeShard(final long hash)
+    {
+        return (int)(hash >>> 40) & shardMask;
     }
 
     /** The shard whose index holds {@code key}. */
     public int homeShard(final String tenant, final String key)
     {
-        return mix(key.hashCode() * 31 + tenant.hashCode()) & shardMask;
+        final byte[] b = KeyBytes.utf8(key);
+        return homeShard(hashOf(tenant, b, 0, b.length));
     }
 
     /** The shard that owns a group and all its members. */
     public int groupShard(final String tenant, final String groupId)
     {
-        return mix(groupId.hashCode() * 31 + tenant.hashCode() + 0x5BD1E995) & shardMask;
+        final byte[] b = KeyBytes.utf8(groupId);
+        return (int)(hashOf(tenant, b, 0, b.length) >>> 24) & shardMask;
     }
 
     MetadataShard shard(final int index)
@@ -189,12 +205,19 @@ public final class MetadataStore
      */
     ObjectMeta lockForKey(final String tenant, final String key)
     {
-        final int h = homeShard(tenant, key);
+        final byte[] b = KeyBytes.utf8(key);
+        return lockForKey(tenant, b, 0, b.length, hashOf(tenant, b, 0, b.length));
+    }
+
+    /** {@link #lockForKey(String, String)} for a key given as bytes with its {@link #hashOf hash}. */
+    ObjectMeta lockForKey(final String tenant, final byte[] key, final int off, final int len, final long hash)
+    {
+        final int h = homeShard(hash);
         final MetadataShard home = shards[h];
         while (true)
         {
             home.lock();
-            final ObjectMeta m = home.get(tenant, key);
+            final ObjectMeta m = home.get(tenant, key, off, len, hash);
             if (m == null)
             {
                 home.unlock();
@@ -355,7 +378,9 @@ public final class MetadataStore
         putStarts.increment();
         final long now = clock.nanoTime();
 
-        final ObjectMeta existing = lockForKey(tenant, key);
+        final byte[] keyBytes = KeyBytes.utf8(key);
+        final long hash = hashOf(tenant, keyBytes, 0, keyBytes.length);
+        final ObjectMeta existing = lockForKey(tenant, keyBytes, 0, keyBytes.length, hash);
         if (existing != null)
         {
             final boolean stale = !existing.complete && now - existing.putStartNs > settings.putDiscardTimeoutNs;
@@ -395,7 +420,7 @@ public final class MetadataStore
         final ReplicaRecord[] replicas = placed.toArray(new ReplicaRecord[0]);
 
         final String groupId = options.getGroupId();
-        final int h = homeShard(tenant, key);
+        final int h = homeShard(hash);
         final int o = groupId.isEmpty() ? h : groupShard(tenant, groupId);
         final MetadataShard first = shards[Math.min(h, o)];
         final MetadataShard second = shards[Math.max(h, o)];
@@ -407,7 +432,7 @@ public final class MetadataStore
         try
         {
             final MetadataShard home = shards[h];
-            final ObjectMeta raced = home.get(tenant, key);
+            final ObjectMeta raced = home.get(tenant, keyBytes, 0, keyBytes.length, hash);
             if (raced != null && !raced.removed)
             {
                 // Another put of the same key got in between (its state is owned elsewhere: treat as existing).
@@ -419,7 +444,7 @@ public final class MetadataStore
             }
             final MetadataShard owner = shards[o];
             final GroupMeta group = groupId.isEmpty() ? null : owner.groupOrCreate(tenant, groupId);
-            final ObjectMeta m = new ObjectMeta(tenant, key, h, o, valueLength, clientId, now,
+            final ObjectMeta m = new ObjectMeta(tenant, keyBytes, hash, h, o, valueLength, clientId, now,
                 options.getHardPin(), group, replicas, softPinTtl[0]);
             if (raced != null)
             {
@@ -664,7 +689,7 @@ public final class MetadataStore
         final long deadline = now + settings.leaseTtlNs;
         if (listener != null)
         {
-            listener.onLeaseGranted(m.tenant, m.key, deadline);
+            listener.onLeaseGranted(m.tenant, m.key(), deadline);
         }
         if (m.group != null)
         {
@@ -765,21 +790,24 @@ public final class MetadataStore
      * BatchExistKey: {@link #exists} for every key, with one clock read for the batch. Writes 1/0 or
      * a negative code per key into {@code out}.
      */
-    public void existsBatch(final String tenant, final List<String> keys, final boolean grantLease, final int[] out)
+    public void existsBatch(final String tenant, final KeyBatch keys, final boolean grantLease, final int[] out)
     {
         final long now = clock.nanoTime();
         int granted = 0;
         final LeaseListener listener = leaseListener;
-        for (int i = 0, n = keys.size(); i < n; i++)
+        final byte[] bytes = keys.bytes;
+        final long tenantMix = tenantMix(tenant);
+        for (int i = 0, n = keys.size; i < n; i++)
         {
-            final String key = keys.get(i);
-            final int code = checkKey(key);
+            final int off = keys.offsets[i];
+            final int len = keys.lengths[i];
+            final int code = KeyBytes.check(bytes, off, len);
             if (code != OK_VALUE)
             {
                 out[i] = code;
                 continue;
             }
-            final ObjectMeta m = lockForKey(tenant, key);
+            final ObjectMeta m = lockForKey(tenant, bytes, off, len, combine(keys.hashes[i], tenantMix));
             if (m == null)
             {
                 out[i] = 0;
@@ -877,13 +905,15 @@ public final class MetadataStore
             shard.lock();
             try
             {
-                final Map<String, ObjectMeta> byKey = shard.keysByTenant.get(tenant);
-                if (byKey == null)
+                final KeyIndex index = shard.keys;
+                for (int i = 0, n = index.capacity(); i < n; i++)
                 {
-                    continue;
-                }
-                for (final String key : byKey.keySet())
-                {
+                    final ObjectMeta m = index.at(i);
+                    if (m == null || !m.tenant.equals(tenant))
+                    {
+                        continue;
+                    }
+                    final String key = m.key();
                     if (keyFilter == null || keyFilter.test(key))
                     {
                         keys.add(key);
@@ -970,16 +1000,13 @@ public final class MetadataStore
             shard.lock();
             try
             {
-                for (final Map<String, ObjectMeta> byKey : shard.keysByTenant.values())
+                shard.keys.forEach(m ->
                 {
-                    for (final ObjectMeta m : byKey.values())
+                    if (m.ownerShard == shard.index && touches(m, gone))
                     {
-                        if (m.ownerShard == shard.index && touches(m, gone))
-                        {
-                            affected.add(m);
-                        }
+                        affected.add(m);
                     }
-                }
+                });
                 for (final Map<String, GroupMeta> groups : shard.groupsByTenant.values())
                 {
                     for (final GroupMeta g : groups.values())
@@ -1145,20 +1172,17 @@ public final class MetadataStore
             try
             {
                 final long now = clock.nanoTime();
-                for (final Map<String, ObjectMeta> byKey : shard.keysByTenant.values())
+                shard.keys.forEach(m ->
                 {
-                    for (final ObjectMeta m : byKey.values())
+                    if (m.group == null && m.ownerShard == shard.index)
                     {
-                        if (m.group == null && m.ownerShard == shard.index)
+                        final EvictionCandidate c = candidateLocked(m, now);
+                        if (c != null && (includeSoftPinned || !c.softPinned))
                         {
-                            final EvictionCandidate c = candidateLocked(m, now);
-                            if (c != null && (includeSoftPinned || !c.softPinned))
-                            {
-                                sink.accept(c);
-                            }
+                            sink.accept(c);
                         }
                     }
-                }
+                });
                 for (final Map<String, GroupMeta> groups : shard.groupsByTenant.values())
                 {
                     for (final GroupMeta g : groups.values())

@@ -9,7 +9,10 @@ package io.granary.master.meta;
 public final class ObjectMeta
 {
     final String tenant;
-    final String key;
+    /** The key's UTF-8 bytes; the String form is built on demand. */
+    final byte[] keyBytes;
+    /** Hash of (tenant, key bytes): picks the home shard (high bits) and the index slot (low bits). */
+    final long hash;
     final int homeShard;
     final int ownerShard;
     final long sizeBytes;
@@ -33,7 +36,8 @@ public final class ObjectMeta
 
     ObjectMeta(
         final String tenant,
-        final String key,
+        final byte[] keyBytes,
+        final long hash,
         final int homeShard,
         final int ownerShard,
         final long sizeBytes,
@@ -45,7 +49,8 @@ public final class ObjectMeta
         final long softPinTtlNs)
     {
         this.tenant = tenant;
-        this.key = key;
+        this.keyBytes = keyBytes;
+        this.hash = hash;
         this.homeShard = homeShard;
         this.ownerShard = ownerShard;
         this.sizeBytes = sizeBytes;
@@ -64,7 +69,7 @@ public final class ObjectMeta
 
     public String key()
     {
-        return key;
+        return new String(keyBytes, java.nio.charset.StandardCharsets.UTF_8);
     }
 
     public long sizeBytes()

@@ -4,6 +4,7 @@ import com.google.protobuf.ProtocolStringList;
 import io.granary.master.MasterServer;
 import io.granary.master.alloc.SegmentAllocation;
 import io.granary.master.meta.BatchProbe;
+import io.granary.master.meta.KeyBatch;
 import io.granary.master.meta.MetadataStore;
 import io.granary.master.segment.MountedSegment;
 import io.granary.master.segment.NodeRecord;
@@ -369,7 +370,7 @@ public final class MasterRequestHandler
         }
         final ProtocolStringList keys = req.getKeysList();
         final int[] results = new int[keys.size()];
-        store.existsBatch(tenant(req.getTenant()), keys, true, results);
+        store.existsBatch(tenant(req.getTenant()), KeyBatch.of(keys), true, results);
         for (final int r : results)
         {
             b.addExists(r == 1).addCodes(r < 0 ? r : OK_VALUE);

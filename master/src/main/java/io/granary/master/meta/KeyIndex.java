@@ -1,0 +1,152 @@
+package io.granary.master.meta;
+
+import java.util.function.Consumer;
+
+/**
+ * A shard's index of its keys: open addressing with linear probing over parallel arrays (the
+ * 64-bit key hash and the object), deletion by backward shift (no tombstones), load at most 1/2.
+ * A lookup compares the stored hash first and the key bytes and tenant only on a hash match, and
+ * needs no String. Not thread safe: guarded by the owning shard's lock.
+ */
+final class KeyIndex
+{
+    private static final int MIN_CAPACITY = 8;
+
+    private long[] hashes = new long[MIN_CAPACITY];
+    private ObjectMeta[] metas = new ObjectMeta[MIN_CAPACITY];
+    private int mask = MIN_CAPACITY - 1;
+    private int size;
+
+    int size()
+    {
+        return size;
+    }
+
+    /** The object with these key bytes in {@code tenant}, or null. {@code hash} is {@link ObjectMeta#hash}. */
+    ObjectMeta get(final String tenant, final byte[] key, final int off, final int len, final long hash)
+    {
+        int i = (int)hash & mask;
+        long h;
+        while ((h = hashes[i]) != 0)
+        {
+            if (h == hash)
+            {
+                final ObjectMeta m = metas[i];
+                if (KeyBytes.equal(m.keyBytes, key, off, len) && (m.tenant == tenant || m.tenant.equals(tenant)))
+                {
+                    return m;
+                }
+            }
+            i = (i + 1) & mask;
+        }
+        return null;
+    }
+
+    /** Adds an object; the caller has made sure no entry for its (tenant, key) is present. */
+    void put(final ObjectMeta meta)
+    {
+        if ((size + 1) * 2 > hashes.length)
+        {
+            rehash(hashes.length * 2);
+        }
+        insert(meta);
+        size++;
+    }
+
+    private void insert(final ObjectMeta meta)
+    {
+        int i = (int)meta.hash & mask;
+        while (hashes[i] != 0)
+        {
+            i = (i + 1) & mask;
+        }
+        hashes[i] = meta.hash;
+        metas[i] = meta;
+    }
+
+    /** Removes exactly this object (by identity). @return whether it was present. */
+    boolean remove(final ObjectMeta meta)
+    {
+        int i = (int)meta.hash & mask;
+        while (hashes[i] != 0)
+        {
+            if (metas[i] == meta)
+            {
+                removeAt(i);
+                if (size * 8 < hashes.length && hashes.length > MIN_CAPACITY)
+                {
+                    rehash(hashes.length / 2);
+                }
+                return true;
+            }
+            i = (i + 1) & mask;
+        }
+        return false;
+    }
+
+    private void removeAt(final int slot)
+    {
+        int hole = slot;
+        int j = slot;
+        while (true)
+        {
+            j = (j + 1) & mask;
+            if (hashes[j] == 0)
+            {
+                break;
+            }
+            final int home = (int)hashes[j] & mask;
+            // The entry at j may move into the hole unless its home lies cyclically in (hole, j].
+            final boolean stays = hole <= j ? (hole < home && home <= j) : (hole < home || home <= j);
+            if (!stays)
+            {
+                hashes[hole] = hashes[j];
+                metas[hole] = metas[j];
+                hole = j;
+            }
+        }
+        hashes[hole] = 0;
+        metas[hole] = null;
+        size--;
+    }
+
+    private void rehash(final int capacity)
+    {
+        final long[] oldHashes = hashes;
+        final ObjectMeta[] oldMetas = metas;
+        hashes = new long[capacity];
+        metas = new ObjectMeta[capacity];
+        mask = capacity - 1;
+        for (int i = 0; i < oldHashes.length; i++)
+        {
+            if (oldHashes[i] != 0)
+            {
+                insert(oldMetas[i]);
+            }
+        }
+    }
+
+    /** Visits every entry; the visitor must not change the index. */
+    void forEach(final Consumer<ObjectMeta> visitor)
+    {
+        for (int i = 0; i < hashes.length; i++)
+        {
+            if (hashes[i] != 0)
+            {
+                visitor.accept(metas[i]);
+            }
+        }
+    }
+
+    /** Number of slots; with {@link #at(int)} a way to walk the entries that allows early exit. */
+    int capacity()
+    {
+        return hashes.length;
+    }
+
+    /** The object in slot {@code i}, or null when the slot is empty. */
+    ObjectMeta at(final int i)
+    {
+        return metas[i];
+    }
+}
