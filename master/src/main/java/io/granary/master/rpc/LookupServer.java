@@ -4,7 +4,6 @@ import com.google.protobuf.CodedOutputStream;
 import com.google.protobuf.InvalidProtocolBufferException;
 import com.google.protobuf.MessageLite;
 import io.granary.proto.BatchKeysRequest;
-import io.granary.proto.BatchProbeKeyRequest;
 import io.granary.proto.KeyRequest;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.buffer.ByteBuf;
@@ -24,7 +23,6 @@ import org.slf4j.LoggerFactory;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;
-import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 
 import static io.granary.protocol.LookupDescriptor.*;
@@ -99,6 +97,8 @@ public final class LookupServer implements AutoCloseable
     /** Decodes one frame (length already stripped), calls the handler, writes the reply; flushes per read batch. */
     private final class FrameHandler extends ChannelInboundHandlerAdapter
     {
+        private final BatchRequestDecoder decoder = new BatchRequestDecoder();
+
         @Override
         public void channelRead(final ChannelHandlerContext ctx, final Object msg)
         {
@@ -122,11 +122,10 @@ public final class LookupServer implements AutoCloseable
                     return;
                 }
                 requests.increment();
-                final ByteBuffer payload = frame.nioBuffer();
                 final MessageLite response;
                 try
                 {
-                    response = dispatch(method, payload);
+                    response = dispatch(method, frame, decoder);
                 }
                 catch (final InvalidProtocolBufferException ex)
                 {
@@ -185,20 +184,23 @@ public final class LookupServer implements AutoCloseable
         }
     }
 
-    private MessageLite dispatch(final int method, final ByteBuffer payload) throws InvalidProtocolBufferException
+    private MessageLite dispatch(final int method, final ByteBuf payload, final BatchRequestDecoder decoder)
+        throws InvalidProtocolBufferException
     {
         switch (method)
         {
             case METHOD_EXIST_KEY:
-                return handler.existKey(KeyRequest.parseFrom(payload));
+                return handler.existKey(KeyRequest.parseFrom(payload.nioBuffer()));
             case METHOD_BATCH_EXIST_KEY:
-                return handler.batchExistKey(BatchKeysRequest.parseFrom(payload));
+                decoder.decodeBatchKeys(payload);
+                return handler.batchExistKey(decoder.tenant, decoder.keys);
             case METHOD_BATCH_PROBE_KEY:
-                return handler.batchProbeKey(BatchProbeKeyRequest.parseFrom(payload));
+                decoder.decodeBatchProbe(payload);
+                return handler.batchProbeKey(decoder.tenant, decoder.mode, decoder.candidateSize, decoder.keys);
             case METHOD_GET_REPLICA_LIST:
-                return handler.getReplicaList(KeyRequest.parseFrom(payload));
+                return handler.getReplicaList(KeyRequest.parseFrom(payload.nioBuffer()));
             case METHOD_BATCH_GET_REPLICA_LIST:
-                return handler.batchGetReplicaList(BatchKeysRequest.parseFrom(payload));
+                return handler.batchGetReplicaList(BatchKeysRequest.parseFrom(payload.nioBuffer()));
             default:
                 return null;
         }

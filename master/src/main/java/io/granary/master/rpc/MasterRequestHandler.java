@@ -27,6 +27,7 @@ import io.granary.proto.HeartbeatRequest;
 import io.granary.proto.HeartbeatResponse;
 import io.granary.proto.KeyInfo;
 import io.granary.proto.KeyRequest;
+import io.granary.proto.LeaseMode;
 import io.granary.proto.ListKeysRequest;
 import io.granary.proto.ListKeysResponse;
 import io.granary.proto.MountSegmentRequest;
@@ -363,14 +364,23 @@ public final class MasterRequestHandler
 
     public BatchExistKeyResponse batchExistKey(final BatchKeysRequest req)
     {
+        if (badBatch(req.getKeysCount()))
+        {
+            return BatchExistKeyResponse.newBuilder().setCode(INVALID_PARAMS_VALUE).build();
+        }
+        return batchExistKey(req.getTenant(), KeyBatch.of(req.getKeysList()));
+    }
+
+    /** BatchExistKey over keys given as bytes (the lookup port decodes them without building Strings). */
+    public BatchExistKeyResponse batchExistKey(final String tenant, final KeyBatch keys)
+    {
         final BatchExistKeyResponse.Builder b = BatchExistKeyResponse.newBuilder();
-        if (badTenant(req.getTenant()) || badBatch(req.getKeysCount()))
+        if (badTenant(tenant) || badBatch(keys.size()))
         {
             return b.setCode(INVALID_PARAMS_VALUE).build();
         }
-        final ProtocolStringList keys = req.getKeysList();
         final int[] results = new int[keys.size()];
-        store.existsBatch(tenant(req.getTenant()), KeyBatch.of(keys), true, results);
+        store.existsBatch(tenant(tenant), keys, true, results);
         for (final int r : results)
         {
             b.addExists(r == 1).addCodes(r < 0 ? r : OK_VALUE);
@@ -380,16 +390,27 @@ public final class MasterRequestHandler
 
     public BatchProbeKeyResponse batchProbeKey(final BatchProbeKeyRequest req)
     {
+        if (badBatch(req.getKeysCount()))
+        {
+            return BatchProbeKeyResponse.newBuilder().setCode(INVALID_PARAMS_VALUE).build();
+        }
+        return batchProbeKey(req.getTenant(), req.getModeValue(), req.getCandidateSize(), KeyBatch.of(req.getKeysList()));
+    }
+
+    /** BatchProbeKey over keys given as bytes; {@code mode} is the LeaseMode number. */
+    public BatchProbeKeyResponse batchProbeKey(
+        final String tenant, final int mode, final int candidateSize, final KeyBatch keys)
+    {
         final BatchProbeKeyResponse.Builder b = BatchProbeKeyResponse.newBuilder();
-        if (badTenant(req.getTenant()) || badBatch(req.getKeysCount()))
+        final LeaseMode leaseMode = LeaseMode.forNumber(mode);
+        if (badTenant(tenant) || badBatch(keys.size()) || leaseMode == null)
         {
             return b.setCode(INVALID_PARAMS_VALUE).build();
         }
-        final int n = req.getKeysCount();
+        final int n = keys.size();
         final boolean[] mask = new boolean[n];
         final int[] codes = new int[n];
-        final int code = probe.probe(
-            tenant(req.getTenant()), req.getMode(), req.getCandidateSize(), req.getKeysList(), mask, codes);
+        final int code = probe.probe(tenant(tenant), leaseMode, candidateSize, keys, mask, codes);
         if (code != OK_VALUE)
         {
             return b.setCode(code).build();

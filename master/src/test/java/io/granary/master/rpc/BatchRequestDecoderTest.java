@@ -1,0 +1,91 @@
+package io.granary.master.rpc;
+
+import com.google.protobuf.InvalidProtocolBufferException;
+import com.google.protobuf.UnknownFieldSet;
+import io.granary.proto.BatchKeysRequest;
+import io.granary.proto.BatchProbeKeyRequest;
+import io.granary.proto.LeaseMode;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import org.junit.jupiter.api.Test;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.SplittableRandom;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+class BatchRequestDecoderTest
+{
+    static List<String> keysOf(final BatchRequestDecoder d)
+    {
+        final List<String> keys = new ArrayList<>();
+        for (int i = 0; i < d.keys.size(); i++)
+        {
+            keys.add(d.keys.key(i));
+        }
+        return keys;
+    }
+
+    @Test
+    void shouldDecodeWhatProtobufEncodesIncludingUnknownFields() throws InvalidProtocolBufferException
+    {
+        final BatchProbeKeyRequest probe = BatchProbeKeyRequest.newBuilder()
+            .setTenant("team-a").setMode(LeaseMode.LEASE_MODE_LONGEST_PREFIX).setCandidateSize(5)
+            .addKeys("a").addKeys("ключ/ü").addKeys("x".repeat(300))
+            .setUnknownFields(UnknownFieldSet.newBuilder()
+                .addField(99, UnknownFieldSet.Field.newBuilder().addVarint(7).addFixed32(1).addFixed64(2)
+                    .addLengthDelimited(com.google.protobuf.ByteString.copyFromUtf8("zz")).build())
+                .build())
+            .build();
+        final BatchRequestDecoder d = new BatchRequestDecoder();
+        final ByteBuf buf = Unpooled.wrappedBuffer(probe.toByteArray());
+        d.decodeBatchProbe(buf);
+        assertThat(d.tenant).isEqualTo("team-a");
+        assertThat(d.mode).isEqualTo(LeaseMode.LEASE_MODE_LONGEST_PREFIX_VALUE);
+        assertThat(d.candidateSize).isEqualTo(5);
+        assertThat(keysOf(d)).containsExactly("a", "ключ/ü", "x".repeat(300));
+
+        d.decodeBatchKeys(Unpooled.wrappedBuffer(BatchKeysRequest.newBuilder().setClientId("c").addKeys("k1").build()
+            .toByteArray()));
+        assertThat(d.tenant).isEmpty();
+        assertThat(keysOf(d)).containsExactly("k1");
+    }
+
+    @Test
+    void shouldEitherDecodeOrRefuseRandomAndMutatedBytes()
+    {
+        final byte[] valid = BatchKeysRequest.newBuilder().setTenant("t").addKeys("alpha").addKeys("beta").build()
+            .toByteArray();
+        final SplittableRandom random = new SplittableRandom(9);
+        final BatchRequestDecoder d = new BatchRequestDecoder();
+        int refused = 0;
+        for (int i = 0; i < 20_000; i++)
+        {
+            final byte[] bytes;
+            if (i % 2 == 0)
+            {
+                bytes = valid.clone();
+                bytes[random.nextInt(bytes.length)] = (byte)random.nextInt(256);
+            }
+            else
+            {
+                bytes = new byte[random.nextInt(40)];
+                for (int j = 0; j < bytes.length; j++)
+                {
+                    bytes[j] = (byte)random.nextInt(256);
+                }
+            }
+            try
+            {
+                d.decodeBatchKeys(Unpooled.wrappedBuffer(bytes));
+                assertThat(d.keys.size()).isLessThanOrEqualTo(bytes.length);
+            }
+            catch (final InvalidProtocolBufferException ex)
+            {
+                refused++;
+            }
+        }
+        assertThat(refused).as("malformed inputs were refused").isPositive();
+    }
+}
