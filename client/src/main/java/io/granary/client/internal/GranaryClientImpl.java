@@ -615,7 +615,7 @@ public final class GranaryClientImpl implements GranaryClient
         {
             return Arrays.asList(results);
         }
-        final BatchExistKeyResponse response = master.batchExistKey(batchKeys(select(keys, sent)));
+        final BatchExistKeyResponse response = master.batchExistKey(tenant, select(keys, sent));
         if (response.getCode() != OK)
         {
             throw batchRefused("existsBatch", sent.size(), "BatchExistKey", response.getCode());
@@ -650,12 +650,8 @@ public final class GranaryClientImpl implements GranaryClient
                 throw new GranaryException(ErrorCode.INVALID_KEY, "probeBatch keys[" + i + "]: " + problem.message());
             }
         }
-        final BatchProbeKeyResponse response = master.batchProbeKey(BatchProbeKeyRequest.newBuilder()
-            .setTenant(tenant)
-            .setMode(ProtoMapping.toProto(policy.mode()))
-            .setCandidateSize(policy.candidateSize())
-            .addAllKeys(keys)
-            .build());
+        final BatchProbeKeyResponse response =
+            master.batchProbeKey(tenant, ProtoMapping.toProto(policy.mode()), policy.candidateSize(), keys);
         if (response.getCode() != OK)
         {
             throw new GranaryException(ProtoMapping.code(response.getCode()), "probeBatch of " + n + " keys with " +

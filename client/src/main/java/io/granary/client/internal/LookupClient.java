@@ -1,6 +1,5 @@
 package io.granary.client.internal;
 
-import com.google.protobuf.CodedOutputStream;
 import com.google.protobuf.InvalidProtocolBufferException;
 import com.google.protobuf.MessageLite;
 import com.google.protobuf.Parser;
@@ -50,8 +49,21 @@ final class LookupClient implements AutoCloseable
         return host + ":" + port;
     }
 
+    /** Writes a request message's protobuf wire form into a frame buffer. */
+    @FunctionalInterface
+    interface Payload
+    {
+        void writeTo(WireBuffer out) throws IOException;
+    }
+
     /** Sends {@code request} as {@code method} and parses the reply with {@code parser}. */
     <T> T call(final String rpc, final int method, final MessageLite request, final Parser<T> parser)
+    {
+        return call(rpc, method, out -> out.writeMessage(request), parser);
+    }
+
+    /** Sends a payload written by {@code request} as {@code method} and parses the reply. */
+    <T> T call(final String rpc, final int method, final Payload request, final Parser<T> parser)
     {
         for (int attempt = 0; ; attempt++)
         {
@@ -136,7 +148,7 @@ final class LookupClient implements AutoCloseable
         private final Socket socket;
         private final OutputStream out;
         private final DataInputStream in;
-        private byte[] buffer = new byte[16 << 10];
+        private final WireBuffer frame = new WireBuffer(16 << 10);
         private long nextRequestId = 1;
 
         Connection() throws IOException
@@ -158,21 +170,20 @@ final class LookupClient implements AutoCloseable
             }
         }
 
-        <T> T call(final int method, final MessageLite request, final Parser<T> parser) throws IOException
+        <T> T call(final int method, final Payload request, final Parser<T> parser) throws IOException
         {
-            final int size = request.getSerializedSize();
-            ensureCapacity(HEADER_LENGTH + size);
+            frame.reset(HEADER_LENGTH);
+            request.writeTo(frame);
+            final byte[] buffer = frame.array();
+            final int end = frame.position();
             final long requestId = nextRequestId++;
-            putInt(buffer, 0, HEADER_LENGTH - LENGTH_FIELD_LENGTH + size);
+            putInt(buffer, 0, end - LENGTH_FIELD_LENGTH);
             buffer[VERSION_OFFSET] = VERSION;
             buffer[METHOD_OFFSET] = (byte)method;
             buffer[STATUS_OFFSET] = 0;
             buffer[STATUS_OFFSET + 1] = 0;
             putLong(buffer, REQUEST_ID_OFFSET, requestId);
-            final CodedOutputStream cos = CodedOutputStream.newInstance(buffer, HEADER_LENGTH, size);
-            request.writeTo(cos);
-            cos.flush();
-            out.write(buffer, 0, HEADER_LENGTH + size);
+            out.write(buffer, 0, end);
             out.flush();
 
             final int frameLength = in.readInt();
@@ -180,12 +191,14 @@ final class LookupClient implements AutoCloseable
             {
                 throw new IOException("bad lookup reply length " + frameLength);
             }
-            ensureCapacity(frameLength);
-            in.readFully(buffer, 0, frameLength);
-            final int version = buffer[0] & 0xFF;
-            final int replyMethod = buffer[1] & 0xFF;
-            final int status = ((buffer[2] & 0xFF) << 8) | (buffer[3] & 0xFF);
-            final long replyId = getLong(buffer, 4);
+            frame.reset(0);
+            frame.ensure(frameLength);
+            final byte[] reply = frame.array();
+            in.readFully(reply, 0, frameLength);
+            final int version = reply[0] & 0xFF;
+            final int replyMethod = reply[1] & 0xFF;
+            final int status = ((reply[2] & 0xFF) << 8) | (reply[3] & 0xFF);
+            final long replyId = getLong(reply, 4);
             if (version != VERSION || replyMethod != (method | RESPONSE_BIT) || replyId != requestId)
             {
                 throw new IOException("lookup reply out of step (version " + version + ", method " + replyMethod +
@@ -195,25 +208,17 @@ final class LookupClient implements AutoCloseable
             final int payloadLength = frameLength - payloadOffset;
             if (status != STATUS_OK)
             {
-                final String text = new String(buffer, payloadOffset, payloadLength, StandardCharsets.UTF_8);
+                final String text = new String(reply, payloadOffset, payloadLength, StandardCharsets.UTF_8);
                 throw new GranaryException(status == STATUS_MALFORMED ? ErrorCode.INVALID_PARAMS : ErrorCode.RPC_FAIL,
                     "master lookup port refused the call (status " + status + "): " + text);
             }
             try
             {
-                return parser.parseFrom(buffer, payloadOffset, payloadLength);
+                return parser.parseFrom(reply, payloadOffset, payloadLength);
             }
             catch (final InvalidProtocolBufferException ex)
             {
                 throw new IOException("unparseable lookup reply", ex);
-            }
-        }
-
-        private void ensureCapacity(final int bytes)
-        {
-            if (buffer.length < bytes)
-            {
-                buffer = new byte[Math.max(bytes, buffer.length * 2)];
             }
         }
 

@@ -17,6 +17,7 @@ import io.granary.proto.CountResponse;
 import io.granary.proto.ExistKeyResponse;
 import io.granary.proto.GetReplicaListResponse;
 import io.granary.proto.KeyRequest;
+import io.granary.proto.LeaseMode;
 import io.granary.proto.ListKeysRequest;
 import io.granary.proto.ListKeysResponse;
 import io.granary.proto.MasterServiceGrpc;
@@ -36,6 +37,7 @@ import io.grpc.StatusRuntimeException;
 import io.grpc.netty.NettyChannelBuilder;
 
 import java.time.Duration;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
 
@@ -191,6 +193,58 @@ final class MasterClient implements AutoCloseable
                 fallBackToGrpc(ex);
             }
         }
+        return call("BatchProbeKey", s -> s.batchProbeKey(request));
+    }
+
+    /**
+     * BatchExistKey for plain keys: on the lookup port the request is written straight from the
+     * strings (one pass, no message built); over gRPC it becomes a BatchKeysRequest.
+     */
+    BatchExistKeyResponse batchExistKey(final String tenant, final List<String> keys)
+    {
+        final LookupClient fast = lookup();
+        if (fast != null)
+        {
+            try
+            {
+                return fast.call("BatchExistKey", LookupDescriptor.METHOD_BATCH_EXIST_KEY, out ->
+                {
+                    out.writeStringField(1, tenant);
+                    out.writeStrings(3, keys);
+                }, BatchExistKeyResponse.parser());
+            }
+            catch (final GranaryException ex)
+            {
+                fallBackToGrpc(ex);
+            }
+        }
+        final BatchKeysRequest request = BatchKeysRequest.newBuilder().setTenant(tenant).addAllKeys(keys).build();
+        return call("BatchExistKey", s -> s.batchExistKey(request));
+    }
+
+    /** BatchProbeKey for plain keys, written like {@link #batchExistKey(String, List)}. */
+    BatchProbeKeyResponse batchProbeKey(final String tenant, final LeaseMode mode, final int candidateSize, final List<String> keys)
+    {
+        final LookupClient fast = lookup();
+        if (fast != null)
+        {
+            try
+            {
+                return fast.call("BatchProbeKey", LookupDescriptor.METHOD_BATCH_PROBE_KEY, out ->
+                {
+                    out.writeStringField(1, tenant);
+                    out.writeVarintField(2, mode.getNumber());
+                    out.writeVarintField(3, candidateSize & 0xFFFFFFFFL);
+                    out.writeStrings(4, keys);
+                }, BatchProbeKeyResponse.parser());
+            }
+            catch (final GranaryException ex)
+            {
+                fallBackToGrpc(ex);
+            }
+        }
+        final BatchProbeKeyRequest request = BatchProbeKeyRequest.newBuilder()
+            .setTenant(tenant).setMode(mode).setCandidateSize(candidateSize).addAllKeys(keys).build();
         return call("BatchProbeKey", s -> s.batchProbeKey(request));
     }
 
