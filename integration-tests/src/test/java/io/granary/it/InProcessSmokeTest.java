@@ -11,6 +11,7 @@ import io.granary.node.StorageNode;
 import org.junit.jupiter.api.Test;
 
 import java.nio.ByteBuffer;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
@@ -36,16 +37,13 @@ class InProcessSmokeTest
     /** Runs the scenario against a fresh cluster; returns the lookups the master's lookup port served. */
     private static long run(final int lookupPort)
     {
-        try (MasterServer master = MasterServer.launch(new MasterServer.Context().port(0).lookupPort(lookupPort).adminPort(-1));
+        try (MasterServer master = MasterServer.launch(
+                 new MasterServer.Context().port(0).lookupPort(lookupPort).adminPort(-1));
              StorageNode node = StorageNode.launch(new StorageNode.Context()
                  .masterAddress("127.0.0.1:" + master.grpcPort()).segmentSizeBytes(64L << 20)))
         {
-            long deadline = System.nanoTime() + 10_000_000_000L;
-            while (master.registry().liveSegments().length == 0 && System.nanoTime() < deadline)
-            {
-                Thread.onSpinWait();
-            }
-            assertThat(master.registry().liveSegments()).hasSize(1);
+            Await.until(Duration.ofSeconds(10), () -> master.registry().liveSegments().length == 1,
+                () -> "the master to mount the segment of " + node.name());
             try (GranaryClient client = GranaryClient.connect(ClientConfig.builder()
                 .masterAddress("127.0.0.1:" + master.grpcPort()).build()))
             {
@@ -56,7 +54,8 @@ class InProcessSmokeTest
                 assertThat(client.get("k")).isEqualTo(value);
                 assertThat(client.exists("k")).isTrue();
                 assertThatThrownBy(() -> client.get("missing"))
-                    .isInstanceOfSatisfying(GranaryException.class, e -> assertThat(e.code()).isEqualTo(ErrorCode.OBJECT_NOT_FOUND));
+                    .isInstanceOfSatisfying(GranaryException.class,
+                        e -> assertThat(e.code()).isEqualTo(ErrorCode.OBJECT_NOT_FOUND));
 
                 final List<String> keys = new ArrayList<>();
                 final List<ByteBuffer> values = new ArrayList<>();
