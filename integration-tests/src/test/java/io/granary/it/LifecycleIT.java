@@ -66,6 +66,8 @@ class LifecycleIT
                 () -> "the master to drop node-1's segment right after its SIGTERM (node TTL 30 s); status now " +
                     client.clusterStatus());
             final double dropSeconds = (System.nanoTime() - exitedNs) / 1e9;
+            assertThat(client.clusterStatus().nodes()).as("a node that left cleanly is no longer listed")
+                .extracting(ClusterStatus.Node::nodeName).containsExactly("node-0");
             assertThat(client.clusterStatus().objects()).as("objects once node-1 unmounted").isEqualTo(1);
             assertThatThrownBy(() -> client.get(solo.key()))
                 .isInstanceOfSatisfying(GranaryException.class,

@@ -7,6 +7,7 @@ import io.granary.proto.BatchPutStartRequest;
 import io.granary.proto.BatchPutStartResponse;
 import io.granary.proto.ClusterStatusRequest;
 import io.granary.proto.ClusterStatusResponse;
+import io.granary.proto.DeregisterNodeRequest;
 import io.granary.proto.ExistKeyResponse;
 import io.granary.proto.GetReplicaListResponse;
 import io.granary.proto.HeartbeatRequest;
@@ -169,6 +170,20 @@ class MasterServerTest
         assertThat(stub.unmountSegment(UnmountSegmentRequest.newBuilder().setNodeId("n1").setSegmentId(5).build())
             .getCode()).isEqualTo(SEGMENT_NOT_FOUND_VALUE);
         assertThat(master.registry().nodeCount()).isZero();
+    }
+
+    @Test
+    void shouldForgetANodeThatLeavesCleanly()
+    {
+        mount("n1", "127.0.0.1:7001", 5, 1 << 20);
+        assertThat(stub.unmountSegment(UnmountSegmentRequest.newBuilder().setNodeId("n1").setSegmentId(5).build())
+            .getCode()).isEqualTo(OK_VALUE);
+        assertThat(master.registry().nodeCount()).as("unmounting keeps the node registered").isEqualTo(1);
+        assertThat(stub.deregisterNode(DeregisterNodeRequest.newBuilder().setNodeId("n1").build()).getCode())
+            .isEqualTo(OK_VALUE);
+        assertThat(master.registry().nodeCount()).isZero();
+        assertThat(stub.deregisterNode(DeregisterNodeRequest.newBuilder().setNodeId("n1").build()).getCode())
+            .isEqualTo(SEGMENT_NOT_FOUND_VALUE);
     }
 
     @Test

@@ -54,6 +54,12 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
     }
 
     @Override
+    public void deregisterNode(final DeregisterNodeRequest req, final StreamObserver<CodeResponse> observer)
+    {
+        reply(observer, "DeregisterNode", () -> handler.deregisterNode(req));
+    }
+
+    @Override
     public void heartbeat(final HeartbeatRequest req, final StreamObserver<HeartbeatResponse> observer)
     {
         reply(observer, "Heartbeat", () -> handler.heartbeat(req));

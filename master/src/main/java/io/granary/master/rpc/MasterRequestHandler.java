@@ -21,6 +21,7 @@ import io.granary.proto.ClusterStatusRequest;
 import io.granary.proto.ClusterStatusResponse;
 import io.granary.proto.CodeResponse;
 import io.granary.proto.CountResponse;
+import io.granary.proto.DeregisterNodeRequest;
 import io.granary.proto.ExistKeyResponse;
 import io.granary.proto.GetReplicaListResponse;
 import io.granary.proto.HeartbeatRequest;
@@ -263,6 +264,20 @@ public final class MasterRequestHandler
             return code(SEGMENT_NOT_FOUND_VALUE);
         }
         store.purgeSegments(Set.of(removed));
+        return code(OK_VALUE);
+    }
+
+    public CodeResponse deregisterNode(final DeregisterNodeRequest req)
+    {
+        final List<MountedSegment> removed = registry.deregister(req.getNodeId());
+        if (removed == null)
+        {
+            return code(SEGMENT_NOT_FOUND_VALUE);
+        }
+        if (!removed.isEmpty())
+        {
+            store.purgeSegments(new HashSet<>(removed));
+        }
         return code(OK_VALUE);
     }
 

@@ -147,6 +147,22 @@ public final class SegmentRegistry
         return segment;
     }
 
+    /**
+     * A node leaving cleanly: forgets it and any segment it still had mounted.
+     *
+     * @return the segments removed, or null when the node is unknown.
+     */
+    public synchronized List<MountedSegment> deregister(final String nodeId)
+    {
+        final NodeRecord node = nodes.get(nodeId);
+        if (node == null)
+        {
+            return null;
+        }
+        LOG.info("node left: {} id={} endpoint={}", node.name(), node.nodeId(), node.endpoint());
+        return removeNodeLocked(node);
+    }
+
     /** Expires nodes silent for longer than {@code nodeTtlNs}. @return the segments they held. */
     public synchronized List<MountedSegment> expire(final long nodeTtlNs)
     {

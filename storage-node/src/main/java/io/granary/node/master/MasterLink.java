@@ -9,6 +9,7 @@ import io.granary.proto.MasterServiceGrpc;
 import io.granary.proto.MountSegmentRequest;
 import io.granary.proto.MountSegmentResponse;
 import io.granary.proto.SegmentInfo;
+import io.granary.proto.DeregisterNodeRequest;
 import io.granary.proto.UnmountSegmentRequest;
 import io.grpc.ManagedChannel;
 import io.grpc.ManagedChannelBuilder;
@@ -337,6 +338,20 @@ public final class MasterLink implements AutoCloseable
             {
                 LOG.warn("could not unmount segment {} at master {}: {}", segment.name(), masterAddress, describe(ex));
                 break;
+            }
+        }
+        final long remainingNs = deadlineNs - clock.nanoTime();
+        if (unmounted == segments.size() && remainingNs > 0)
+        {
+            try
+            {
+                stub.withDeadlineAfter(remainingNs, TimeUnit.NANOSECONDS)
+                    .deregisterNode(DeregisterNodeRequest.newBuilder().setNodeId(nodeId).build());
+            }
+            catch (final StatusRuntimeException ex)
+            {
+                // An older master without DeregisterNode expires the node after its TTL instead.
+                LOG.debug("could not deregister from master {}: {}", masterAddress, describe(ex));
             }
         }
         state = LinkState.STARTING;
