@@ -13,6 +13,8 @@ public final class KeyBatch
     int[] lengths;
     long[] hashes;
     int size;
+    /** True while {@link #bytes} is a caller's array (see {@link #wrap}); appending copies are then refused. */
+    private boolean wrapped;
 
     public KeyBatch(final int capacity, final int byteCapacity)
     {
@@ -38,29 +40,40 @@ public final class KeyBatch
         size = 0;
     }
 
-    /** Appends a key (copying its bytes) and hashes it. */
-    public void add(final byte[] src, final int off, final int len)
+    /**
+     * Starts a batch whose keys are ranges of {@code source} (no copy): add them with
+     * {@link #addRange}. The batch reads {@code source} until it is cleared or refilled.
+     */
+    public void wrap(final byte[] source)
     {
-        final int at = size == 0 ? 0 : offsets[size - 1] + lengths[size - 1];
-        ensure(size + 1, at + len);
-        System.arraycopy(src, off, bytes, at, len);
-        offsets[size] = at;
+        size = 0;
+        bytes = source;
+        wrapped = true;
+    }
+
+    /** Adds the key at {@code [off, off + len)} of the wrapped array and hashes it. */
+    public void addRange(final int off, final int len)
+    {
+        if (size == offsets.length)
+        {
+            ensure(size + 1, 0);
+        }
+        offsets[size] = off;
         lengths[size] = len;
-        hashes[size] = KeyBytes.hash(bytes, at, len);
+        hashes[size] = KeyBytes.hash(bytes, off, len);
         size++;
     }
 
-    /** Reserves room for a key of {@code len} bytes and returns its offset in {@link #bytes()}; finish with {@link #commit}. */
-    public int reserve(final int len)
+    /** Appends a key (copying its bytes) and hashes it. */
+    public void add(final byte[] src, final int off, final int len)
     {
+        if (wrapped)
+        {
+            throw new IllegalStateException("cannot append copies to a batch wrapping another array");
+        }
         final int at = size == 0 ? 0 : offsets[size - 1] + lengths[size - 1];
         ensure(size + 1, at + len);
-        return at;
-    }
-
-    /** Completes a key whose bytes were written at the offset {@link #reserve} gave. */
-    public void commit(final int at, final int len)
-    {
+        System.arraycopy(src, off, bytes, at, len);
         offsets[size] = at;
         lengths[size] = len;
         hashes[size] = KeyBytes.hash(bytes, at, len);

@@ -56,7 +56,18 @@ public final class KeyBytes
         {
             return io.granary.proto.ErrorCode.INVALID_KEY_VALUE;
         }
-        for (int i = off, end = off + len; i < end; i++)
+        int i = off;
+        final int end = off + len;
+        for (; i + 8 <= end; i += 8)
+        {
+            final long w = (long)LONGS.get(b, i);
+            // Non-zero exactly when some byte of w is zero (the classic SWAR test).
+            if (((w - 0x0101010101010101L) & ~w & 0x8080808080808080L) != 0)
+            {
+                return io.granary.proto.ErrorCode.INVALID_KEY_VALUE;
+            }
+        }
+        for (; i < end; i++)
         {
             if (b[i] == 0)
             {

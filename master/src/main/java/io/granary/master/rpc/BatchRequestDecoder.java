@@ -8,9 +8,10 @@ import java.nio.charset.StandardCharsets;
 
 /**
  * Decodes the protobuf wire form of BatchKeysRequest and BatchProbeKeyRequest straight from a
- * frame into a {@link KeyBatch}: the key bytes are copied and hashed, never turned into Strings.
- * Unknown fields are skipped as protobuf requires; anything malformed is an
- * InvalidProtocolBufferException. One instance per connection (it reuses its batch); not thread safe.
+ * frame into a {@link KeyBatch}: the payload is copied once into a reusable array and the keys are
+ * ranges of it, hashed but never turned into Strings. Unknown fields are skipped as protobuf
+ * requires; anything malformed is an InvalidProtocolBufferException. One instance per connection
+ * (it reuses its buffers); not thread safe.
  */
 final class BatchRequestDecoder
 {
@@ -19,10 +20,14 @@ final class BatchRequestDecoder
     private static final int WIRE_LEN = 2;
     private static final int WIRE_FIXED32 = 5;
 
-    final KeyBatch keys = new KeyBatch(1024, 32 << 10);
+    final KeyBatch keys = new KeyBatch(1024, 16);
     String tenant;
     int mode;
     int candidateSize;
+
+    private byte[] payload = new byte[32 << 10];
+    private int pos;
+    private int end;
 
     /** BatchKeysRequest: 1 tenant, 2 client_id, 3 repeated keys. */
     void decodeBatchKeys(final ByteBuf in) throws InvalidProtocolBufferException
@@ -40,13 +45,21 @@ final class BatchRequestDecoder
         final ByteBuf in, final int keysField, final int tenantField, final int modeField, final int sizeField)
         throws InvalidProtocolBufferException
     {
-        keys.clear();
+        final int length = in.readableBytes();
+        if (payload.length < length)
+        {
+            payload = new byte[Math.max(length, payload.length * 2)];
+        }
+        in.readBytes(payload, 0, length);
+        pos = 0;
+        end = length;
+        keys.wrap(payload);
         tenant = "";
         mode = 0;
         candidateSize = 0;
-        while (in.isReadable())
+        while (pos < end)
         {
-            final long tag = readVarint(in);
+            final long tag = readVarint();
             final int field = (int)(tag >>> 3);
             final int wire = (int)(tag & 7);
             if (field <= 0)
@@ -55,84 +68,82 @@ final class BatchRequestDecoder
             }
             if (wire == WIRE_LEN && (field == keysField || field == tenantField))
             {
-                final int len = readLength(in);
+                final int len = readLength();
                 if (field == keysField)
                 {
-                    final int at = keys.reserve(len);
-                    in.readBytes(keys.bytes(), at, len);
-                    keys.commit(at, len);
+                    keys.addRange(pos, len);
                 }
                 else
                 {
-                    tenant = in.readCharSequence(len, StandardCharsets.UTF_8).toString();
+                    tenant = new String(payload, pos, len, StandardCharsets.UTF_8);
                 }
+                pos += len;
             }
             else if (wire == WIRE_VARINT && field == modeField)
             {
-                mode = (int)readVarint(in);
+                mode = (int)readVarint();
             }
             else if (wire == WIRE_VARINT && field == sizeField)
             {
-                candidateSize = (int)readVarint(in);
+                candidateSize = (int)readVarint();
             }
             else
             {
-                skip(in, wire);
+                skip(wire);
             }
         }
     }
 
-    private static void skip(final ByteBuf in, final int wire) throws InvalidProtocolBufferException
+    private void skip(final int wire) throws InvalidProtocolBufferException
     {
         switch (wire)
         {
             case WIRE_VARINT:
-                readVarint(in);
+                readVarint();
                 break;
             case WIRE_FIXED64:
-                need(in, 8);
-                in.skipBytes(8);
+                advance(8);
                 break;
             case WIRE_LEN:
-                in.skipBytes(readLength(in));
+                advance(readLength());
                 break;
             case WIRE_FIXED32:
-                need(in, 4);
-                in.skipBytes(4);
+                advance(4);
                 break;
             default:
                 throw new InvalidProtocolBufferException("unsupported wire type " + wire);
         }
     }
 
-    private static int readLength(final ByteBuf in) throws InvalidProtocolBufferException
+    private void advance(final int bytes) throws InvalidProtocolBufferException
     {
-        final long len = readVarint(in);
-        if (len < 0 || len > in.readableBytes())
+        if (end - pos < bytes)
+        {
+            throw new InvalidProtocolBufferException("truncated message");
+        }
+        pos += bytes;
+    }
+
+    private int readLength() throws InvalidProtocolBufferException
+    {
+        final long len = readVarint();
+        if (len < 0 || len > end - pos)
         {
             throw new InvalidProtocolBufferException("length " + len + " beyond the end of the message");
         }
         return (int)len;
     }
 
-    private static void need(final ByteBuf in, final int bytes) throws InvalidProtocolBufferException
-    {
-        if (in.readableBytes() < bytes)
-        {
-            throw new InvalidProtocolBufferException("truncated message");
-        }
-    }
-
-    private static long readVarint(final ByteBuf in) throws InvalidProtocolBufferException
+    private long readVarint() throws InvalidProtocolBufferException
     {
         long value = 0;
         for (int shift = 0; shift < 64; shift += 7)
         {
-            if (!in.isReadable())
+            if (pos >= end)
             {
                 throw new InvalidProtocolBufferException("truncated varint");
             }
-            final byte b = in.readByte();
+            final byte b = payload[pos++];
             value |= (long)(b & 0x7F) << shift;
             if (b >= 0)
             {
