@@ -4,6 +4,7 @@ import io.granary.common.Clock;
 import io.granary.master.alloc.SegmentAllocation;
 import io.granary.master.alloc.TlsfExtentAllocator;
 import io.granary.master.meta.BatchProbe;
+import io.granary.master.meta.KeyBatch;
 import io.granary.master.meta.MetadataStore;
 import io.granary.master.segment.SegmentRegistry;
 import io.granary.proto.LeaseMode;
@@ -26,7 +27,8 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 /**
- * Master-side cost of the lookup paths an engine calls per request, without any transport:
+ * Master-side cost of the lookup paths an engine calls per request, without any transport, on the
+ * keys as the lookup port decodes them (bytes + hashes; one variant starts from Strings as gRPC does):
  * BatchProbeKey NONE and LAST_HIT_ONLY over 128 candidates x 5 keys (640 keys, the RFC's
  * follow-up benchmark shape), and BatchExistKey over the same 640 keys. The store holds 100k
  * other objects so shards are not trivially small.
@@ -57,6 +59,8 @@ public class ProbeBenchmark
     private MetadataStore store;
     private BatchProbe probe;
     private List<String> keys;
+    /** The keys as the lookup port hands them to the store: bytes and hashes, no Strings. */
+    private KeyBatch batch;
 
     @Setup
     public void setUp()
@@ -84,6 +88,7 @@ public class ProbeBenchmark
                 }
             }
         }
+        batch = KeyBatch.of(keys);
     }
 
     private void put(final String key)
@@ -96,12 +101,21 @@ public class ProbeBenchmark
     public void probeNone(final Blackhole bh)
     {
         final boolean[] mask = new boolean[keys.size()];
-        bh.consume(probe.probe(TENANT, LeaseMode.LEASE_MODE_NONE, 0, keys, mask, new int[keys.size()]));
+        bh.consume(probe.probe(TENANT, LeaseMode.LEASE_MODE_NONE, 0, batch, mask, new int[keys.size()]));
         bh.consume(mask);
     }
 
     @Benchmark
     public void probeLastHitOnly(final Blackhole bh)
+    {
+        final boolean[] mask = new boolean[keys.size()];
+        bh.consume(probe.probe(TENANT, LeaseMode.LEASE_MODE_LAST_HIT_ONLY, CANDIDATE_SIZE, batch, mask, new int[keys.size()]));
+        bh.consume(mask);
+    }
+
+    /** The same probe from Strings, as the gRPC path calls it (UTF-8 encoding and hashing included). */
+    @Benchmark
+    public void probeLastHitOnlyFromStrings(final Blackhole bh)
     {
         final boolean[] mask = new boolean[keys.size()];
         bh.consume(probe.probe(TENANT, LeaseMode.LEASE_MODE_LAST_HIT_ONLY, CANDIDATE_SIZE, keys, mask, new int[keys.size()]));
@@ -112,18 +126,15 @@ public class ProbeBenchmark
     public void probeLongestPrefix(final Blackhole bh)
     {
         final boolean[] mask = new boolean[keys.size()];
-        bh.consume(probe.probe(TENANT, LeaseMode.LEASE_MODE_LONGEST_PREFIX, CANDIDATE_SIZE, keys, mask, new int[keys.size()]));
+        bh.consume(probe.probe(TENANT, LeaseMode.LEASE_MODE_LONGEST_PREFIX, CANDIDATE_SIZE, batch, mask, new int[keys.size()]));
         bh.consume(mask);
     }
 
     @Benchmark
     public void batchExistKey(final Blackhole bh)
     {
-        int hits = 0;
-        for (int i = 0; i < keys.size(); i++)
-        {
-            hits += store.exists(TENANT, keys.get(i), true);
-        }
-        bh.consume(hits);
+        final int[] out = new int[keys.size()];
+        store.existsBatch(TENANT, batch, true, out);
+        bh.consume(out);
     }
 }
