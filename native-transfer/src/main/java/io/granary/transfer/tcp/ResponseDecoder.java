@@ -2,6 +2,7 @@ package io.granary.transfer.tcp;
 
 import io.granary.protocol.FrameDescriptor;
 import io.granary.protocol.FrameHeader;
+import io.granary.protocol.HeaderAssembler;
 import io.granary.protocol.Opcode;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelHandlerContext;
@@ -22,7 +23,7 @@ final class ResponseDecoder extends ChannelInboundHandlerAdapter
 
     private final Lane lane;
     private final FrameHeader header = new FrameHeader();
-    private ByteBuf partialHeader;
+    private HeaderAssembler headers;
     private long payloadRemaining;
     private TransferSlice payloadTarget;
     private boolean broken;
@@ -35,16 +36,16 @@ final class ResponseDecoder extends ChannelInboundHandlerAdapter
     @Override
     public void handlerAdded(final ChannelHandlerContext ctx)
     {
-        partialHeader = ctx.alloc().heapBuffer(FrameDescriptor.HEADER_LENGTH, FrameDescriptor.HEADER_LENGTH);
+        headers = new HeaderAssembler(ctx.alloc());
     }
 
     @Override
     public void handlerRemoved(final ChannelHandlerContext ctx)
     {
-        if (partialHeader != null)
+        if (headers != null)
         {
-            partialHeader.release();
-            partialHeader = null;
+            headers.release();
+            headers = null;
         }
     }
 
@@ -62,23 +63,11 @@ final class ResponseDecoder extends ChannelInboundHandlerAdapter
                     continue;
                 }
 
-                final ByteBuf headerBytes;
-                if (partialHeader.isReadable() || in.readableBytes() < FrameDescriptor.HEADER_LENGTH)
+                final int result = headers.decodeNext(in, header, FrameDescriptor.MAX_FRAME_LENGTH_LIMIT);
+                if (result == HeaderAssembler.NEED_MORE)
                 {
-                    partialHeader.writeBytes(in, Math.min(partialHeader.writableBytes(), in.readableBytes()));
-                    if (partialHeader.isWritable())
-                    {
-                        break;
-                    }
-                    headerBytes = partialHeader;
+                    break;
                 }
-                else
-                {
-                    headerBytes = in;
-                }
-
-                final int result = header.decode(headerBytes, FrameDescriptor.MAX_FRAME_LENGTH_LIMIT);
-                partialHeader.clear();
                 if (result != FrameHeader.DECODE_OK || !Opcode.isResponse(header.opcode))
                 {
                     protocolError(ctx, result != FrameHeader.DECODE_OK ?

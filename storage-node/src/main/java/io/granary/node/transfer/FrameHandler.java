@@ -4,6 +4,7 @@ import io.granary.node.segment.Segment;
 import io.granary.node.segment.SegmentRegistry;
 import io.granary.protocol.FrameDescriptor;
 import io.granary.protocol.FrameHeader;
+import io.granary.protocol.HeaderAssembler;
 import io.granary.protocol.Opcode;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelHandlerContext;
@@ -27,7 +28,7 @@ final class FrameHandler extends ChannelInboundHandlerAdapter
     private final SegmentRegistry registry;
     private final int maxFrameBytes;
     private final FrameHeader header = new FrameHeader();
-    private ByteBuf partialHeader;
+    private HeaderAssembler headers;
     private boolean broken;
     private boolean flushPending;
 
@@ -50,16 +51,16 @@ final class FrameHandler extends ChannelInboundHandlerAdapter
     @Override
     public void handlerAdded(final ChannelHandlerContext ctx)
     {
-        partialHeader = ctx.alloc().heapBuffer(FrameDescriptor.HEADER_LENGTH, FrameDescriptor.HEADER_LENGTH);
+        headers = new HeaderAssembler(ctx.alloc());
     }
 
     @Override
     public void handlerRemoved(final ChannelHandlerContext ctx)
     {
-        if (partialHeader != null)
+        if (headers != null)
         {
-            partialHeader.release();
-            partialHeader = null;
+            headers.release();
+            headers = null;
         }
     }
 
@@ -82,23 +83,11 @@ final class FrameHandler extends ChannelInboundHandlerAdapter
                     continue;
                 }
 
-                final ByteBuf headerBytes;
-                if (partialHeader.isReadable() || in.readableBytes() < FrameDescriptor.HEADER_LENGTH)
+                int result = headers.decodeNext(in, header, maxFrameBytes);
+                if (result == HeaderAssembler.NEED_MORE)
                 {
-                    partialHeader.writeBytes(in, Math.min(partialHeader.writableBytes(), in.readableBytes()));
-                    if (partialHeader.isWritable())
-                    {
-                        break;
-                    }
-                    headerBytes = partialHeader;
+                    break;
                 }
-                else
-                {
-                    headerBytes = in;
-                }
-
-                int result = header.decode(headerBytes, maxFrameBytes);
-                partialHeader.clear();
                 if (result == FrameHeader.DECODE_OK && !Opcode.isRequest(header.opcode))
                 {
                     result = FrameHeader.DECODE_BAD_OPCODE;
