@@ -197,7 +197,8 @@ class MasterServerTest
         assertThat(health.body()).contains("\"status\":\"UP\"").contains("\"role\":\"master\"").contains("\"nodes\":1");
         final HttpResponse<String> status = http.send(HttpRequest.newBuilder(
             URI.create("http://127.0.0.1:" + master.adminPort() + "/status")).build(), HttpResponse.BodyHandlers.ofString());
-        assertThat(status.body()).contains("\"name\":\"n1/seg0\"").contains("\"size_bytes\":1048576");
+        assertThat(status.body()).contains("\"name\":\"n1/seg0\"").contains("\"size_bytes\":1048576")
+            .contains("\"eviction\":{\"rounds\":0").contains("\"allocation_failures\":0");
         final HttpResponse<String> missing = http.send(HttpRequest.newBuilder(
             URI.create("http://127.0.0.1:" + master.adminPort() + "/nope")).build(), HttpResponse.BodyHandlers.ofString());
         assertThat(missing.statusCode()).isEqualTo(404);

@@ -6,7 +6,6 @@ import com.google.protobuf.Parser;
 import io.granary.client.ErrorCode;
 import io.granary.client.GranaryException;
 
-import java.io.DataInputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -147,7 +146,7 @@ final class LookupClient implements AutoCloseable
     {
         private final Socket socket;
         private final OutputStream out;
-        private final DataInputStream in;
+        private final InputStream in;
         private final WireBuffer frame = new WireBuffer(16 << 10);
         private long nextRequestId = 1;
 
@@ -161,7 +160,7 @@ final class LookupClient implements AutoCloseable
                 socket.connect(new InetSocketAddress(host, port), timeoutMs);
                 out = socket.getOutputStream();
                 final InputStream raw = socket.getInputStream();
-                in = new DataInputStream(raw);
+                in = raw;
             }
             catch (final IOException ex)
             {
@@ -186,26 +185,45 @@ final class LookupClient implements AutoCloseable
             out.write(buffer, 0, end);
             out.flush();
 
-            final int frameLength = in.readInt();
+            // Read as much as the socket has (usually the whole reply) instead of the length first.
+            frame.reset(0);
+            byte[] reply = frame.array();
+            int have = 0;
+            while (have < HEADER_LENGTH)
+            {
+                have += readSome(reply, have, reply.length - have);
+            }
+            final int frameLength = getInt(reply, 0);
             if (frameLength < HEADER_LENGTH - LENGTH_FIELD_LENGTH || frameLength > MAX_FRAME_LENGTH)
             {
                 throw new IOException("bad lookup reply length " + frameLength);
             }
-            frame.reset(0);
-            frame.ensure(frameLength);
-            final byte[] reply = frame.array();
-            in.readFully(reply, 0, frameLength);
-            final int version = reply[0] & 0xFF;
-            final int replyMethod = reply[1] & 0xFF;
-            final int status = ((reply[2] & 0xFF) << 8) | (reply[3] & 0xFF);
-            final long replyId = getLong(reply, 4);
+            final int total = LENGTH_FIELD_LENGTH + frameLength;
+            if (have > total)
+            {
+                throw new IOException("lookup reply longer than its frame (" + have + " > " + total + " bytes)");
+            }
+            if (reply.length < total)
+            {
+                frame.reset(have);
+                frame.ensure(total - have);
+                reply = frame.array();
+            }
+            while (have < total)
+            {
+                have += readSome(reply, have, total - have);
+            }
+            final int version = reply[VERSION_OFFSET] & 0xFF;
+            final int replyMethod = reply[METHOD_OFFSET] & 0xFF;
+            final int status = ((reply[STATUS_OFFSET] & 0xFF) << 8) | (reply[STATUS_OFFSET + 1] & 0xFF);
+            final long replyId = getLong(reply, REQUEST_ID_OFFSET);
             if (version != VERSION || replyMethod != (method | RESPONSE_BIT) || replyId != requestId)
             {
                 throw new IOException("lookup reply out of step (version " + version + ", method " + replyMethod +
                     ", id " + replyId + " for " + requestId + ")");
             }
-            final int payloadOffset = HEADER_LENGTH - LENGTH_FIELD_LENGTH;
-            final int payloadLength = frameLength - payloadOffset;
+            final int payloadOffset = HEADER_LENGTH;
+            final int payloadLength = total - HEADER_LENGTH;
             if (status != STATUS_OK)
             {
                 final String text = new String(reply, payloadOffset, payloadLength, StandardCharsets.UTF_8);
@@ -220,6 +238,16 @@ final class LookupClient implements AutoCloseable
             {
                 throw new IOException("unparseable lookup reply", ex);
             }
+        }
+
+        private int readSome(final byte[] into, final int at, final int max) throws IOException
+        {
+            final int n = in.read(into, at, max);
+            if (n < 0)
+            {
+                throw new java.io.EOFException("master closed the lookup connection");
+            }
+            return n;
         }
 
         void close()
@@ -247,6 +275,11 @@ final class LookupClient implements AutoCloseable
     {
         putInt(b, at, (int)(v >>> 32));
         putInt(b, at + 4, (int)v);
+    }
+
+    private static int getInt(final byte[] b, final int at)
+    {
+        return ((b[at] & 0xFF) << 24) | ((b[at + 1] & 0xFF) << 16) | ((b[at + 2] & 0xFF) << 8) | (b[at + 3] & 0xFF);
     }
 
     private static long getLong(final byte[] b, final int at)
