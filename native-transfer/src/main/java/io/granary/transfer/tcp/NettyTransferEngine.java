@@ -6,6 +6,7 @@ import io.granary.transfer.TransferEngine;
 import io.granary.transfer.TransferRequest;
 import io.granary.transfer.TransportKind;
 import io.netty.bootstrap.Bootstrap;
+import io.netty.channel.AdaptiveRecvByteBufAllocator;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.IoHandlerFactory;
@@ -67,6 +68,8 @@ public final class NettyTransferEngine implements TransferEngine
             .option(ChannelOption.SO_KEEPALIVE, true)
             .option(ChannelOption.SO_SNDBUF, SOCKET_BUFFER_BYTES)
             .option(ChannelOption.SO_RCVBUF, SOCKET_BUFFER_BYTES)
+            // Read big chunks: fewer syscalls and buffer hand-offs per MiB than growing from 2 KiB.
+            .option(ChannelOption.RECVBUF_ALLOCATOR, new AdaptiveRecvByteBufAllocator(64 << 10, 1 << 20, 4 << 20))
             .option(ChannelOption.WRITE_BUFFER_WATER_MARK, WRITE_BUFFER_WATER_MARK)
             .option(ChannelOption.CONNECT_TIMEOUT_MILLIS,
                 (int)Math.min(Integer.MAX_VALUE, this.config.connectTimeoutMs()));

@@ -5,6 +5,7 @@ import io.netty.bootstrap.ServerBootstrap;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelInitializer;
+import io.netty.channel.AdaptiveRecvByteBufAllocator;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.IoHandlerFactory;
@@ -93,6 +94,8 @@ public final class TransferServer implements AutoCloseable
             .childOption(ChannelOption.SO_KEEPALIVE, true)
             .childOption(ChannelOption.SO_SNDBUF, SOCKET_BUFFER_BYTES)
             .childOption(ChannelOption.SO_RCVBUF, SOCKET_BUFFER_BYTES)
+            // Read big chunks: fewer syscalls and buffer hand-offs per MiB than growing from 2 KiB.
+            .childOption(ChannelOption.RECVBUF_ALLOCATOR, new AdaptiveRecvByteBufAllocator(64 << 10, 1 << 20, 4 << 20))
             .childOption(ChannelOption.WRITE_BUFFER_WATER_MARK, WRITE_BUFFER_WATER_MARK)
             .childHandler(new ChannelInitializer<>()
             {
