@@ -1,9 +1,9 @@
 package io.granary.protocol;
 
 /**
- * Byte layout of the master's framed lookup protocol (see docs/protocol.md): the hot, read-only
- * calls (exists, probes, replica lists) over plain TCP with the same protobuf messages as gRPC,
- * minus HTTP/2. Every frame, request or response:
+ * Byte layout of the master's framed lookup protocol (see docs/protocol.md): the calls on every
+ * request's critical path (exists, probes, replica lists, put start/end/revoke) over plain TCP with
+ * the same protobuf messages as gRPC, minus HTTP/2. Every frame, request or response:
  *
  * <pre>
  *   0  uint32 frameLength   bytes after this field (header rest + payload)
@@ -37,6 +37,18 @@ public final class LookupDescriptor
     public static final int METHOD_GET_REPLICA_LIST = 4;
     /** BatchKeysRequest → BatchGetReplicaListResponse. */
     public static final int METHOD_BATCH_GET_REPLICA_LIST = 5;
+    /** PutStartRequest → PutStartResponse. */
+    public static final int METHOD_PUT_START = 6;
+    /** PutEndRequest → CodeResponse. */
+    public static final int METHOD_PUT_END = 7;
+    /** PutRevokeRequest → CodeResponse. */
+    public static final int METHOD_PUT_REVOKE = 8;
+    /** BatchPutStartRequest → BatchPutStartResponse. */
+    public static final int METHOD_BATCH_PUT_START = 9;
+    /** BatchKeysRequest → BatchCodeResponse. */
+    public static final int METHOD_BATCH_PUT_END = 10;
+    /** BatchKeysRequest → BatchCodeResponse. */
+    public static final int METHOD_BATCH_PUT_REVOKE = 11;
 
     public static final int STATUS_OK = 0;
     /** The payload did not parse as the method's request message. */

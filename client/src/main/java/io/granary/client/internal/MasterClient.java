@@ -83,117 +83,68 @@ final class MasterClient implements AutoCloseable
 
     PutStartResponse putStart(final PutStartRequest request)
     {
-        return call("PutStart", s -> s.putStart(request));
+        return fastOrGrpc("PutStart", LookupDescriptor.METHOD_PUT_START, request,
+            PutStartResponse.parser(), s -> s.putStart(request));
     }
 
     CodeResponse putEnd(final PutEndRequest request)
     {
-        return call("PutEnd", s -> s.putEnd(request));
+        return fastOrGrpc("PutEnd", LookupDescriptor.METHOD_PUT_END, request,
+            CodeResponse.parser(), s -> s.putEnd(request));
     }
 
     CodeResponse putRevoke(final PutRevokeRequest request)
     {
-        return call("PutRevoke", s -> s.putRevoke(request));
+        return fastOrGrpc("PutRevoke", LookupDescriptor.METHOD_PUT_REVOKE, request,
+            CodeResponse.parser(), s -> s.putRevoke(request));
     }
 
     BatchPutStartResponse batchPutStart(final BatchPutStartRequest request)
     {
-        return call("BatchPutStart", s -> s.batchPutStart(request));
+        return fastOrGrpc("BatchPutStart", LookupDescriptor.METHOD_BATCH_PUT_START, request,
+            BatchPutStartResponse.parser(), s -> s.batchPutStart(request));
     }
 
     BatchCodeResponse batchPutEnd(final BatchKeysRequest request)
     {
-        return call("BatchPutEnd", s -> s.batchPutEnd(request));
+        return fastOrGrpc("BatchPutEnd", LookupDescriptor.METHOD_BATCH_PUT_END, request,
+            BatchCodeResponse.parser(), s -> s.batchPutEnd(request));
     }
 
     BatchCodeResponse batchPutRevoke(final BatchKeysRequest request)
     {
-        return call("BatchPutRevoke", s -> s.batchPutRevoke(request));
+        return fastOrGrpc("BatchPutRevoke", LookupDescriptor.METHOD_BATCH_PUT_REVOKE, request,
+            BatchCodeResponse.parser(), s -> s.batchPutRevoke(request));
     }
 
     GetReplicaListResponse getReplicaList(final KeyRequest request)
     {
-        final LookupClient fast = lookup();
-        if (fast != null)
-        {
-            try
-            {
-                return fast.call("GetReplicaList", LookupDescriptor.METHOD_GET_REPLICA_LIST, request, GetReplicaListResponse.parser());
-            }
-            catch (final GranaryException ex)
-            {
-                fallBackToGrpc(ex);
-            }
-        }
-        return call("GetReplicaList", s -> s.getReplicaList(request));
+        return fastOrGrpc("GetReplicaList", LookupDescriptor.METHOD_GET_REPLICA_LIST, request,
+            GetReplicaListResponse.parser(), s -> s.getReplicaList(request));
     }
 
     BatchGetReplicaListResponse batchGetReplicaList(final BatchKeysRequest request)
     {
-        final LookupClient fast = lookup();
-        if (fast != null)
-        {
-            try
-            {
-                return fast.call("BatchGetReplicaList", LookupDescriptor.METHOD_BATCH_GET_REPLICA_LIST, request, BatchGetReplicaListResponse.parser());
-            }
-            catch (final GranaryException ex)
-            {
-                fallBackToGrpc(ex);
-            }
-        }
-        return call("BatchGetReplicaList", s -> s.batchGetReplicaList(request));
+        return fastOrGrpc("BatchGetReplicaList", LookupDescriptor.METHOD_BATCH_GET_REPLICA_LIST, request,
+            BatchGetReplicaListResponse.parser(), s -> s.batchGetReplicaList(request));
     }
 
     ExistKeyResponse existKey(final KeyRequest request)
     {
-        final LookupClient fast = lookup();
-        if (fast != null)
-        {
-            try
-            {
-                return fast.call("ExistKey", LookupDescriptor.METHOD_EXIST_KEY, request, ExistKeyResponse.parser());
-            }
-            catch (final GranaryException ex)
-            {
-                fallBackToGrpc(ex);
-            }
-        }
-        return call("ExistKey", s -> s.existKey(request));
+        return fastOrGrpc("ExistKey", LookupDescriptor.METHOD_EXIST_KEY, request,
+            ExistKeyResponse.parser(), s -> s.existKey(request));
     }
 
     BatchExistKeyResponse batchExistKey(final BatchKeysRequest request)
     {
-        final LookupClient fast = lookup();
-        if (fast != null)
-        {
-            try
-            {
-                return fast.call("BatchExistKey", LookupDescriptor.METHOD_BATCH_EXIST_KEY, request, BatchExistKeyResponse.parser());
-            }
-            catch (final GranaryException ex)
-            {
-                fallBackToGrpc(ex);
-            }
-        }
-        return call("BatchExistKey", s -> s.batchExistKey(request));
+        return fastOrGrpc("BatchExistKey", LookupDescriptor.METHOD_BATCH_EXIST_KEY, request,
+            BatchExistKeyResponse.parser(), s -> s.batchExistKey(request));
     }
 
     BatchProbeKeyResponse batchProbeKey(final BatchProbeKeyRequest request)
     {
-        final LookupClient fast = lookup();
-        if (fast != null)
-        {
-            try
-            {
-                return fast.call("BatchProbeKey", LookupDescriptor.METHOD_BATCH_PROBE_KEY, request, BatchProbeKeyResponse.parser());
-            }
-            catch (final GranaryException ex)
-            {
-                fallBackToGrpc(ex);
-            }
-        }
-        return call("BatchProbeKey", s -> s.batchProbeKey(request));
+        return fastOrGrpc("BatchProbeKey", LookupDescriptor.METHOD_BATCH_PROBE_KEY, request,
+            BatchProbeKeyResponse.parser(), s -> s.batchProbeKey(request));
     }
 
     /**
@@ -223,7 +174,8 @@ final class MasterClient implements AutoCloseable
     }
 
     /** BatchProbeKey for plain keys, written like {@link #batchExistKey(String, List)}. */
-    BatchProbeKeyResponse batchProbeKey(final String tenant, final LeaseMode mode, final int candidateSize, final List<String> keys)
+    BatchProbeKeyResponse batchProbeKey(
+        final String tenant, final LeaseMode mode, final int candidateSize, final List<String> keys)
     {
         final LookupClient fast = lookup();
         if (fast != null)
@@ -271,6 +223,34 @@ final class MasterClient implements AutoCloseable
     ClusterStatusResponse clusterStatus()
     {
         return call("GetClusterStatus", s -> s.getClusterStatus(ClusterStatusRequest.getDefaultInstance()));
+    }
+
+    /**
+     * Sends a call over the framed lookup port when there is one, else (or when it fails to connect)
+     * over gRPC. Retrying a call on the other path is safe: lookups only read and lease, PutStart
+     * of the same client and key answers the same extents, PutEnd is idempotent, PutRevoke of a
+     * revoked key answers OBJECT_NOT_FOUND.
+     */
+    private <T> T fastOrGrpc(
+        final String rpc,
+        final int method,
+        final com.google.protobuf.MessageLite request,
+        final com.google.protobuf.Parser<T> parser,
+        final Function<MasterServiceGrpc.MasterServiceBlockingStub, T> grpc)
+    {
+        final LookupClient fast = lookup();
+        if (fast != null)
+        {
+            try
+            {
+                return fast.call(rpc, method, request, parser);
+            }
+            catch (final GranaryException ex)
+            {
+                fallBackToGrpc(ex);
+            }
+        }
+        return call(rpc, grpc);
     }
 
     /**

@@ -390,6 +390,16 @@ public final class MetadataStore
                 {
                     applySoftPinActionLocked(existing, options.getSoftPinValue(), softPinTtl[0], now);
                 }
+                else if (existing.clientId.equals(clientId) && existing.sizeBytes == valueLength)
+                {
+                    // The same client asking again (a retried request): hand back the same extents.
+                    for (final ReplicaRecord r : existing.replicas)
+                    {
+                        replicasOut.add(toProto(r, ReplicaStatus.REPLICA_STATUS_PROCESSING));
+                    }
+                    unlockOwner(existing);
+                    return OK_VALUE;
+                }
                 unlockOwner(existing);
                 return OBJECT_ALREADY_EXISTS_VALUE;
             }

@@ -4,7 +4,11 @@ import com.google.protobuf.CodedOutputStream;
 import com.google.protobuf.InvalidProtocolBufferException;
 import com.google.protobuf.MessageLite;
 import io.granary.proto.BatchKeysRequest;
+import io.granary.proto.BatchPutStartRequest;
 import io.granary.proto.KeyRequest;
+import io.granary.proto.PutEndRequest;
+import io.granary.proto.PutRevokeRequest;
+import io.granary.proto.PutStartRequest;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.Channel;
@@ -29,9 +33,9 @@ import java.nio.charset.StandardCharsets;
 import static io.granary.protocol.LookupDescriptor.*;
 
 /**
- * The master's framed lookup port: the hot read-only calls (ExistKey, BatchExistKey,
- * BatchProbeKey, GetReplicaList and its batch) as protobuf messages in small length-prefixed
- * frames over TCP, handled inline on the event loop. Same semantics as the gRPC calls (both go
+ * The master's framed lookup port: the calls on every request's critical path (ExistKey,
+ * BatchExistKey, BatchProbeKey, GetReplicaList, PutStart/PutEnd/PutRevoke and their batches) as
+ * protobuf messages in small length-prefixed frames over TCP, handled inline on the event loop. Same semantics as the gRPC calls (both go
  * through {@link MasterRequestHandler}); no HTTP/2 framing, no thread hand-off.
  */
 public final class LookupServer implements AutoCloseable
@@ -204,6 +208,18 @@ public final class LookupServer implements AutoCloseable
                 return handler.getReplicaList(KeyRequest.parseFrom(payload.nioBuffer()));
             case METHOD_BATCH_GET_REPLICA_LIST:
                 return handler.batchGetReplicaList(BatchKeysRequest.parseFrom(payload.nioBuffer()));
+            case METHOD_PUT_START:
+                return handler.putStart(PutStartRequest.parseFrom(payload.nioBuffer()));
+            case METHOD_PUT_END:
+                return handler.putEnd(PutEndRequest.parseFrom(payload.nioBuffer()));
+            case METHOD_PUT_REVOKE:
+                return handler.putRevoke(PutRevokeRequest.parseFrom(payload.nioBuffer()));
+            case METHOD_BATCH_PUT_START:
+                return handler.batchPutStart(BatchPutStartRequest.parseFrom(payload.nioBuffer()));
+            case METHOD_BATCH_PUT_END:
+                return handler.batchPutEnd(BatchKeysRequest.parseFrom(payload.nioBuffer()));
+            case METHOD_BATCH_PUT_REVOKE:
+                return handler.batchPutRevoke(BatchKeysRequest.parseFrom(payload.nioBuffer()));
             default:
                 return null;
         }

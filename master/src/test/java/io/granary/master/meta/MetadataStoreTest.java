@@ -124,7 +124,23 @@ class MetadataStoreTest
         put("k", 100);
         start("k", 100, replicas(1), OBJECT_ALREADY_EXISTS_VALUE);
         start("p", 100, replicas(1), OK_VALUE);
-        start("p", 100, replicas(1), OBJECT_ALREADY_EXISTS_VALUE);
+        final List<Replica> other = new ArrayList<>();
+        assertThat(store.putStart(T, "another-client", "p", 100, replicas(1), other))
+            .isEqualTo(OBJECT_ALREADY_EXISTS_VALUE);
+        assertThat(other).isEmpty();
+    }
+
+    @Test
+    void shouldAnswerARetriedPutStartWithTheSameExtents()
+    {
+        final List<Replica> first = start("p", 4096, replicas(1), OK_VALUE);
+        final long used = allocatedBytes();
+        final List<Replica> again = start("p", 4096, replicas(1), OK_VALUE);
+        assertThat(again).isEqualTo(first);
+        assertThat(allocatedBytes()).as("no second allocation").isEqualTo(used);
+        start("p", 8192, replicas(1), OBJECT_ALREADY_EXISTS_VALUE);
+        assertThat(store.putEnd(T, CLIENT, "p")).isEqualTo(OK_VALUE);
+        start("p", 4096, replicas(1), OBJECT_ALREADY_EXISTS_VALUE);
     }
 
     @Test
@@ -333,7 +349,8 @@ class MetadataStoreTest
     @Test
     void shouldLetAStalePutBePreemptedAndFreeItsExtentsAfterTheReleaseTimeout()
     {
-        start("k", 4096, replicas(1), OK_VALUE);
+        // A client that crashed after PutStart.
+        assertThat(store.putStart(T, "crashed-client", "k", 4096, replicas(1), new ArrayList<>())).isEqualTo(OK_VALUE);
         final long used = allocatedBytes();
         clock.advance(Duration.ofSeconds(29));
         start("k", 4096, replicas(1), OBJECT_ALREADY_EXISTS_VALUE);

@@ -6,10 +6,14 @@ import io.granary.proto.BatchExistKeyResponse;
 import io.granary.proto.BatchKeysRequest;
 import io.granary.proto.BatchProbeKeyRequest;
 import io.granary.proto.BatchProbeKeyResponse;
+import io.granary.proto.CodeResponse;
 import io.granary.proto.ExistKeyResponse;
 import io.granary.proto.KeyRequest;
 import io.granary.proto.LeaseMode;
+import io.granary.proto.PutEndRequest;
 import io.granary.proto.PutOptions;
+import io.granary.proto.PutStartRequest;
+import io.granary.proto.PutStartResponse;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -111,6 +115,25 @@ class LookupServerTest
             final BatchProbeKeyResponse probe = BatchProbeKeyResponse.parseFrom(receive(in).payload);
             assertThat(probe.getCode()).isEqualTo(OK_VALUE);
             assertThat(probe.getMaskList()).containsExactly(true, false);
+        }
+    }
+
+    @Test
+    void shouldServePutsOnTheLookupPort() throws IOException
+    {
+        try (Socket s = new Socket("127.0.0.1", master.lookupPort()))
+        {
+            final DataOutputStream out = new DataOutputStream(s.getOutputStream());
+            final DataInputStream in = new DataInputStream(s.getInputStream());
+            send(out, METHOD_PUT_START, 1, PutStartRequest.newBuilder().setClientId("c2").setKey("fresh").setValueLength(64)
+                .build());
+            final PutStartResponse started = PutStartResponse.parseFrom(receive(in).payload);
+            assertThat(started.getCode()).isEqualTo(OK_VALUE);
+            assertThat(started.getReplicasCount()).isEqualTo(1);
+            send(out, METHOD_PUT_END, 2, PutEndRequest.newBuilder().setClientId("c2").setKey("fresh").build());
+            assertThat(CodeResponse.parseFrom(receive(in).payload).getCode()).isEqualTo(OK_VALUE);
+            send(out, METHOD_EXIST_KEY, 3, KeyRequest.newBuilder().setKey("fresh").build());
+            assertThat(ExistKeyResponse.parseFrom(receive(in).payload).getExists()).isTrue();
         }
     }
 
