@@ -63,8 +63,8 @@ final class NodeCommand implements Callable<Integer>
     private int port;
 
     @Option(names = "--segment-size", paramLabel = "SIZE", converter = Converters.SizeConverter.class,
-        description = "Size of each segment (rounded up to 4 KiB; at least 1m). Memory is committed as it is used "
-            + "unless --pre-touch.")
+        description = "Size of each segment (rounded up to 4 KiB; at least 1m). Memory is committed at start "
+            + "unless --pre-touch=false.")
     private long segmentSizeBytes;
 
     @Option(names = "--segments", paramLabel = "N", description = "Number of segments.")
@@ -91,7 +91,8 @@ final class NodeCommand implements Callable<Integer>
 
     @Option(names = "--pre-touch", arity = "0..1", paramLabel = "true|false",
         showDefaultValue = CommandLine.Help.Visibility.ALWAYS,
-        description = "Touch every segment page at start so the memory is committed up front.")
+        description = "Touch every segment page at start so the memory is committed up front (false: commit as "
+            + "values are first written).")
     private boolean preTouch;
 
     @Option(names = "--log-level", paramLabel = "LEVEL", defaultValue = "info",

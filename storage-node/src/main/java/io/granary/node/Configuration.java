@@ -56,7 +56,7 @@ public final class Configuration
 
     /** Touch every segment page at start so that the memory is committed up front. */
     public static final String PRE_TOUCH_PROP_NAME = "granary.node.segment.pretouch";
-    public static final boolean PRE_TOUCH_DEFAULT = false;
+    public static final boolean PRE_TOUCH_DEFAULT = true;
 
     /** Use Netty's native epoll transport when available. */
     public static final String PREFER_EPOLL_PROP_NAME = "granary.node.transfer.epoll";
