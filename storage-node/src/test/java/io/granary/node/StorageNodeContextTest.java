@@ -25,7 +25,7 @@ class StorageNodeContextTest
         assertThat(ctx.heartbeatIntervalMs()).isEqualTo(1_000);
         assertThat(ctx.maxFrameBytes()).isEqualTo(16 << 20);
         assertThat(ctx.ioThreads()).isEqualTo(2);
-        assertThat(ctx.preTouch()).isFalse();
+        assertThat(ctx.preTouch()).isTrue();
         assertThat(ctx.clock()).isNotNull();
     }
 
