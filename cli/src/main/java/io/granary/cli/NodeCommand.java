@@ -89,7 +89,7 @@ final class NodeCommand implements Callable<Integer>
     @Option(names = "--io-threads", paramLabel = "N", description = "Event-loop threads of the transfer server.")
     private int ioThreads;
 
-    @Option(names = "--pre-touch", arity = "0..1", paramLabel = "true|false",
+    @Option(names = "--pre-touch", arity = "0..1", paramLabel = "true|false", fallbackValue = "true",
         showDefaultValue = CommandLine.Help.Visibility.ALWAYS,
         description = "Touch every segment page at start so the memory is committed up front (false: commit as "
             + "values are first written).")

@@ -195,6 +195,16 @@ class FlagParsingTest
     }
 
     @Test
+    void shouldPreTouchByDefaultAndLetItBeTurnedOff()
+    {
+        assertThat(parse("node", "--master", "10.0.0.1:50051").context().conclude().preTouch()).isTrue();
+        assertThat(parse("node", "--master", "10.0.0.1:50051", "--pre-touch=false").context().conclude().preTouch())
+            .isFalse();
+        assertThat(parse("node", "--master", "10.0.0.1:50051", "--pre-touch", "false").context().conclude().preTouch())
+            .isFalse();
+    }
+
+    @Test
     void shouldDefaultTheClientTimeoutToTheClientLibrarysDefault()
     {
         final ClientCommand command = parse("get", "some-key");
