@@ -197,11 +197,12 @@ class FlagParsingTest
     @Test
     void shouldPreTouchByDefaultAndLetItBeTurnedOff()
     {
-        assertThat(parse("node", "--master", "10.0.0.1:50051").context().conclude().preTouch()).isTrue();
-        assertThat(parse("node", "--master", "10.0.0.1:50051", "--pre-touch=false").context().conclude().preTouch())
-            .isFalse();
-        assertThat(parse("node", "--master", "10.0.0.1:50051", "--pre-touch", "false").context().conclude().preTouch())
-            .isFalse();
+        final NodeCommand byDefault = parse("node", "--master", "10.0.0.1:50051");
+        final NodeCommand off = parse("node", "--master", "10.0.0.1:50051", "--pre-touch=false");
+        final NodeCommand offSpaced = parse("node", "--master", "10.0.0.1:50051", "--pre-touch", "false");
+        assertThat(byDefault.context().conclude().preTouch()).isTrue();
+        assertThat(off.context().conclude().preTouch()).isFalse();
+        assertThat(offSpaced.context().conclude().preTouch()).isFalse();
     }
 
     @Test
