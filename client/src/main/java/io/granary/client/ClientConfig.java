@@ -26,6 +26,8 @@ public final class ClientConfig
     private final Duration connectTimeout;
     private final int ioThreads;
     private final int maxQueuedTransfersPerPeer;
+    private final int maxPendingAdmissionsPerPeer;
+    private final Duration admissionTimeout;
     private final String clientId;
     private final String localHost;
     private final boolean fastLookups;
@@ -42,6 +44,8 @@ public final class ClientConfig
         this.connectTimeout = b.connectTimeout;
         this.ioThreads = b.ioThreads;
         this.maxQueuedTransfersPerPeer = b.maxQueuedTransfersPerPeer;
+        this.maxPendingAdmissionsPerPeer = b.maxPendingAdmissionsPerPeer;
+        this.admissionTimeout = b.admissionTimeout;
         this.clientId = b.clientId == null ? UUID.randomUUID().toString() : b.clientId;
         this.localHost = b.localHost;
         this.fastLookups = b.fastLookups;
@@ -66,6 +70,8 @@ public final class ClientConfig
         b.connectTimeout = connectTimeout;
         b.ioThreads = ioThreads;
         b.maxQueuedTransfersPerPeer = maxQueuedTransfersPerPeer;
+        b.maxPendingAdmissionsPerPeer = maxPendingAdmissionsPerPeer;
+        b.admissionTimeout = admissionTimeout;
         b.clientId = clientId;
         b.localHost = localHost;
         b.fastLookups = fastLookups;
@@ -133,6 +139,18 @@ public final class ClientConfig
         return maxQueuedTransfersPerPeer;
     }
 
+    /** Transfers per storage node that may wait for room in its queue; see {@link TransferConfig}. */
+    public int maxPendingAdmissionsPerPeer()
+    {
+        return maxPendingAdmissionsPerPeer;
+    }
+
+    /** How long a transfer waits for room in a storage node's queue before it fails. */
+    public Duration admissionTimeout()
+    {
+        return admissionTimeout;
+    }
+
     /** Identifies this client's puts to the master (PutEnd/PutRevoke must come from the same client). */
     public String clientId()
     {
@@ -158,6 +176,8 @@ public final class ClientConfig
             .connectTimeoutMs(connectTimeout.toMillis())
             .ioThreads(ioThreads)
             .maxQueuedTransfersPerPeer(maxQueuedTransfersPerPeer)
+            .maxPendingAdmissionsPerPeer(maxPendingAdmissionsPerPeer)
+            .admissionTimeoutMs(admissionTimeout.toMillis())
             .conclude();
     }
 
@@ -168,6 +188,7 @@ public final class ClientConfig
             ", rpcTimeout=" + rpcTimeout + ", lanesPerPeer=" + lanesPerPeer + ", sliceBytes=" + sliceBytes +
             ", transferTimeout=" + transferTimeout + ", connectTimeout=" + connectTimeout +
             ", ioThreads=" + ioThreads + ", maxQueuedTransfersPerPeer=" + maxQueuedTransfersPerPeer +
+            ", maxPendingAdmissionsPerPeer=" + maxPendingAdmissionsPerPeer + ", admissionTimeout=" + admissionTimeout +
             ", clientId=" + clientId + ", localHost=" + (localHost == null ? "<this machine>" : localHost) + "]";
     }
 
@@ -187,6 +208,8 @@ public final class ClientConfig
             rpcTimeout.equals(c.rpcTimeout) && lanesPerPeer == c.lanesPerPeer && sliceBytes == c.sliceBytes &&
             transferTimeout.equals(c.transferTimeout) && connectTimeout.equals(c.connectTimeout) &&
             ioThreads == c.ioThreads && maxQueuedTransfersPerPeer == c.maxQueuedTransfersPerPeer &&
+            maxPendingAdmissionsPerPeer == c.maxPendingAdmissionsPerPeer &&
+            admissionTimeout.equals(c.admissionTimeout) &&
             clientId.equals(c.clientId) && Objects.equals(localHost, c.localHost);
     }
 
@@ -209,6 +232,8 @@ public final class ClientConfig
         private Duration connectTimeout = Duration.ofMillis(TransferConfig.DEFAULT_CONNECT_TIMEOUT_MS);
         private int ioThreads = new TransferConfig().ioThreads();
         private int maxQueuedTransfersPerPeer = TransferConfig.DEFAULT_MAX_QUEUED_TRANSFERS_PER_PEER;
+        private int maxPendingAdmissionsPerPeer = TransferConfig.DEFAULT_MAX_PENDING_ADMISSIONS_PER_PEER;
+        private Duration admissionTimeout = Duration.ofMillis(TransferConfig.DEFAULT_ADMISSION_TIMEOUT_MS);
         private String clientId;
         private String localHost;
         private boolean fastLookups = true;
@@ -279,6 +304,20 @@ public final class ClientConfig
             return this;
         }
 
+        /** 0 refuses a transfer at once when the node's queue is full. */
+        public Builder maxPendingAdmissionsPerPeer(final int maxPendingAdmissionsPerPeer)
+        {
+            this.maxPendingAdmissionsPerPeer = maxPendingAdmissionsPerPeer;
+            return this;
+        }
+
+        /** Whole milliseconds, 1 ms to 10 minutes. */
+        public Builder admissionTimeout(final Duration admissionTimeout)
+        {
+            this.admissionTimeout = admissionTimeout;
+            return this;
+        }
+
         /** Defaults to a random UUID. */
         public Builder clientId(final String clientId)
         {
@@ -320,6 +359,7 @@ public final class ClientConfig
             requirePositive("rpcTimeout", rpcTimeout);
             requirePositive("transferTimeout", transferTimeout);
             requirePositive("connectTimeout", connectTimeout);
+            requirePositive("admissionTimeout", admissionTimeout);
             if (clientId != null && clientId.isBlank())
             {
                 throw new IllegalArgumentException("clientId must not be blank");

@@ -30,6 +30,9 @@ class ClientConfigTest
         assertThat(config.lanesPerPeer()).isEqualTo(TransferConfig.DEFAULT_LANES_PER_PEER);
         assertThat(config.sliceBytes()).isEqualTo(TransferConfig.DEFAULT_SLICE_BYTES);
         assertThat(config.maxQueuedTransfersPerPeer()).isEqualTo(TransferConfig.DEFAULT_MAX_QUEUED_TRANSFERS_PER_PEER);
+        assertThat(config.maxPendingAdmissionsPerPeer())
+            .isEqualTo(TransferConfig.DEFAULT_MAX_PENDING_ADMISSIONS_PER_PEER);
+        assertThat(config.admissionTimeout().toMillis()).isEqualTo(TransferConfig.DEFAULT_ADMISSION_TIMEOUT_MS);
         assertThat(config.transferTimeout().toMillis()).isEqualTo(TransferConfig.DEFAULT_TRANSFER_TIMEOUT_MS);
         assertThat(config.connectTimeout().toMillis()).isEqualTo(TransferConfig.DEFAULT_CONNECT_TIMEOUT_MS);
         assertThat(config.ioThreads()).isEqualTo(new TransferConfig().ioThreads());
@@ -42,8 +45,10 @@ class ClientConfigTest
     {
         assertThat(valid().build().clientId()).isNotEqualTo(valid().build().clientId());
         assertThat(valid().clientId("engine-3").build().clientId()).isEqualTo("engine-3");
-        final ClientConfig config = valid().build();
+        final ClientConfig config = valid().maxPendingAdmissionsPerPeer(7).admissionTimeout(Duration.ofSeconds(3))
+            .build();
         assertThat(config.toBuilder().build()).isEqualTo(config);
+        assertThat(config.toBuilder().admissionTimeout(Duration.ofSeconds(4)).build()).isNotEqualTo(config);
     }
 
     @Test
@@ -53,6 +58,7 @@ class ClientConfigTest
             .lanesPerPeer(4).sliceBytes(65536)
             .transferTimeout(Duration.ofSeconds(2)).connectTimeout(Duration.ofMillis(500))
             .ioThreads(3).maxQueuedTransfersPerPeer(128)
+            .maxPendingAdmissionsPerPeer(0).admissionTimeout(Duration.ofMillis(250))
             .build().transferConfig();
 
         assertThat(transfer.lanesPerPeer()).isEqualTo(4);
@@ -61,6 +67,8 @@ class ClientConfigTest
         assertThat(transfer.connectTimeoutMs()).isEqualTo(500);
         assertThat(transfer.ioThreads()).isEqualTo(3);
         assertThat(transfer.maxQueuedTransfersPerPeer()).isEqualTo(128);
+        assertThat(transfer.maxPendingAdmissionsPerPeer()).isZero();
+        assertThat(transfer.admissionTimeoutMs()).isEqualTo(250);
     }
 
     @Test
@@ -117,6 +125,13 @@ class ClientConfigTest
         assertThatThrownBy(() -> valid().ioThreads(0).build()).hasMessageContaining("ioThreads");
         assertThatThrownBy(() -> valid().maxQueuedTransfersPerPeer(0).build())
             .hasMessageContaining("maxQueuedTransfersPerPeer");
+        assertThatThrownBy(() -> valid().maxPendingAdmissionsPerPeer(-1).build())
+            .hasMessageContaining("maxPendingAdmissionsPerPeer");
+        assertThatThrownBy(() -> valid().admissionTimeout(Duration.ZERO).build())
+            .hasMessageContaining("admissionTimeout");
+        assertThatThrownBy(() -> valid().admissionTimeout(null).build()).hasMessageContaining("admissionTimeout");
+        assertThatThrownBy(() -> valid().admissionTimeout(Duration.ofMinutes(11)).build())
+            .hasMessageContaining("admissionTimeoutMs must be in 1..600000");
         assertThatThrownBy(() -> valid().transport(null).build()).hasMessageContaining("transport");
         assertThatThrownBy(() -> valid().clientId(" ").build()).hasMessageContaining("clientId");
         assertThatThrownBy(() -> valid().localHost("host:7000").build()).hasMessageContaining("localHost");

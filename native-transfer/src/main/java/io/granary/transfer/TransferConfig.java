@@ -10,18 +10,25 @@ public final class TransferConfig
     public static final int MAX_LANES_PER_PEER = 64;
     public static final int DEFAULT_SLICE_BYTES = 1 << 20;
     public static final int DEFAULT_MAX_QUEUED_TRANSFERS_PER_PEER = 4096;
+    /** Upper bound of the per-peer queue and pending-admission settings (Mooncake's current maximum). */
+    public static final int MAX_QUEUE_LIMIT_PER_PEER = 1 << 20;
+    public static final int DEFAULT_MAX_PENDING_ADMISSIONS_PER_PEER = 1024;
+    public static final long DEFAULT_ADMISSION_TIMEOUT_MS = 1_000;
+    public static final long MAX_ADMISSION_TIMEOUT_MS = 600_000;
     public static final long DEFAULT_TRANSFER_TIMEOUT_MS = 10_000;
     public static final long DEFAULT_CONNECT_TIMEOUT_MS = 3_000;
 
     private int lanesPerPeer = DEFAULT_LANES_PER_PEER;
     private int sliceBytes = DEFAULT_SLICE_BYTES;
     private int maxQueuedTransfersPerPeer = DEFAULT_MAX_QUEUED_TRANSFERS_PER_PEER;
+    private int maxPendingAdmissionsPerPeer = DEFAULT_MAX_PENDING_ADMISSIONS_PER_PEER;
+    private long admissionTimeoutMs = DEFAULT_ADMISSION_TIMEOUT_MS;
     private long transferTimeoutMs = DEFAULT_TRANSFER_TIMEOUT_MS;
     private long connectTimeoutMs = DEFAULT_CONNECT_TIMEOUT_MS;
     private int ioThreads = Math.min(2, Runtime.getRuntime().availableProcessors());
     private boolean preferEpoll = true;
 
-    /** Persistent connections per storage node; requests are pipelined on each. */
+    /** Persistent connections per storage node (Mooncake's MC_TCP_LANES_PER_PEER); requests are pipelined on each. */
     public int lanesPerPeer()
     {
         return lanesPerPeer;
@@ -45,7 +52,10 @@ public final class TransferConfig
         return this;
     }
 
-    /** Most frames outstanding to one peer; beyond it submits wait or fail (see the engine). */
+    /**
+     * Most frames (slices) outstanding to one peer (Mooncake's MC_TCP_MAX_QUEUED_TRANSFERS_PER_PEER); a transfer
+     * that does not fit waits as a pending admission or fails with UNAVAILABLE_IN_CURRENT_STATUS.
+     */
     public int maxQueuedTransfersPerPeer()
     {
         return maxQueuedTransfersPerPeer;
@@ -54,6 +64,36 @@ public final class TransferConfig
     public TransferConfig maxQueuedTransfersPerPeer(final int maxQueuedTransfersPerPeer)
     {
         this.maxQueuedTransfersPerPeer = maxQueuedTransfersPerPeer;
+        return this;
+    }
+
+    /**
+     * Most transfers per peer waiting for room in its queue (Mooncake's MC_TCP_MAX_PENDING_ADMISSIONS_PER_PEER);
+     * beyond it a submit fails at once with UNAVAILABLE_IN_CURRENT_STATUS. 0 = never wait.
+     */
+    public int maxPendingAdmissionsPerPeer()
+    {
+        return maxPendingAdmissionsPerPeer;
+    }
+
+    public TransferConfig maxPendingAdmissionsPerPeer(final int maxPendingAdmissionsPerPeer)
+    {
+        this.maxPendingAdmissionsPerPeer = maxPendingAdmissionsPerPeer;
+        return this;
+    }
+
+    /**
+     * How long a pending admission waits for room before it fails with UNAVAILABLE_IN_CURRENT_STATUS
+     * (Mooncake's MC_TCP_ADMISSION_TIMEOUT_MS). The transfer timeout starts only once a slice is sent.
+     */
+    public long admissionTimeoutMs()
+    {
+        return admissionTimeoutMs;
+    }
+
+    public TransferConfig admissionTimeoutMs(final long admissionTimeoutMs)
+    {
+        this.admissionTimeoutMs = admissionTimeoutMs;
         return this;
     }
 
@@ -110,7 +150,14 @@ public final class TransferConfig
         require(lanesPerPeer >= 1 && lanesPerPeer <= MAX_LANES_PER_PEER,
             "lanesPerPeer must be in 1.." + MAX_LANES_PER_PEER + ", was " + lanesPerPeer);
         require(sliceBytes >= 4096, "sliceBytes must be at least 4096, was " + sliceBytes);
-        require(maxQueuedTransfersPerPeer >= 1, "maxQueuedTransfersPerPeer must be positive, was " + maxQueuedTransfersPerPeer);
+        require(maxQueuedTransfersPerPeer >= 1 && maxQueuedTransfersPerPeer <= MAX_QUEUE_LIMIT_PER_PEER,
+            "maxQueuedTransfersPerPeer must be in 1.." + MAX_QUEUE_LIMIT_PER_PEER + ", was " +
+            maxQueuedTransfersPerPeer);
+        require(maxPendingAdmissionsPerPeer >= 0 && maxPendingAdmissionsPerPeer <= MAX_QUEUE_LIMIT_PER_PEER,
+            "maxPendingAdmissionsPerPeer must be in 0.." + MAX_QUEUE_LIMIT_PER_PEER + ", was " +
+            maxPendingAdmissionsPerPeer);
+        require(admissionTimeoutMs >= 1 && admissionTimeoutMs <= MAX_ADMISSION_TIMEOUT_MS,
+            "admissionTimeoutMs must be in 1.." + MAX_ADMISSION_TIMEOUT_MS + ", was " + admissionTimeoutMs);
         require(transferTimeoutMs > 0, "transferTimeoutMs must be positive, was " + transferTimeoutMs);
         require(connectTimeoutMs > 0, "connectTimeoutMs must be positive, was " + connectTimeoutMs);
         require(ioThreads >= 1 && ioThreads <= 256, "ioThreads must be in 1..256, was " + ioThreads);
@@ -131,6 +178,8 @@ public final class TransferConfig
         c.lanesPerPeer = lanesPerPeer;
         c.sliceBytes = sliceBytes;
         c.maxQueuedTransfersPerPeer = maxQueuedTransfersPerPeer;
+        c.maxPendingAdmissionsPerPeer = maxPendingAdmissionsPerPeer;
+        c.admissionTimeoutMs = admissionTimeoutMs;
         c.transferTimeoutMs = transferTimeoutMs;
         c.connectTimeoutMs = connectTimeoutMs;
         c.ioThreads = ioThreads;

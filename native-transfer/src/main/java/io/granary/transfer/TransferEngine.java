@@ -11,8 +11,10 @@ import java.util.concurrent.CompletableFuture;
  *   <li><b>Completion.</b> {@link #submit} never throws for a transfer failure and its future
  *   never completes exceptionally: it completes with an ErrorCode number — 0 (OK),
  *   TRANSFER_FAIL (-800) when the peer is unreachable or the connection broke, RPC_TIMEOUT (-901)
- *   when no answer came within the transfer timeout, or the status the node returned
- *   (SEGMENT_NOT_FOUND, INVALID_PARAMS for a range outside the segment, ...).</li>
+ *   when no answer came within the transfer timeout, UNAVAILABLE_IN_CURRENT_STATUS (-1010) when the
+ *   peer's queue stayed full (backpressure: nothing was sent, the local buffer was not touched), or
+ *   the status the node returned (SEGMENT_NOT_FOUND, INVALID_PARAMS for a range outside the
+ *   segment, ...).</li>
  *   <li><b>Memory.</b> The caller keeps {@code request.local()} alive and untouched until the
  *   future completes. After completion the engine holds no reference to it. On a failed READ
  *   the destination range may hold partial data.</li>
@@ -20,7 +22,7 @@ import java.util.concurrent.CompletableFuture;
  *   may be split into slices spread over several connections.</li>
  *   <li><b>Threading.</b> Thread safe. Futures complete on engine I/O threads: callbacks must
  *   not block.</li>
- *   <li><b>Lifecycle.</b> {@link #close()} fails every outstanding request with TRANSFER_FAIL and
+ *   <li><b>Lifecycle.</b> {@link #close()} fails every outstanding or waiting request with TRANSFER_FAIL and
  *   releases connections and native resources; later submits complete with TRANSFER_FAIL.</li>
  * </ul>
  */

@@ -33,8 +33,9 @@ import static io.granary.proto.ErrorCode.TRANSFER_FAIL_VALUE;
 
 /**
  * Java TCP {@link TransferEngine} over Netty: per storage node a {@link PeerConnection} of a few
- * persistent lanes on which frames are pipelined, big transfers split into slices across lanes.
- * Thread safe; futures complete on the engine's event loops (one shared group).
+ * persistent lanes on which frames are pipelined, big transfers split into slices across lanes, and a
+ * bounded queue with pending admissions in front of them. Thread safe; submit never blocks; futures
+ * complete on the engine's event loops (one shared group).
  */
 public final class NettyTransferEngine implements TransferEngine
 {
@@ -53,6 +54,7 @@ public final class NettyTransferEngine implements TransferEngine
     private final Bootstrap bootstrap;
     private final ConcurrentHashMap<String, PeerConnection> peers = new ConcurrentHashMap<>();
     private final AtomicBoolean closed = new AtomicBoolean();
+    private final AdmissionCounters counters = new AdmissionCounters();
 
     public NettyTransferEngine(final TransferConfig config)
     {
@@ -73,8 +75,11 @@ public final class NettyTransferEngine implements TransferEngine
             .option(ChannelOption.WRITE_BUFFER_WATER_MARK, WRITE_BUFFER_WATER_MARK)
             .option(ChannelOption.CONNECT_TIMEOUT_MILLIS,
                 (int)Math.min(Integer.MAX_VALUE, this.config.connectTimeoutMs()));
-        LOG.debug("Java TCP transfer engine started: {} transport, {} I/O threads, {} lanes per peer",
-            epoll ? "epoll" : "nio", this.config.ioThreads(), this.config.lanesPerPeer());
+        LOG.debug("Java TCP transfer engine started: {} transport, {} I/O threads, {} lanes per peer, " +
+            "{} queued frames and {} pending admissions per peer, admission timeout {} ms",
+            epoll ? "epoll" : "nio", this.config.ioThreads(), this.config.lanesPerPeer(),
+            this.config.maxQueuedTransfersPerPeer(), this.config.maxPendingAdmissionsPerPeer(),
+            this.config.admissionTimeoutMs());
     }
 
     @Override
@@ -117,8 +122,7 @@ public final class NettyTransferEngine implements TransferEngine
                 return completed(TRANSFER_FAIL_VALUE); // not cached: name resolution may work later
             }
             peer = peers.computeIfAbsent(request.endpoint(), endpoint -> new PeerConnection(
-                endpoint, address, group, bootstrap, config.lanesPerPeer(), config.sliceBytes(),
-                config.maxQueuedTransfersPerPeer(), config.transferTimeoutMs()));
+                endpoint, address, group, bootstrap, config, counters));
         }
 
         final long tokenExpiryMs = token == null ? 0 : tokenExpiry(token);
@@ -131,11 +135,36 @@ public final class NettyTransferEngine implements TransferEngine
         return future;
     }
 
-    /** Frames outstanding to {@code endpoint} (0 for an unknown peer); for tests and metrics. */
+    /** Frames (slices) admitted to {@code endpoint} and not yet completed (0 for an unknown peer). */
     public int outstandingFrames(final String endpoint)
     {
         final PeerConnection peer = peers.get(endpoint);
         return peer == null ? 0 : peer.outstandingFrames();
+    }
+
+    /** Transfers to {@code endpoint} waiting for room in its queue (0 for an unknown peer). */
+    public int pendingAdmissions(final String endpoint)
+    {
+        final PeerConnection peer = peers.get(endpoint);
+        return peer == null ? 0 : peer.pendingAdmissions();
+    }
+
+    /** Transfers admitted to a peer's queue so far, at once or after waiting; all peers. */
+    public long admittedTransfers()
+    {
+        return counters.admitted.sum();
+    }
+
+    /** Transfers refused at once with UNAVAILABLE_IN_CURRENT_STATUS: queue and pending admissions full. */
+    public long rejectedQueueFull()
+    {
+        return counters.rejectedQueueFull.sum();
+    }
+
+    /** Pending admissions that failed with UNAVAILABLE_IN_CURRENT_STATUS after the admission timeout. */
+    public long rejectedAdmissionTimeout()
+    {
+        return counters.rejectedAdmissionTimeout.sum();
     }
 
     @Override

@@ -1,54 +1,67 @@
 package io.granary.transfer.tcp;
 
-import io.granary.protocol.Opcode;
+import io.granary.transfer.TransferConfig;
 import io.granary.transfer.TransferRequest;
 import io.netty.bootstrap.Bootstrap;
 import io.netty.channel.EventLoopGroup;
 
 import java.net.InetSocketAddress;
-import java.nio.ByteBuffer;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 
-import static io.granary.proto.ErrorCode.UNAVAILABLE_IN_CURRENT_STATUS_VALUE;
+import static io.granary.proto.ErrorCode.TRANSFER_FAIL_VALUE;
 
 /**
  * Everything the engine keeps for one storage node: a fixed number of lane slots (filled lazily and
- * refilled when a lane dies), round-robin slice placement, and the bound on frames outstanding to the
- * node. Thread safe.
+ * refilled when a lane dies), round-robin slice placement, a window of slices in flight per transfer,
+ * and the node's bounded queue with its pending admissions ({@link AdmissionControl}). Thread safe.
  */
 final class PeerConnection
 {
+    /** Bytes of one transfer kept in flight per lane: enough to keep a lane busy, small enough to let others in. */
+    static final int WINDOW_BYTES_PER_LANE = 4 << 20;
+    static final int MIN_WINDOW_SLICES_PER_LANE = 2;
+    static final int MAX_WINDOW_SLICES_PER_LANE = 16;
+
     private final String endpoint;
     private final InetSocketAddress address;
     private final EventLoopGroup group;
     private final Bootstrap bootstrap;
     private final int sliceBytes;
-    private final int maxOutstandingFrames;
+    private final int sliceWindow;
     private final long timeoutMs;
     private final AtomicReferenceArray<Lane> lanes;
     private final AtomicInteger nextLane = new AtomicInteger();
-    private final AtomicInteger outstandingFrames = new AtomicInteger();
+    private final AdmissionControl admission;
 
     PeerConnection(
         final String endpoint,
         final InetSocketAddress address,
         final EventLoopGroup group,
         final Bootstrap bootstrap,
-        final int lanesPerPeer,
-        final int sliceBytes,
-        final int maxOutstandingFrames,
-        final long timeoutMs)
+        final TransferConfig config,
+        final AdmissionCounters counters)
     {
         this.endpoint = endpoint;
         this.address = address;
         this.group = group;
         this.bootstrap = bootstrap;
-        this.sliceBytes = sliceBytes;
-        this.maxOutstandingFrames = maxOutstandingFrames;
-        this.timeoutMs = timeoutMs;
-        this.lanes = new AtomicReferenceArray<>(lanesPerPeer);
+        this.sliceBytes = config.sliceBytes();
+        this.sliceWindow = sliceWindow(config.lanesPerPeer(), config.sliceBytes());
+        this.timeoutMs = config.transferTimeoutMs();
+        this.lanes = new AtomicReferenceArray<>(config.lanesPerPeer());
+        this.admission = new AdmissionControl(
+            endpoint, config.maxQueuedTransfersPerPeer(), config.maxPendingAdmissionsPerPeer(),
+            config.admissionTimeoutMs(), group.next(), counters, this::start);
+    }
+
+    /** Slices of one transfer in flight at a time: a few per lane, about {@link #WINDOW_BYTES_PER_LANE} each. */
+    static int sliceWindow(final int lanesPerPeer, final int sliceBytes)
+    {
+        final int perLane = (int)Math.min(MAX_WINDOW_SLICES_PER_LANE, Math.max(
+            MIN_WINDOW_SLICES_PER_LANE, (WINDOW_BYTES_PER_LANE + (long)sliceBytes - 1) / sliceBytes));
+        return lanesPerPeer * perLane;
     }
 
     String endpoint()
@@ -56,63 +69,46 @@ final class PeerConnection
         return endpoint;
     }
 
-    /** Frames sent or queued to this peer and not yet completed. */
+    /** Frames admitted to this peer and not yet completed (sent, queued on a lane or waiting for the window). */
     int outstandingFrames()
     {
-        return outstandingFrames.get();
+        return admission.outstandingFrames();
+    }
+
+    /** Transfers waiting for room in this peer's queue. */
+    int pendingAdmissions()
+    {
+        return admission.pendingAdmissions();
     }
 
     CompletableFuture<Integer> submit(final TransferRequest request, final long tokenExpiryMs, final byte[] tokenMac)
     {
-        final int length = request.length();
-        final int sliceCount = length <= sliceBytes ? 1 : (int)((length + (long)sliceBytes - 1) / sliceBytes);
-        if (!tryAcquire(sliceCount))
-        {
-            return CompletableFuture.completedFuture(UNAVAILABLE_IN_CURRENT_STATUS_VALUE);
-        }
-
-        final PendingTransfer transfer = new PendingTransfer(sliceCount);
-        final int opcode = request.op() == TransferRequest.Op.READ ? Opcode.READ : Opcode.WRITE;
-        final ByteBuffer local = request.local();
-        final int base = local.position();
-        final int firstLane = nextLane.getAndIncrement();
-        for (int i = 0; i < sliceCount; i++)
-        {
-            final int sliceOffset = i * sliceBytes;
-            final int sliceLength = Math.min(sliceBytes, length - sliceOffset);
-            final ByteBuffer view = local.duplicate();
-            view.limit(base + sliceOffset + sliceLength).position(base + sliceOffset);
-            final TransferSlice slice = new TransferSlice(
-                transfer, this, opcode, request.segmentId(), request.remoteOffset() + sliceOffset, view, sliceLength,
-                tokenExpiryMs, tokenMac);
-            lane(firstLane + i).enqueue(slice);
-        }
+        final PendingTransfer transfer = new PendingTransfer(
+            this, request, sliceBytes, nextLane.getAndIncrement(), tokenExpiryMs, tokenMac);
+        admission.submit(transfer);
         return transfer.future();
     }
 
-    /**
-     * Reserves {@code frames} outstanding frames. A transfer with more slices than the bound is admitted
-     * alone when nothing else is outstanding, so that no request is refused forever.
-     */
-    private boolean tryAcquire(final int frames)
+    /** An admitted transfer: put its first slices on the lanes. */
+    private void start(final PendingTransfer transfer)
     {
-        while (true)
+        transfer.start(sliceWindow);
+    }
+
+    /** Hands one slice to the lane its ticket picks (round robin over the lane slots). */
+    void send(final TransferSlice slice, final int laneTicket)
+    {
+        if (admission.isClosed())
         {
-            final int current = outstandingFrames.get();
-            if (current > 0 && (long)current + frames > maxOutstandingFrames)
-            {
-                return false;
-            }
-            if (outstandingFrames.compareAndSet(current, current + frames))
-            {
-                return true;
-            }
+            slice.complete(TRANSFER_FAIL_VALUE);
+            return;
         }
+        lane(laneTicket).enqueue(slice);
     }
 
     void release(final int frames)
     {
-        outstandingFrames.addAndGet(-frames);
+        admission.release(frames);
     }
 
     private Lane lane(final int ticket)
@@ -142,9 +138,10 @@ final class PeerConnection
         }
     }
 
-    /** Fails everything pending on every lane; later submits open new lanes unless the engine refuses them. */
+    /** Fails pending admissions and everything on every lane with TRANSFER_FAIL; later submits fail too. */
     void close()
     {
+        admission.close();
         for (int i = 0; i < lanes.length(); i++)
         {
             final Lane lane = lanes.getAndSet(i, null);

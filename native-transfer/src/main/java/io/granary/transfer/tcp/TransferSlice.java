@@ -12,7 +12,7 @@ import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
 
 /**
  * One frame's worth of a transfer: a range of the caller's buffer and of the remote segment, sent
- * with its own request id. Created on the submitting thread, then owned by its lane's event loop;
+ * with its own request id. Created when it is handed to a lane, then owned by that lane's event loop;
  * {@link #complete(int)} is safe from any thread and takes effect once.
  */
 final class TransferSlice implements Runnable, ChannelFutureListener
@@ -28,7 +28,6 @@ final class TransferSlice implements Runnable, ChannelFutureListener
     final byte[] tokenMac;
 
     private final PendingTransfer transfer;
-    private final PeerConnection peer;
     private final ByteBuffer local;
     private final int localEnd;
 
@@ -42,7 +41,6 @@ final class TransferSlice implements Runnable, ChannelFutureListener
 
     TransferSlice(
         final PendingTransfer transfer,
-        final PeerConnection peer,
         final int opcode,
         final int segmentId,
         final long remoteOffset,
@@ -52,7 +50,6 @@ final class TransferSlice implements Runnable, ChannelFutureListener
         final byte[] tokenMac)
     {
         this.transfer = transfer;
-        this.peer = peer;
         this.opcode = opcode;
         this.segmentId = segmentId;
         this.remoteOffset = remoteOffset;
@@ -96,7 +93,6 @@ final class TransferSlice implements Runnable, ChannelFutureListener
             timeout = null;
             t.cancel(false);
         }
-        peer.release(1);
         transfer.onSliceDone(status);
     }
 

@@ -15,16 +15,20 @@ import java.net.ServerSocket;
 import java.net.Socket;
 import java.util.List;
 import java.util.Queue;
+import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * A scripted storage node on blocking sockets for engine tests: records request headers and answers
- * (or not) according to its mode. READ responses carry bytes whose value is the low byte of their
- * remote offset, so tests can check where every byte landed.
+ * A scripted storage node on blocking sockets for engine tests: records request headers as they arrive
+ * and answers them (or not) according to its mode, in order per connection. READ responses carry bytes
+ * whose value is the low byte of their remote offset, so tests can check where every byte landed.
  */
 final class FakeNode implements AutoCloseable
 {
@@ -32,7 +36,7 @@ final class FakeNode implements AutoCloseable
     {
         /** Reads every frame, answers none. */
         SILENT,
-        /** Reads frames, answers each once the gate opens. */
+        /** Reads frames, answers each (in order per connection) once the gate opens or the test lets it. */
         ANSWER,
         /** Closes the first connection at once, answers on later ones. */
         DROP_FIRST_CONNECTION,
@@ -40,9 +44,13 @@ final class FakeNode implements AutoCloseable
         NO_READ
     }
 
+    private static final FrameHeader END_OF_STREAM = new FrameHeader();
+
     private final Mode mode;
     private final ServerSocket serverSocket;
-    private final CountDownLatch gate = new CountDownLatch(1);
+    /** One permit per response; fair, so that connections waiting to answer take turns. */
+    private final Semaphore gate = new Semaphore(0, true);
+    private final AtomicBoolean gateOpen = new AtomicBoolean();
     private final List<Socket> sockets = new CopyOnWriteArrayList<>();
     private final List<Thread> threads = new CopyOnWriteArrayList<>();
     private final Queue<FrameHeader> requests = new ConcurrentLinkedQueue<>();
@@ -55,7 +63,7 @@ final class FakeNode implements AutoCloseable
         serverSocket = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
         if (mode != Mode.ANSWER)
         {
-            gate.countDown(); // only ANSWER waits for the test to open the gate
+            openGate(); // only ANSWER waits for the test to open the gate
         }
         start(this::acceptLoop, "fake-node-accept");
     }
@@ -65,9 +73,19 @@ final class FakeNode implements AutoCloseable
         return "127.0.0.1:" + serverSocket.getLocalPort();
     }
 
+    /** Lets every response, held or future, go. */
     void openGate()
     {
-        gate.countDown();
+        if (gateOpen.compareAndSet(false, true))
+        {
+            gate.release(Integer.MAX_VALUE / 2);
+        }
+    }
+
+    /** Lets {@code responses} more responses go (whichever connections are first in line). */
+    void answer(final int responses)
+    {
+        gate.release(responses);
     }
 
     int connections()
@@ -120,14 +138,20 @@ final class FakeNode implements AutoCloseable
         }
     }
 
+    /** Reads every frame as it arrives; a responder thread answers them in order as permits allow. */
     private void serve(final Socket socket)
     {
         final byte[] headerBytes = new byte[FrameDescriptor.HEADER_LENGTH];
         final ByteBuf headerBuf = Unpooled.wrappedBuffer(headerBytes);
+        final BlockingQueue<FrameHeader> toAnswer = new LinkedBlockingQueue<>();
         try
         {
             final DataInputStream in = new DataInputStream(socket.getInputStream());
             final OutputStream out = socket.getOutputStream();
+            if (mode != Mode.SILENT)
+            {
+                start(() -> answerInOrder(toAnswer, out), "fake-node-answer");
+            }
             while (true)
             {
                 in.readFully(headerBytes);
@@ -139,25 +163,38 @@ final class FakeNode implements AutoCloseable
                 {
                     in.skipNBytes(header.length);
                 }
-                if (mode == Mode.SILENT)
-                {
-                    continue;
-                }
-                gate.await();
-                respond(out, header);
+                toAnswer.add(header);
             }
         }
         catch (final EOFException ex)
         {
             closedByPeer.countDown();
         }
-        catch (final IOException | InterruptedException ex)
+        catch (final IOException ex)
         {
             // closed
         }
         finally
         {
+            toAnswer.add(END_OF_STREAM);
             headerBuf.release();
+        }
+    }
+
+    private void answerInOrder(final BlockingQueue<FrameHeader> toAnswer, final OutputStream out)
+    {
+        try
+        {
+            FrameHeader header;
+            while ((header = toAnswer.take()) != END_OF_STREAM)
+            {
+                gate.acquire();
+                respond(out, header);
+            }
+        }
+        catch (final IOException | InterruptedException ex)
+        {
+            // closed
         }
     }
 
@@ -189,7 +226,7 @@ final class FakeNode implements AutoCloseable
     @Override
     public void close() throws Exception
     {
-        gate.countDown();
+        openGate();
         serverSocket.close();
         for (final Socket socket : sockets)
         {

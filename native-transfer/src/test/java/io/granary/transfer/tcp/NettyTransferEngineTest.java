@@ -120,11 +120,12 @@ class NettyTransferEngineTest
     }
 
     @Test
-    void shouldRejectBeyondMaxQueuedTransfersWhileTheRestCompletes() throws Exception
+    void shouldRejectBeyondMaxQueuedTransfersAtOnceWithoutPendingAdmissions() throws Exception
     {
         final FakeNode node = node(FakeNode.Mode.ANSWER);
         final int max = 8;
-        final NettyTransferEngine engine = engine(new TransferConfig().maxQueuedTransfersPerPeer(max).lanesPerPeer(2));
+        final NettyTransferEngine engine = engine(
+            new TransferConfig().maxQueuedTransfersPerPeer(max).maxPendingAdmissionsPerPeer(0).lanesPerPeer(2));
 
         final List<CompletableFuture<Integer>> admitted = new ArrayList<>();
         final List<CompletableFuture<Integer>> excess = new ArrayList<>();
@@ -138,6 +139,8 @@ class NettyTransferEngineTest
         }
         assertThat(admitted).noneMatch(CompletableFuture::isDone);
         assertThat(engine.outstandingFrames(node.endpoint())).isEqualTo(max);
+        assertThat(engine.pendingAdmissions(node.endpoint())).isZero();
+        assertThat(engine.rejectedQueueFull()).isEqualTo(excess.size());
 
         node.openGate();
         for (final CompletableFuture<Integer> future : admitted)
