@@ -50,7 +50,7 @@ public interface AsyncGranaryClient
     /** {@link GranaryClient#put(String, byte[])}. */
     CompletableFuture<Void> put(String key, byte[] value);
 
-    /** {@link GranaryClient#put(String, ByteBuffer, PutOptions)}; the value's bytes must not change until completion. */
+    /** {@link GranaryClient#put(String, ByteBuffer, PutOptions)}; leave the value's bytes alone until completion. */
     CompletableFuture<Void> put(String key, ByteBuffer value, PutOptions options);
 
     /** {@link GranaryClient#get(String)}. */

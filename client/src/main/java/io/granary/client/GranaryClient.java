@@ -37,8 +37,9 @@ public interface GranaryClient extends AutoCloseable
     }
 
     /**
-     * The asynchronous view of this client: the same operations returning {@link java.util.concurrent.CompletableFuture}s,
-     * over the same connections and engine. Closing this client closes it.
+     * The asynchronous view of this client: the same operations returning
+     * {@link java.util.concurrent.CompletableFuture}s, over the same connections and engine. Closing this client
+     * closes it.
      */
     AsyncGranaryClient async();
 

@@ -207,7 +207,7 @@ public final class GranaryClientImpl implements GranaryClient
             result.completeExceptionally(closedException());
             return result;
         }
-        clientThreads.execute(() ->
+        clientThreads.startCall(() ->
         {
             final CompletableFuture<T> steps;
             try
