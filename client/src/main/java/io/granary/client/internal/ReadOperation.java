@@ -123,19 +123,7 @@ final class ReadOperation
         }
     }
 
-    boolean isDone()
-    {
-        return done;
-    }
-
-    /** Null after success, else why the read failed. */
-    OpFailure failure()
-    {
-        return failure;
-    }
-
-    /** Fails the read without a transfer (e.g. the value does not fit). */
-    void fail(final OpFailure failure)
+    private void fail(final OpFailure failure)
     {
         this.failure = failure;
         this.done = true;

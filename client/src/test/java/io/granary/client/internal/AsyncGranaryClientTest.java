@@ -33,6 +33,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.BooleanSupplier;
@@ -413,7 +414,7 @@ class AsyncGranaryClientTest
         final ExecutorService caller = Executors.newSingleThreadExecutor();
         try
         {
-            final java.util.concurrent.Future<List<OpResult<Void>>> put =
+            final Future<List<OpResult<Void>>> put =
                 caller.submit(() -> client.putBatch(keys(n), values(n), TWO_REPLICAS));
 
             awaitCondition(() -> engine.inFlight() == 2 * n, "every replica write of every key is in flight");
