@@ -8,7 +8,9 @@ import java.util.List;
 /**
  * A connection to a Granary cluster: asks the master where values live and moves the bytes
  * directly to and from the storage nodes. Thread safe and meant to be shared by every thread of an
- * engine; calls block the calling thread until they finish.
+ * engine; calls block the calling thread until they finish and do all their work on it, the steps after
+ * their transfers included, so they cost no thread hand-off. {@link #async()} offers the same operations
+ * returning futures.
  *
  * <h2>Errors</h2>
  * Every store outcome and infrastructure failure is a {@link GranaryException} carrying an
@@ -33,6 +35,13 @@ public interface GranaryClient extends AutoCloseable
     {
         return GranaryClientImpl.connect(config);
     }
+
+    /**
+     * The asynchronous view of this client: the same operations returning
+     * {@link java.util.concurrent.CompletableFuture}s, over the same connections and engine. Closing this client
+     * closes it.
+     */
+    AsyncGranaryClient async();
 
     /** Stores {@code value} under {@code key} with {@link PutOptions#defaults()}. */
     void put(String key, byte[] value);

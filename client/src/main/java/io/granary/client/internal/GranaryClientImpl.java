@@ -1,5 +1,6 @@
 package io.granary.client.internal;
 
+import io.granary.client.AsyncGranaryClient;
 import io.granary.client.ClientConfig;
 import io.granary.client.ClusterStatus;
 import io.granary.client.ErrorCode;
@@ -46,7 +47,10 @@ import java.util.Collections;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Function;
+import java.util.function.Supplier;
 import java.util.regex.Pattern;
 import java.util.regex.PatternSyntaxException;
 
@@ -54,7 +58,13 @@ import java.util.regex.PatternSyntaxException;
  * The {@link GranaryClient}: control-plane calls through {@link MasterClient}, bytes through a
  * {@link TransferDispatcher}, following DESIGN "Data flow" (PutStart, parallel replica writes,
  * PutEnd/PutRevoke; GetReplicaList, read with failover; one master round trip per phase of a batch).
- * Thread safe: it holds no per-call state; every call runs on its caller's thread.
+ *
+ * <p>Each data call is written once, as {@code startXxx(..., steps)}: its first master call runs on the thread
+ * that calls it, its transfers complete on engine I/O threads, and every later step (a failover submit, PutEnd,
+ * assembling results) runs on {@code steps}, never on an I/O thread. The synchronous API passes a
+ * {@link CallingThreadExecutor}, so all of it runs on the caller's thread with no hand-off; the
+ * {@link AsyncGranaryClient} view starts the call on the {@link ClientExecutor} and passes that. Thread safe: no
+ * per-call state is kept here.
  */
 public final class GranaryClientImpl implements GranaryClient
 {
@@ -62,6 +72,9 @@ public final class GranaryClientImpl implements GranaryClient
 
     /** Largest value a byte[] can hold on common JVMs. */
     static final int MAX_ARRAY_BYTES = Integer.MAX_VALUE - 8;
+
+    /** How long close() waits for the client's threads to finish what they started. */
+    private static final long CLOSE_WAIT_MS = 5_000;
 
     private static final int OK = 0;
     private static final int OBJECT_NOT_FOUND = ErrorCode.OBJECT_NOT_FOUND.code();
@@ -74,6 +87,8 @@ public final class GranaryClientImpl implements GranaryClient
     private final TransferDispatcher transfers;
     private final ReplicaSelector selector;
     private final Clock clock;
+    private final ClientExecutor clientThreads;
+    private final AsyncGranaryClient async;
     private final AtomicBoolean closed = new AtomicBoolean();
 
     private GranaryClientImpl(
@@ -88,6 +103,8 @@ public final class GranaryClientImpl implements GranaryClient
         final LocalHosts localHosts =
             config.localHost() == null ? LocalHosts.ofThisMachine() : LocalHosts.of(config.localHost());
         this.selector = new ReplicaSelector(localHosts::isLocal, transfers::inFlight);
+        this.clientThreads = new ClientExecutor(ClientExecutor.DEFAULT_THREADS);
+        this.async = new AsyncGranaryClientImpl(this);
     }
 
     /** The production client: the engine from {@link TransferEngines#create}, the system clock. */
@@ -137,6 +154,122 @@ public final class GranaryClientImpl implements GranaryClient
         return config;
     }
 
+    @Override
+    public AsyncGranaryClient async()
+    {
+        return async;
+    }
+
+    // ------------------------------------------------------------------------------------------- running calls
+
+    /**
+     * Runs a data call entirely on this thread: the call's first steps directly, the later ones as this thread
+     * drains a {@link CallingThreadExecutor} while it waits.
+     */
+    private <T> T callHere(final Function<Executor, CompletableFuture<T>> call)
+    {
+        final CallingThreadExecutor here = new CallingThreadExecutor(clientThreads);
+        final CompletableFuture<T> steps;
+        try
+        {
+            steps = call.apply(here);
+        }
+        catch (final GranaryException ex)
+        {
+            here.abandon();
+            throw closedIfClosing(ex);
+        }
+        catch (final RuntimeException | Error ex)
+        {
+            here.abandon();
+            throw ex;
+        }
+        try
+        {
+            return here.await(steps);
+        }
+        catch (final GranaryException ex)
+        {
+            throw closedIfClosing(ex);
+        }
+    }
+
+    /**
+     * Runs a data call on the client's threads: its first steps (blocking master calls) as one task, the later
+     * ones as tasks after the transfers. The returned future completes on a client thread with the value or a
+     * {@link GranaryException}; closed clients get an exceptionally completed future at once.
+     */
+    <T> CompletableFuture<T> callOnClientThreads(final Function<Executor, CompletableFuture<T>> call)
+    {
+        final CompletableFuture<T> result = new CompletableFuture<>();
+        if (closed.get())
+        {
+            result.completeExceptionally(closedException());
+            return result;
+        }
+        clientThreads.startCall(() ->
+        {
+            final CompletableFuture<T> steps;
+            try
+            {
+                steps = call.apply(clientThreads);
+            }
+            catch (final Throwable ex)
+            {
+                deliver(result, null, ex);
+                return;
+            }
+            steps.whenComplete((value, ex) -> deliver(result, value, ex));
+        });
+        return result;
+    }
+
+    /** A blocking control-plane call, made on the client's threads. */
+    <T> CompletableFuture<T> supplyOnClientThreads(final Supplier<T> call)
+    {
+        return callOnClientThreads(threads -> CompletableFuture.completedFuture(call.get()));
+    }
+
+    private <T> void deliver(final CompletableFuture<T> result, final T value, final Throwable ex)
+    {
+        if (!clientThreads.isPoolThread() && !clientThreads.isShutdown())
+        {
+            // Callers' callbacks run where the future completes: never on an engine I/O thread.
+            clientThreads.execute(() -> deliver(result, value, ex));
+            return;
+        }
+        if (ex == null)
+        {
+            result.complete(value);
+            return;
+        }
+        final Throwable cause = CallingThreadExecutor.unwrap(ex);
+        if (cause instanceof GranaryException)
+        {
+            result.completeExceptionally(closedIfClosing((GranaryException)cause));
+        }
+        else if (cause instanceof Error)
+        {
+            result.completeExceptionally(cause);
+        }
+        else
+        {
+            result.completeExceptionally(new GranaryException(ErrorCode.INTERNAL_ERROR,
+                "unexpected failure in the client: " + cause, cause));
+        }
+    }
+
+    /** A failure of a call that close() cut short is UNAVAILABLE_IN_CURRENT_STATUS, whatever it looked like. */
+    private GranaryException closedIfClosing(final GranaryException ex)
+    {
+        if (!closed.get() || ex.code() == ErrorCode.UNAVAILABLE_IN_CURRENT_STATUS)
+        {
+            return ex;
+        }
+        return new GranaryException(ErrorCode.UNAVAILABLE_IN_CURRENT_STATUS,
+            "the client was closed while the call was in flight (" + ex.getMessage() + ")", ex);
+    }
+
     // ------------------------------------------------------------------------------------------- puts
 
     @Override
@@ -150,9 +283,22 @@ public final class GranaryClientImpl implements GranaryClient
     {
         Objects.requireNonNull(value, "value");
         Objects.requireNonNull(options, "options");
+        final ByteBuffer data = value.duplicate();
+        callHere(here -> startPut(key, data, options, here));
+    }
+
+    /**
+     * PutStart on this thread, then the replica writes; PutEnd (or PutRevoke) runs on {@code steps} once every
+     * write finished, and the future completes there.
+     *
+     * @param data the value between position and limit, in a buffer of the client's own (a duplicate).
+     * @throws GranaryException when the put fails before any transfer starts.
+     */
+    CompletableFuture<Void> startPut(
+        final String key, final ByteBuffer data, final PutOptions options, final Executor steps)
+    {
         ensureOpen();
         Keys.check(key);
-        final ByteBuffer data = value.duplicate();
         final PutStartResponse started = master.putStart(PutStartRequest.newBuilder()
             .setTenant(tenant)
             .setClientId(clientId)
@@ -162,7 +308,7 @@ public final class GranaryClientImpl implements GranaryClient
             .build());
         if (started.getCode() == OBJECT_ALREADY_EXISTS)
         {
-            return; // objects are immutable: the stored value stands
+            return CompletableFuture.completedFuture(null); // objects are immutable: the stored value stands
         }
         if (started.getCode() != OK)
         {
@@ -178,14 +324,18 @@ public final class GranaryClientImpl implements GranaryClient
             revokeQuietly(key, ex);
             throw ex;
         }
-        write.start(transfers);
-        final OpFailure failure = write.await();
+        return write.start(transfers).thenApplyAsync(failure -> endPut(key, failure), steps);
+    }
+
+    private Void endPut(final String key, final OpFailure failure)
+    {
         if (failure != null)
         {
             final GranaryException ex = failure.toException();
             revokeQuietly(key, ex);
             throw ex;
         }
+        ensureOpen();
         final CodeResponse ended = master.putEnd(PutEndRequest.newBuilder()
             .setTenant(tenant)
             .setClientId(clientId)
@@ -195,11 +345,24 @@ public final class GranaryClientImpl implements GranaryClient
         {
             throw refused("put", key, "PutEnd", ended.getCode());
         }
+        return null;
     }
 
     @Override
     public List<OpResult<Void>> putBatch(
         final List<String> keys, final List<ByteBuffer> values, final PutOptions options)
+    {
+        final ByteBuffer[] data = captureValues(keys, values, options);
+        return callHere(here -> startPutBatch(keys, data, options, here));
+    }
+
+    /**
+     * Checks a putBatch's arguments and takes a duplicate of every value, so that the call no longer depends on
+     * the caller's buffer positions.
+     *
+     * @throws IllegalArgumentException when {@code keys} and {@code values} differ in size.
+     */
+    static ByteBuffer[] captureValues(final List<String> keys, final List<ByteBuffer> values, final PutOptions options)
     {
         Objects.requireNonNull(keys, "keys");
         Objects.requireNonNull(values, "values");
@@ -209,16 +372,34 @@ public final class GranaryClientImpl implements GranaryClient
             throw new IllegalArgumentException(
                 "putBatch needs one value per key: " + keys.size() + " keys, " + values.size() + " values");
         }
+        final ByteBuffer[] data = new ByteBuffer[values.size()];
+        for (int i = 0; i < data.length; i++)
+        {
+            data[i] = Objects.requireNonNull(values.get(i), "values[" + i + "]").duplicate();
+        }
+        return data;
+    }
+
+    /**
+     * BatchPutStart on this thread, then every replica write of every key, all submitted before any is waited for
+     * so that the engine pipelines them over its lanes; BatchPutEnd and BatchPutRevoke run on {@code steps} once
+     * every write finished.
+     *
+     * @param data the values from {@link #captureValues}.
+     * @throws GranaryException when the whole request fails before any transfer starts.
+     */
+    CompletableFuture<List<OpResult<Void>>> startPutBatch(
+        final List<String> keys, final ByteBuffer[] data, final PutOptions options, final Executor steps)
+    {
         ensureOpen();
         final int n = keys.size();
         if (n == 0)
         {
-            return List.of();
+            return CompletableFuture.completedFuture(List.of());
         }
         checkBatchSize("putBatch", n);
 
         final OpResult<Void>[] results = newResults(n);
-        final ByteBuffer[] data = new ByteBuffer[n];
         final List<Integer> sent = new ArrayList<>(n);
         final BatchPutStartRequest.Builder request = BatchPutStartRequest.newBuilder()
             .setTenant(tenant)
@@ -226,7 +407,6 @@ public final class GranaryClientImpl implements GranaryClient
             .setOptions(ProtoMapping.toProto(options));
         for (int i = 0; i < n; i++)
         {
-            data[i] = Objects.requireNonNull(values.get(i), "values[" + i + "]").duplicate();
             final OpFailure problem = Keys.problem(keys.get(i));
             if (problem != null)
             {
@@ -238,7 +418,7 @@ public final class GranaryClientImpl implements GranaryClient
         }
         if (sent.isEmpty())
         {
-            return Arrays.asList(results);
+            return CompletableFuture.completedFuture(Arrays.asList(results));
         }
 
         final BatchPutStartResponse started = master.batchPutStart(request.build());
@@ -255,7 +435,7 @@ public final class GranaryClientImpl implements GranaryClient
         }
 
         // Phase 2: every replica write of every key, all in flight together.
-        final List<WriteOperation> writes = new ArrayList<>(sent.size());
+        final List<CompletableFuture<OpFailure>> writes = new ArrayList<>(sent.size());
         final List<Integer> writeIndex = new ArrayList<>(sent.size());
         final List<String> toRevoke = new ArrayList<>();
         for (int j = 0; j < sent.size(); j++)
@@ -275,9 +455,7 @@ public final class GranaryClientImpl implements GranaryClient
             }
             try
             {
-                final WriteOperation write = WriteOperation.plan(key, data[i], result.getReplicasList());
-                write.start(transfers);
-                writes.add(write);
+                writes.add(WriteOperation.plan(key, data[i], result.getReplicasList()).start(transfers));
                 writeIndex.add(i);
             }
             catch (final GranaryException ex)
@@ -286,11 +464,24 @@ public final class GranaryClientImpl implements GranaryClient
                 toRevoke.add(key);
             }
         }
+        return CompletableFuture.allOf(writes.toArray(new CompletableFuture<?>[0]))
+            .thenApplyAsync(ignored -> endPutBatch(keys, results, writes, writeIndex, toRevoke), steps);
+    }
+
+    /** Phase 3: one PutEnd for the written keys, one PutRevoke for the rest. */
+    private List<OpResult<Void>> endPutBatch(
+        final List<String> keys,
+        final OpResult<Void>[] results,
+        final List<CompletableFuture<OpFailure>> writes,
+        final List<Integer> writeIndex,
+        final List<String> toRevoke)
+    {
+        ensureOpen();
         final List<String> toEnd = new ArrayList<>(writes.size());
         final List<Integer> endIndex = new ArrayList<>(writes.size());
         for (int w = 0; w < writes.size(); w++)
         {
-            final OpFailure failure = writes.get(w).await();
+            final OpFailure failure = writes.get(w).join(); // all complete: this does not wait
             final int i = writeIndex.get(w);
             if (failure == null)
             {
@@ -303,8 +494,6 @@ public final class GranaryClientImpl implements GranaryClient
                 toRevoke.add(keys.get(i));
             }
         }
-
-        // Phase 3: one PutEnd for the written keys, one PutRevoke for the rest.
         if (!toEnd.isEmpty())
         {
             endBatch(keys, toEnd, endIndex, results);
@@ -357,6 +546,10 @@ public final class GranaryClientImpl implements GranaryClient
 
     private void revokeQuietly(final String key, final GranaryException cause)
     {
+        if (closed.get())
+        {
+            return; // the master discards the unfinished put after its discard timeout
+        }
         try
         {
             final CodeResponse revoked = master.putRevoke(PutRevokeRequest.newBuilder()
@@ -378,6 +571,10 @@ public final class GranaryClientImpl implements GranaryClient
 
     private void batchRevokeQuietly(final List<String> keys, final GranaryException cause)
     {
+        if (closed.get())
+        {
+            return;
+        }
         try
         {
             final BatchCodeResponse revoked = master.batchPutRevoke(batchKeys(keys));
@@ -406,6 +603,17 @@ public final class GranaryClientImpl implements GranaryClient
     @Override
     public byte[] get(final String key)
     {
+        return callHere(here -> startGet(key, here));
+    }
+
+    /**
+     * GetReplicaList on this thread, then the read with failover (each failover submitted from {@code steps});
+     * the future completes on {@code steps}.
+     *
+     * @throws GranaryException when the get fails before any transfer starts.
+     */
+    CompletableFuture<byte[]> startGet(final String key, final Executor steps)
+    {
         ensureOpen();
         Keys.check(key);
         final ReadOperation read = planRead(key);
@@ -416,54 +624,90 @@ public final class GranaryClientImpl implements GranaryClient
         }
         final byte[] value = new byte[(int)read.length()];
         read.target(ByteBuffer.wrap(value));
-        runReads(List.of(read));
-        throwIfFailed(read);
-        return value;
+        return read.run(transfers, selector, clock, steps).thenApplyAsync(failure ->
+        {
+            throwIfFailed(failure);
+            return value;
+        }, steps);
     }
 
     @Override
     public int getInto(final String key, final ByteBuffer dst)
+    {
+        final ByteBuffer window = captureDestination(dst);
+        return callHere(here -> startGetInto(key, dst, window, here));
+    }
+
+    /**
+     * Checks a getInto destination and returns a duplicate that keeps its position and limit as they are now.
+     *
+     * @throws IllegalArgumentException for a read-only buffer.
+     */
+    static ByteBuffer captureDestination(final ByteBuffer dst)
     {
         Objects.requireNonNull(dst, "dst");
         if (dst.isReadOnly())
         {
             throw new IllegalArgumentException("getInto needs a writable buffer");
         }
+        return dst.duplicate();
+    }
+
+    /**
+     * Like {@link #startGet}, reading into {@code window} (from {@link #captureDestination}); on success the
+     * position of {@code dst} is advanced on {@code steps}.
+     */
+    CompletableFuture<Integer> startGetInto(
+        final String key, final ByteBuffer dst, final ByteBuffer window, final Executor steps)
+    {
         ensureOpen();
         Keys.check(key);
         final ReadOperation read = planRead(key);
-        final int position = dst.position();
-        if (read.length() > dst.remaining())
+        final int position = window.position();
+        if (read.length() > window.remaining())
         {
             throw new GranaryException(ErrorCode.BUFFER_OVERFLOW, "get " + Keys.quote(key) + ": the value has " +
-                read.length() + " bytes, the buffer " + dst.remaining() + " remaining");
+                read.length() + " bytes, the buffer " + window.remaining() + " remaining");
         }
         final int length = (int)read.length();
-        final ByteBuffer target = dst.duplicate();
-        target.limit(position + length);
-        read.target(target);
-        runReads(List.of(read));
-        throwIfFailed(read);
-        dst.position(position + length);
-        return length;
+        window.limit(position + length);
+        read.target(window);
+        return read.run(transfers, selector, clock, steps).thenApplyAsync(failure ->
+        {
+            throwIfFailed(failure);
+            dst.position(position + length);
+            return length;
+        }, steps);
     }
 
     @Override
     public List<OpResult<byte[]>> getBatch(final List<String> keys)
     {
         Objects.requireNonNull(keys, "keys");
+        return callHere(here -> startGetBatch(keys, here));
+    }
+
+    /**
+     * BatchGetReplicaList on this thread, then the first read of every key, all submitted before any is waited
+     * for; a failed read moves to its next replica at once (submitted from {@code steps}), and the results are
+     * assembled on {@code steps} when every read is done.
+     *
+     * @throws GranaryException when the whole request fails before any transfer starts.
+     */
+    CompletableFuture<List<OpResult<byte[]>>> startGetBatch(final List<String> keys, final Executor steps)
+    {
         ensureOpen();
         final int n = keys.size();
         if (n == 0)
         {
-            return List.of();
+            return CompletableFuture.completedFuture(List.of());
         }
         checkBatchSize("getBatch", n);
         final OpResult<byte[]>[] results = newResults(n);
         final List<Integer> sent = checkKeys(keys, results);
         if (sent.isEmpty())
         {
-            return Arrays.asList(results);
+            return CompletableFuture.completedFuture(Arrays.asList(results));
         }
 
         final long askedAtNs = clock.nanoTime();
@@ -478,7 +722,7 @@ public final class GranaryClientImpl implements GranaryClient
                 lists.getResultsCount() + " results for " + sent.size() + " keys");
         }
 
-        final List<ReadOperation> reads = new ArrayList<>(sent.size());
+        final List<CompletableFuture<OpFailure>> reads = new ArrayList<>(sent.size());
         final List<byte[]> values = new ArrayList<>(sent.size());
         final List<Integer> readIndex = new ArrayList<>(sent.size());
         for (int j = 0; j < sent.size(); j++)
@@ -503,17 +747,25 @@ public final class GranaryClientImpl implements GranaryClient
             }
             final byte[] value = new byte[(int)read.length()];
             read.target(ByteBuffer.wrap(value));
-            reads.add(read);
+            reads.add(read.run(transfers, selector, clock, steps));
             values.add(value);
             readIndex.add(i);
         }
-        runReads(reads);
-        for (int r = 0; r < reads.size(); r++)
+        return CompletableFuture.allOf(reads.toArray(new CompletableFuture<?>[0])).thenApplyAsync(ignored ->
         {
-            final OpFailure failure = reads.get(r).failure();
-            results[readIndex.get(r)] = failure == null ? OpResult.ok(values.get(r)) : failure.toResult();
-        }
-        return Arrays.asList(results);
+            boolean failed = false;
+            for (int r = 0; r < reads.size(); r++)
+            {
+                final OpFailure failure = reads.get(r).join(); // all complete: this does not wait
+                results[readIndex.get(r)] = failure == null ? OpResult.ok(values.get(r)) : failure.toResult();
+                failed |= failure != null;
+            }
+            if (failed)
+            {
+                ensureOpen(); // reads cut short by close(): the batch fails as a whole
+            }
+            return Arrays.asList(results);
+        }, steps);
     }
 
     private ReadOperation planRead(final String key)
@@ -523,48 +775,11 @@ public final class GranaryClientImpl implements GranaryClient
         return ReadOperation.plan(key, list, askedAtNs);
     }
 
-    /**
-     * Runs reads to completion in rounds: every unfinished read submits its next attempt, then the round
-     * is awaited; failed reads move to their next replica in the next round. Waits on the calling thread
-     * so that no failover is ever submitted from an engine I/O thread.
-     */
-    private void runReads(final List<ReadOperation> reads)
+    private static void throwIfFailed(final OpFailure failure)
     {
-        List<ReadOperation> pending = new ArrayList<>(reads.size());
-        for (final ReadOperation read : reads)
+        if (failure != null)
         {
-            if (!read.isDone())
-            {
-                pending.add(read);
-            }
-        }
-        while (!pending.isEmpty())
-        {
-            final List<CompletableFuture<Integer>> attempts = new ArrayList<>(pending.size());
-            for (final ReadOperation read : pending)
-            {
-                attempts.add(read.startNextAttempt(transfers, selector));
-            }
-            final List<ReadOperation> next = new ArrayList<>();
-            for (int r = 0; r < pending.size(); r++)
-            {
-                final int code = attempts.get(r).join();
-                final ReadOperation read = pending.get(r);
-                read.onAttemptDone(code, clock.nanoTime());
-                if (!read.isDone())
-                {
-                    next.add(read);
-                }
-            }
-            pending = next;
-        }
-    }
-
-    private static void throwIfFailed(final ReadOperation read)
-    {
-        if (read.failure() != null)
-        {
-            throw read.failure().toException();
+            throw failure.toException();
         }
     }
 
@@ -811,11 +1026,18 @@ public final class GranaryClientImpl implements GranaryClient
         }
         try
         {
-            master.close();
+            transfers.close(); // fails the transfers in flight, so their calls finish now
         }
         finally
         {
-            transfers.close();
+            try
+            {
+                master.close();
+            }
+            finally
+            {
+                clientThreads.shutdown(CLOSE_WAIT_MS);
+            }
         }
     }
 
@@ -823,8 +1045,13 @@ public final class GranaryClientImpl implements GranaryClient
     {
         if (closed.get())
         {
-            throw new GranaryException(ErrorCode.UNAVAILABLE_IN_CURRENT_STATUS, "the client is closed");
+            throw closedException();
         }
+    }
+
+    private static GranaryException closedException()
+    {
+        return new GranaryException(ErrorCode.UNAVAILABLE_IN_CURRENT_STATUS, "the client is closed");
     }
 
     // ------------------------------------------------------------------------------------------- helpers

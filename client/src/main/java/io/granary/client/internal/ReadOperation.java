@@ -2,6 +2,7 @@ package io.granary.client.internal;
 
 import io.granary.client.ErrorCode;
 import io.granary.client.GranaryException;
+import io.granary.common.Clock;
 import io.granary.proto.GetReplicaListResponse;
 import io.granary.proto.Replica;
 import io.granary.proto.ReplicaStatus;
@@ -11,13 +12,14 @@ import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
 
 /**
  * Reads one value from one of its replicas, moving to the next replica when a transfer fails. Each
  * attempt asks the {@link ReplicaSelector} for the best replica not yet tried. A read that finishes
  * after the read lease ran out is LEASE_EXPIRED (the extent may have been reused meanwhile). Used by one
- * thread at a time: {@link #target}, then {@link #startNextAttempt}/{@link #onAttemptDone} until
- * {@link #isDone}.
+ * thread at a time: {@link #target}, then {@link #run}, after which the attempts hand the state on to each other
+ * (submit, completion, failover), never touching it concurrently.
  */
 final class ReadOperation
 {
@@ -28,10 +30,15 @@ final class ReadOperation
     private final List<ReplicaExtent> untried;
     private final long leaseDeadlineNs;
     private final StringBuilder failures = new StringBuilder();
+    private final CompletableFuture<OpFailure> outcome = new CompletableFuture<>();
     private ByteBuffer dst;
     private ReplicaExtent current;
     private boolean done;
     private OpFailure failure;
+    private TransferDispatcher transfers;
+    private ReplicaSelector selector;
+    private Clock clock;
+    private Executor failover;
 
     private ReadOperation(final String key, final long length, final List<ReplicaExtent> replicas,
         final long leaseDeadlineNs)
@@ -116,35 +123,71 @@ final class ReadOperation
         }
     }
 
-    boolean isDone()
-    {
-        return done;
-    }
-
-    /** Null after success, else why the read failed. */
-    OpFailure failure()
-    {
-        return failure;
-    }
-
-    /** Fails the read without a transfer (e.g. the value does not fit). */
-    void fail(final OpFailure failure)
+    private void fail(final OpFailure failure)
     {
         this.failure = failure;
         this.done = true;
     }
 
-    /** Submits a read from the best replica not tried yet; only while not {@link #isDone}. */
-    CompletableFuture<Integer> startNextAttempt(final TransferDispatcher transfers, final ReplicaSelector selector)
+    /**
+     * Reads until a replica succeeds or none is left. The future holds null on success, else the failure, and
+     * completes on the thread that finished the last attempt (usually an engine I/O thread: continue with an
+     * async stage). The first attempt is submitted from the calling thread, every failover from
+     * {@code failover}, never from an engine I/O thread (a submit may wait for admission there). Call once.
+     */
+    CompletableFuture<OpFailure> run(
+        final TransferDispatcher transfers, final ReplicaSelector selector, final Clock clock, final Executor failover)
     {
-        current = untried.remove(selector.pick(untried));
-        return transfers.submit(new TransferRequest(
-            TransferRequest.Op.READ, current.endpoint(), current.segmentId(), current.offset(), dst.duplicate(),
-            (int)length, current.accessToken()));
+        this.transfers = transfers;
+        this.selector = selector;
+        this.clock = clock;
+        this.failover = failover;
+        if (done)
+        {
+            outcome.complete(failure);
+        }
+        else
+        {
+            attempt();
+        }
+        return outcome;
     }
 
-    /** Records the outcome of the attempt {@link #startNextAttempt} started. */
-    void onAttemptDone(final int code, final long nowNs)
+    /** Submits a read from the best replica not tried yet. */
+    private void attempt()
+    {
+        final CompletableFuture<Integer> attempt;
+        try
+        {
+            current = untried.remove(selector.pick(untried));
+            attempt = transfers.submit(new TransferRequest(
+                TransferRequest.Op.READ, current.endpoint(), current.segmentId(), current.offset(), dst.duplicate(),
+                (int)length, current.accessToken()));
+        }
+        catch (final RuntimeException ex)
+        {
+            fail(new OpFailure(ErrorCode.INTERNAL_ERROR, "get " + Keys.quote(key) + ": " + ex));
+            outcome.complete(failure);
+            return;
+        }
+        attempt.thenAccept(this::onAttemptDone);
+    }
+
+    private void onAttemptDone(final int code)
+    {
+        record(code, clock.nanoTime());
+        if (done)
+        {
+            outcome.complete(failure);
+        }
+        else
+        {
+            failover.execute(this::attempt);
+        }
+    }
+
+    /** Records the outcome of the current attempt. */
+    private void record(final int code, final long nowNs)
     {
         if (code == 0)
         {

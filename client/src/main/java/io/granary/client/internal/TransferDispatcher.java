@@ -19,18 +19,28 @@ final class TransferDispatcher implements AutoCloseable
 {
     private static final Logger LOG = LoggerFactory.getLogger(TransferDispatcher.class);
     private static final int TRANSFER_FAIL = ErrorCode.TRANSFER_FAIL.code();
+    private static final CompletableFuture<Integer> CLOSED =
+        CompletableFuture.completedFuture(ErrorCode.UNAVAILABLE_IN_CURRENT_STATUS.code());
 
     private final TransferEngine engine;
     private final ConcurrentHashMap<String, AtomicInteger> inFlight = new ConcurrentHashMap<>();
+    private volatile boolean closed;
 
     TransferDispatcher(final TransferEngine engine)
     {
         this.engine = engine;
     }
 
-    /** Submits {@code request}; the future completes normally with an ErrorCode number (0 = OK). */
+    /**
+     * Submits {@code request}; the future completes normally with an ErrorCode number (0 = OK), or at once with
+     * UNAVAILABLE_IN_CURRENT_STATUS after {@link #close()}.
+     */
     CompletableFuture<Integer> submit(final TransferRequest request)
     {
+        if (closed)
+        {
+            return CLOSED;
+        }
         final AtomicInteger counter = inFlight.computeIfAbsent(request.endpoint(), e -> new AtomicInteger());
         counter.incrementAndGet();
         CompletableFuture<Integer> future;
@@ -70,6 +80,7 @@ final class TransferDispatcher implements AutoCloseable
     @Override
     public void close()
     {
+        closed = true;
         engine.close();
     }
 }

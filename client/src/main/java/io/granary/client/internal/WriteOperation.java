@@ -11,24 +11,22 @@ import java.util.concurrent.CompletableFuture;
 
 /**
  * Writes one value into every replica extent the master handed out, all in parallel, straight from the
- * caller's buffer (each request gets its own duplicate, so no position is ever moved). Used by one
- * calling thread: {@link #start} then {@link #await}.
+ * caller's buffer (each request gets its own duplicate, so no position is ever moved). Started once; the
+ * outcome arrives through the future {@link #start} returns.
  */
 final class WriteOperation
 {
-    private static final CompletableFuture<Integer> DONE = CompletableFuture.completedFuture(0);
+    private static final CompletableFuture<OpFailure> NO_FAILURE = CompletableFuture.completedFuture(null);
 
     private final String key;
     private final ByteBuffer value;
     private final List<ReplicaExtent> replicas;
-    private final List<CompletableFuture<Integer>> writes;
 
     private WriteOperation(final String key, final ByteBuffer value, final List<ReplicaExtent> replicas)
     {
         this.key = key;
         this.value = value;
         this.replicas = replicas;
-        this.writes = new ArrayList<>(replicas.size());
     }
 
     /**
@@ -64,35 +62,41 @@ final class WriteOperation
         return key;
     }
 
-    /** Submits every replica write; a zero-length value moves no bytes. */
-    void start(final TransferDispatcher transfers)
+    /**
+     * Submits every replica write at once; a zero-length value moves no bytes. The future completes when every
+     * write has finished (none is ever abandoned: the extents must not be revoked while bytes may still land in
+     * them), on the thread that finished the last one, usually an engine I/O thread; it holds null when all
+     * succeeded, else the failure naming every failed replica with the code of the first one.
+     */
+    CompletableFuture<OpFailure> start(final TransferDispatcher transfers)
     {
         final int length = value.remaining();
-        for (final ReplicaExtent extent : replicas)
+        if (length == 0)
         {
-            if (length == 0)
-            {
-                writes.add(DONE);
-                continue;
-            }
-            writes.add(transfers.submit(new TransferRequest(
-                TransferRequest.Op.WRITE, extent.endpoint(), extent.segmentId(), extent.offset(), value.duplicate(),
-                length, extent.accessToken())));
+            return NO_FAILURE;
         }
+        final CompletableFuture<?>[] writes = new CompletableFuture<?>[replicas.size()];
+        for (int i = 0; i < writes.length; i++)
+        {
+            final ReplicaExtent extent = replicas.get(i);
+            writes[i] = transfers.submit(new TransferRequest(
+                TransferRequest.Op.WRITE, extent.endpoint(), extent.segmentId(), extent.offset(), value.duplicate(),
+                length, extent.accessToken()));
+        }
+        if (writes.length == 1)
+        {
+            return writes[0].thenApply(code -> failure(writes));
+        }
+        return CompletableFuture.allOf(writes).thenApply(ignored -> failure(writes));
     }
 
-    /**
-     * Waits for every write (never abandoning one: the extents must not be revoked while bytes may still
-     * land in them) and returns null when all succeeded, else the failure naming every failed replica
-     * with the code of the first one.
-     */
-    OpFailure await()
+    private OpFailure failure(final CompletableFuture<?>[] writes)
     {
         ErrorCode firstCode = null;
         final StringBuilder failed = new StringBuilder();
-        for (int i = 0; i < writes.size(); i++)
+        for (int i = 0; i < writes.length; i++)
         {
-            final int code = writes.get(i).join();
+            final int code = (Integer)writes[i].join();
             if (code != 0)
             {
                 if (firstCode == null)

@@ -12,13 +12,17 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.Executor;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
 import java.util.function.Predicate;
 
 /**
  * Test double of a {@link TransferEngine}: keeps written extents in memory, keyed by endpoint, segment
- * and offset, and completes every transfer at once on the submitting thread. Endpoints can be told to
- * fail with a code. Records every request. Thread safe.
+ * and offset, and completes every transfer at once on the submitting thread, or on a given executor (standing in
+ * for engine I/O threads), or when a test releases the transfers it holds. Endpoints can be told to fail with a
+ * code. Records every request, the threads that submitted them and the most transfers in flight at once. Thread
+ * safe.
  */
 final class InMemoryTransferEngine implements TransferEngine
 {
@@ -35,6 +39,12 @@ final class InMemoryTransferEngine implements TransferEngine
     private volatile boolean closed;
     private final List<Runnable> deferred = new ArrayList<>();
     private int deferUntil;
+    private final List<Runnable> held = new ArrayList<>(); // guarded by deferred
+    private boolean holding; // guarded by deferred
+    private final List<String> submitThreads = new CopyOnWriteArrayList<>();
+    private final AtomicInteger inFlight = new AtomicInteger();
+    private final AtomicInteger maxInFlight = new AtomicInteger();
+    private volatile Executor completions = Runnable::run;
 
     @Override
     public TransportKind kind()
@@ -45,8 +55,27 @@ final class InMemoryTransferEngine implements TransferEngine
     @Override
     public CompletableFuture<Integer> submit(final TransferRequest request)
     {
+        submitThreads.add(Thread.currentThread().getName());
+        maxInFlight.accumulateAndGet(inFlight.incrementAndGet(), Math::max);
+        final CompletableFuture<Integer> result = new CompletableFuture<>();
+        complete(request).thenAccept(code -> completions.execute(() ->
+        {
+            inFlight.decrementAndGet();
+            result.complete(code);
+        }));
+        return result;
+    }
+
+    private CompletableFuture<Integer> complete(final TransferRequest request)
+    {
         synchronized (deferred)
         {
+            if (holding)
+            {
+                final CompletableFuture<Integer> future = new CompletableFuture<>();
+                held.add(() -> execute(request).thenAccept(future::complete));
+                return future;
+            }
             if (deferUntil > 0)
             {
                 // Hold this transfer open until enough have arrived, then finish them all (as if in flight together).
@@ -104,6 +133,53 @@ final class InMemoryTransferEngine implements TransferEngine
     public void close()
     {
         closed = true;
+        releaseHeld(); // like a real engine, close fails what is outstanding (execute sees closed)
+    }
+
+    /** Every transfer submitted from now on stays in flight until {@link #releaseHeld()} or {@link #close()}. */
+    void holdCompletions()
+    {
+        synchronized (deferred)
+        {
+            holding = true;
+        }
+    }
+
+    /** Stops holding and completes every held transfer. */
+    void releaseHeld()
+    {
+        final List<Runnable> ready;
+        synchronized (deferred)
+        {
+            holding = false;
+            ready = new ArrayList<>(held);
+            held.clear();
+        }
+        ready.forEach(Runnable::run);
+    }
+
+    /** Completes transfers on {@code executor} from now on, as an engine completes them on its I/O threads. */
+    void completeOn(final Executor executor)
+    {
+        completions = executor;
+    }
+
+    /** Transfers submitted and not completed yet. */
+    int inFlight()
+    {
+        return inFlight.get();
+    }
+
+    /** The most transfers that were in flight at once. */
+    int maxInFlight()
+    {
+        return maxInFlight.get();
+    }
+
+    /** The names of the threads that called submit, in order. */
+    List<String> submitThreads()
+    {
+        return List.copyOf(submitThreads);
     }
 
     boolean isClosed()
