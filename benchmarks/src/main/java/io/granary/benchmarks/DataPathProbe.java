@@ -4,11 +4,17 @@ import io.granary.cli.LocalCluster;
 import io.granary.client.GranaryClient;
 import io.granary.client.PutOptions;
 import io.granary.node.StorageNode;
+import io.granary.proto.MasterServiceGrpc;
+import io.granary.proto.PutEndRequest;
+import io.granary.proto.PutStartRequest;
+import io.granary.proto.RemoveByRegexRequest;
 import io.granary.node.segment.Segment;
 import io.granary.transfer.TransferConfig;
 import io.granary.transfer.TransferEngine;
 import io.granary.transfer.TransferRequest;
 import io.granary.transfer.tcp.NettyTransferEngine;
+import io.grpc.ManagedChannel;
+import io.grpc.netty.NettyChannelBuilder;
 import org.HdrHistogram.Histogram;
 
 import java.nio.ByteBuffer;
@@ -17,8 +23,9 @@ import java.util.function.IntSupplier;
 
 /**
  * Where the time of a put and a get goes: the transfer engine alone (READ/WRITE of one value
- * against an in-process node) next to the full client put/get (master round trips included), for
- * one value size. A diagnostic, not a target check.
+ * against an in-process node) next to the full client put/get (master round trips included), and the
+ * master round trips alone (an exists over the lookup port; PutStart + PutEnd over gRPC without any
+ * data), for one value size. A diagnostic, not a target check.
  *
  * <pre>java -cp benchmarks/target/benchmarks.jar io.granary.benchmarks.DataPathProbe [sizeBytes] [iterations]</pre>
  */
@@ -62,6 +69,34 @@ public final class DataPathProbe
                     return 0;
                 });
                 measure("client get (byte[])", iterations, size, () -> client.get("probe/" + (n[0] - 1 - m[0]++ % 500)).length > 0 ? 0 : 1);
+                measure("client exists (lookup port, no data)", iterations, 0,
+                    () -> client.exists("probe/" + (n[0] - 1 - m[0]++ % 500)) ? 0 : 1);
+            }
+            // The control plane of a put without its data: PutStart + PutEnd over gRPC, as the client sends them.
+            final ManagedChannel channel = NettyChannelBuilder.forTarget(cluster.masterAddress()).usePlaintext()
+                .directExecutor().build();
+            try
+            {
+                final MasterServiceGrpc.MasterServiceBlockingStub stub = MasterServiceGrpc.newBlockingStub(channel);
+                final int[] k = {0};
+                measure("master PutStart+PutEnd (gRPC, no data)", iterations, 0, () ->
+                {
+                    final String key = "meta/" + k[0]++;
+                    final int started = stub.putStart(PutStartRequest.newBuilder().setTenant("default")
+                        .setClientId("probe").setKey(key).setValueLength(size).build()).getCode();
+                    final int ended = stub.putEnd(PutEndRequest.newBuilder().setTenant("default").setClientId("probe")
+                        .setKey(key).build()).getCode();
+                    if (k[0] % 256 == 0)
+                    {
+                        stub.removeByRegex(RemoveByRegexRequest.newBuilder().setTenant("default").setRegex("meta/.*")
+                            .build());
+                    }
+                    return started | ended;
+                });
+            }
+            finally
+            {
+                channel.shutdownNow();
             }
         }
     }
@@ -81,8 +116,10 @@ public final class DataPathProbe
             h.recordValue((System.nanoTime() - t) / 1000);
         }
         final double seconds = (System.nanoTime() - start) / 1e9;
-        System.out.printf(Locale.ROOT, "%-38s %8.3f GB/s  p50 %6d us  p99 %6d us%n",
-            name, (double)size * iterations / seconds / 1e9, h.getValueAtPercentile(50), h.getValueAtPercentile(99));
+        final String rate = size == 0 ? "       -     " :
+            String.format(Locale.ROOT, "%8.3f GB/s", (double)size * iterations / seconds / 1e9);
+        System.out.printf(Locale.ROOT, "%-40s %s  p50 %6d us  p99 %6d us%n",
+            name, rate, h.getValueAtPercentile(50), h.getValueAtPercentile(99));
     }
 
     private static void check(final String name, final int status)
