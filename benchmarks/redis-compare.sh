@@ -87,14 +87,15 @@ done
 
 # --- the shapes ---------------------------------------------------------------------------------------------------------
 # label | value bytes | Redis connections | Redis pipeline | Redis requests | Granary concurrency | Granary batch |
-# Granary values per phase. Redis' C x P requests in flight are matched by Granary's C callers x batch values.
+# Granary values per phase | Granary warmup values. Redis' C x P requests in flight are matched by Granary's
+# C callers x batch values.
 SHAPES=(
-    "1m c=1|1048576|1|1|6000|1|1|2000"
-    "1m c=8|1048576|8|1|12000|8|1|3000"
-    "1m c=1 P/batch=8|1048576|1|8|12000|1|8|3000"
-    "4k c=1|4096|1|1|100000|1|1|20000"
-    "4k c=8 P/batch=16|4096|8|16|2000000|8|16|200000"
-    "4k c=1 batch=128 (vs P=16 c=8)|4096|8|16|2000000|1|128|200000"
+    "1m c=1|1048576|1|1|6000|1|1|2000|300"
+    "1m c=8|1048576|8|1|12000|8|1|3000|400"
+    "1m c=1 P/batch=8|1048576|1|8|12000|1|8|3000|400"
+    "4k c=1|4096|1|1|100000|1|1|20000|5000"
+    "4k c=8 P/batch=16|4096|8|16|2000000|8|16|200000|20000"
+    "4k c=1 batch=128 (vs P=16 c=8)|4096|8|16|2000000|1|128|200000|20000"
 )
 baseline_seconds=3
 if [ "$quick" = 1 ]; then
@@ -125,10 +126,11 @@ echo "== load average at start: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 results=()
 declare -A redis_done=()
 for shape in "${SHAPES[@]}"; do
-    IFS='|' read -r label size rc rp rn gc gb gn <<<"$shape"
+    IFS='|' read -r label size rc rp rn gc gb gn gw <<<"$shape"
     if [ "$quick" = 1 ]; then
         rn=$((rn / 10))
         gn=$((gn / 10))
+        gw=$((gw / 10))
     fi
     # The same Redis shape is measured once per run.
     csv="$WORK/redis-$size-$rc-$rp.csv"
@@ -145,9 +147,10 @@ for shape in "${SHAPES[@]}"; do
     [ -n "$set_rps" ] && [ -n "$get_rps" ] || die "no SET/GET rows in redis-benchmark output: $(cat "$csv")"
 
     json="$WORK/granary.json"
-    echo "-- $label: granary bench --local --pre-touch --baseline --size $size --concurrency $gc --batch $gb --count $gn" >&2
+    echo "-- $label: granary bench --local --pre-touch --baseline --json --op both --size $size --concurrency $gc" \
+        "--batch $gb --count $gn --warmup $gw" >&2
     "$GRANARY" bench --local --pre-touch --baseline --baseline-seconds "$baseline_seconds" --json --op both \
-        --size "$size" --concurrency "$gc" --batch "$gb" --count "$gn" >"$json" 2>"$WORK/granary.err" ||
+        --size "$size" --concurrency "$gc" --batch "$gb" --count "$gn" --warmup "$gw" >"$json" 2>"$WORK/granary.err" ||
         die "granary bench failed for $label: $(tail -n 5 "$WORK/granary.err")"
     put_line="$(grep '"type":"granary"' "$json" | grep '"phase":"put"' | head -n 1)"
     get_line="$(grep '"type":"granary"' "$json" | grep '"phase":"get"' | head -n 1)"

@@ -28,11 +28,11 @@ import java.util.concurrent.TimeUnit;
  * benchmark's JVM, so the same two cores run everything): put and get of 4 KiB and 1 MiB, and getBatch and putBatch
  * of 128 x 4 KiB. Puts go to fresh keys (objects are immutable, a repeated key would skip the transfer); the keys are
  * removed after every iteration. Gets read a pre-filled set round robin into a direct buffer. Time per call and calls
- * per second; values/s of a batch call is 128 x its calls/s.
+ * per millisecond; values/s of a batch call is 128 x its calls/s.
  */
 @State(Scope.Benchmark)
 @BenchmarkMode({Mode.AverageTime, Mode.Throughput})
-@OutputTimeUnit(TimeUnit.MICROSECONDS)
+@OutputTimeUnit(TimeUnit.MILLISECONDS)
 @Fork(value = 1, jvmArgsAppend = {"-Xmx1g", "--add-opens", "java.base/jdk.internal.misc=ALL-UNNAMED",
     "--add-opens", "java.base/java.nio=ALL-UNNAMED", "-Dio.netty.tryReflectionSetAccessible=true",
     "-Dlogback.configurationFile=logback-bench.xml"})
