@@ -1,9 +1,11 @@
 package io.granary.cli;
 
+import io.granary.cli.LoopbackBaseline.Shape;
 import io.granary.client.ErrorCode;
 import io.granary.client.GranaryClient;
 import io.granary.client.GranaryException;
 import io.granary.client.KeyInfo;
+import io.granary.client.OpResult;
 import io.granary.client.PutOptions;
 import io.granary.common.Units;
 import picocli.CommandLine;
@@ -15,22 +17,29 @@ import picocli.CommandLine.Spec;
 
 import java.io.PrintWriter;
 import java.nio.ByteBuffer;
+import java.time.Duration;
 import java.util.ArrayList;
+import java.util.EnumMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.SplittableRandom;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.regex.Pattern;
 
 /**
- * {@code granary bench}: puts and gets {@code --count} values of {@code --size} bytes with {@code --concurrency}
- * callers sharing one client, against a running cluster or an in-process one ({@code --local}), and prints
- * ops/s, GB/s and latency percentiles per phase. Values are slices of one random pattern (deterministic,
- * distinct per key), sent from direct memory and read into per-caller direct buffers, so the benchmark itself
- * allocates nothing per operation.
+ * {@code granary bench}: puts and gets {@code --count} values of each {@code --size} with {@code --concurrency}
+ * callers sharing one client (one value per call, or {@code --batch} values per putBatch/getBatch), against a
+ * running cluster or an in-process one per size ({@code --local}), and prints one table with a row per size and
+ * phase: ops/s (values per second), GB/s and latency percentiles per call. With {@code --baseline} it first
+ * measures the loopback limit of the same shapes ({@link LoopbackBaseline}) and adds Granary's share of it. Values
+ * are slices of one random pattern (deterministic, distinct per key), sent from direct memory; single gets read
+ * into per-caller direct buffers. Runs on the calling thread, which starts and joins the caller threads.
  */
 @Command(
     name = "bench",
@@ -38,19 +47,27 @@ import java.util.regex.Pattern;
     versionProvider = Granary.Version.class,
     showDefaultValues = true,
     description = {
-        "Put and get COUNT values of SIZE bytes with C concurrent callers and print, per phase, ops/s, GB/s "
-            + "(1e9 bytes/s) and GiB/s, latency p50/p99/p99.9/max, and errors.",
-        "Runs against the master at --master, or an in-process cluster with --local. Keys are unique per run "
-            + "and removed at the end unless --keep. Exits 1 if any operation failed or any verified value differed."})
+        "Put and get COUNT values of each SIZE with C concurrent callers (BATCH values per call) and print one row "
+            + "per size and phase: ops/s (values/s), GB/s (1e9 bytes/s) and GiB/s, latency per call "
+            + "p50/p99/p99.9/max, and errors.",
+        "Runs against the master at --master, or an in-process cluster per size with --local. --baseline first "
+            + "measures plain Java sockets moving the same values over loopback (the loopback limit) and adds "
+            + "%%LIMIT = Granary GB/s / limit GB/s of the same shape, size, concurrency and batch.",
+        "Keys are unique per run and removed at the end unless --keep. Exits 1 if any operation failed or any "
+            + "verified value differed."})
 final class BenchCommand implements Callable<Integer>
 {
     private static final int PATTERN_SPAN = 1 << 16;
     private static final int OFFSET_STRIDE = 4099; // odd: 65536 distinct offsets before repeating
+    private static final int MAX_SIZE = Integer.MAX_VALUE - PATTERN_SPAN;
+    private static final double MAX_BASELINE_SECONDS = 3600;
+    private static final int KIND_GET = 0;
+    private static final int KIND_PUT = 1;
 
     /** What the measured phases do. */
     enum Op
     {
-        put, get, both
+        put, get, both, mixed
     }
 
     @Spec
@@ -59,15 +76,15 @@ final class BenchCommand implements Callable<Integer>
     @Mixin
     private ClientOptions clientOptions;
 
-    @Option(names = "--local", description = "Start an in-process master and --nodes storage nodes instead of using "
-        + "--master.")
+    @Option(names = "--local", description = "Start an in-process master and --nodes storage nodes (a fresh cluster "
+        + "per size) instead of using --master.")
     private boolean local;
 
     @Option(names = "--nodes", paramLabel = "N", defaultValue = "1", description = "Storage nodes of --local.")
     private int nodes;
 
     @Option(names = "--segment-size", paramLabel = "SIZE", converter = Converters.SizeConverter.class,
-        description = "Segment size of --local nodes. Default: sized to hold the run at under 80%% use.")
+        description = "Segment size of --local nodes. Default: sized to hold each size's run at under 80%% use.")
     private Long segmentSizeOption;
 
     @Option(names = "--pre-touch", description = "Commit the --local segments' memory before the run, as "
@@ -77,22 +94,32 @@ final class BenchCommand implements Callable<Integer>
     @Option(names = "--count", paramLabel = "N", defaultValue = "1000", description = "Values per phase.")
     private int count;
 
-    @Option(names = "--size", paramLabel = "SIZE", defaultValue = "1m", converter = Converters.SizeConverter.class,
-        description = "Bytes per value.")
-    private long sizeBytes;
+    @Option(names = "--size", paramLabel = "SIZE", defaultValue = "1m", split = ",",
+        converter = Converters.SizeConverter.class,
+        description = "Bytes per value; a comma list (4k,64k,1m,4m) repeats the run per size.")
+    private List<Long> sizes;
 
     @Option(names = "--concurrency", paramLabel = "C", defaultValue = "1", description = "Concurrent callers.")
     private int concurrency;
 
+    @Option(names = "--batch", paramLabel = "N", defaultValue = "1", description = "Values per call: above 1 each "
+        + "caller uses putBatch/getBatch of N values; latency is then per batch call.")
+    private int batch;
+
     @Option(names = "--op", paramLabel = "OP", defaultValue = "both",
-        description = "put, get (values are put first, unmeasured) or both (a put phase, then a get phase).")
+        description = "put, get (values are put first, unmeasured), both (a put phase, then a get phase) or mixed "
+            + "(gets and puts in --read-ratio against COUNT pre-filled values).")
     private Op op;
+
+    @Option(names = "--read-ratio", paramLabel = "R", defaultValue = "0.9",
+        description = "Share of gets (by call) in --op mixed, 0..1.")
+    private double readRatio;
 
     @Option(names = "--replicas", paramLabel = "R", defaultValue = "1", description = "Replicas per value.")
     private int replicas;
 
     @Option(names = "--warmup", paramLabel = "N",
-        description = "Unmeasured puts and gets of separate keys before the phases. Default: min(200, COUNT).")
+        description = "Unmeasured puts and gets of separate keys before each size's phases. Default: min(200, COUNT).")
     private Integer warmupOption;
 
     @Option(names = "--verify", description = "Compare every value read (default: every 10th).")
@@ -101,47 +128,77 @@ final class BenchCommand implements Callable<Integer>
     @Option(names = "--keep", description = "Leave the keys in the cluster.")
     private boolean keep;
 
+    @Option(names = "--baseline", description = "Before each size, measure the loopback limit: plain blocking "
+        + "java.nio sockets between threads over 127.0.0.1, C connections, the same request/response shape, size "
+        + "and batch; adds LIMIT(GB/S) and %%LIMIT columns.")
+    private boolean baseline;
+
+    @Option(names = "--baseline-seconds", paramLabel = "S", defaultValue = "3",
+        description = "Measured seconds of each baseline shape (after a warmup of a third of it, at most 1 s).")
+    private double baselineSeconds;
+
+    @Option(names = "--baseline-stream", description = "With --baseline, also measure one-way streaming of the "
+        + "same values (no responses; for information, not used in %%LIMIT).")
+    private boolean baselineStream;
+
+    @Option(names = "--json", description = "Print one JSON object per row (baseline and Granary rows) on stdout; "
+        + "other output goes to stderr.")
+    private boolean json;
+
     private ByteBuffer pattern;
+    private PrintWriter out;
+    private PrintWriter info;
 
     @Override
     public Integer call()
     {
         Logging.setLevel(spec, clientOptions.logLevel);
         validate();
-        final PrintWriter out = spec.commandLine().getOut();
+        out = spec.commandLine().getOut();
+        info = json ? spec.commandLine().getErr() : out;
         final int warmup = warmupOption != null ? warmupOption : Math.min(200, count);
-        pattern = pattern(sizeBytes);
+        pattern = pattern(sizes.stream().mapToLong(Long::longValue).max().orElseThrow());
+        final String runPrefix = "bench/" + Long.toString(System.currentTimeMillis(), 36) + "-" +
+            Integer.toString(new SplittableRandom().nextInt(1 << 20), 36) + "/";
+        final List<Row> rows = new ArrayList<>();
+        final List<String> notes = new ArrayList<>();
+        boolean failed = false;
 
         if (local)
         {
-            final int segmentsPerNode = Math.max(1, (replicas + nodes - 1) / nodes);
-            final long segmentSize = segmentSizeOption != null ? segmentSizeOption :
-                localSegmentSize((long)(count + warmup) * sizeBytes * replicas, nodes * segmentsPerNode);
-            out.printf(Locale.ROOT, "cluster: in-process, %d node(s) x %d segment(s) of %s%s%n", nodes,
-                segmentsPerNode, Units.formatBytes(segmentSize), preTouch ? ", pre-touched" : "");
-            out.flush();
-            try (LocalCluster cluster = LocalCluster.builder()
-                .nodes(nodes)
-                .segmentsPerNode(segmentsPerNode)
-                .segmentSizeBytes(segmentSize)
-                .nodeContext(ctx -> ctx.preTouch(preTouch))
-                .start())
+            for (final long size : sizes)
             {
-                final GranaryClient client = cluster.newClient(clientOptions.config(spec.commandLine(),
-                    cluster.masterAddress()));
-                return run(client, warmup, false, out);
+                failed |= runLocal(size, warmup, runPrefix, rows, notes);
             }
         }
-        out.println("cluster: master " + clientOptions.master);
+        else
+        {
+            info.println("cluster: master " + clientOptions.master);
+            info.flush();
+            try (GranaryClient client = clientOptions.connect(spec.commandLine(), clientOptions.master))
+            {
+                for (final long size : sizes)
+                {
+                    failed |= runSize(client, size, warmup, runPrefix, rows, notes);
+                }
+                if (!keep)
+                {
+                    info.println("cleanup: removed " + removeRun(client, runPrefix) + " keys");
+                }
+            }
+            catch (final GranaryException ex)
+            {
+                throw ClientOptions.withHint(ex, clientOptions.master);
+            }
+        }
+        if (!json)
+        {
+            printTable(rows);
+        }
+        notes.forEach(info::println);
         out.flush();
-        try (GranaryClient client = clientOptions.connect(spec.commandLine(), clientOptions.master))
-        {
-            return run(client, warmup, !keep, out);
-        }
-        catch (final GranaryException ex)
-        {
-            throw ClientOptions.withHint(ex, clientOptions.master);
-        }
+        info.flush();
+        return failed ? Granary.EXIT_FAILED : 0;
     }
 
     private void validate()
@@ -152,9 +209,18 @@ final class BenchCommand implements Callable<Integer>
             throw new CommandLine.ParameterException(cmd, "give either --master or --local, not both");
         }
         require(count >= 1, "--count must be positive, was " + count);
-        require(sizeBytes >= 1 && sizeBytes <= Integer.MAX_VALUE - PATTERN_SPAN,
-            "--size must be in 1.." + (Integer.MAX_VALUE - PATTERN_SPAN) + ", was " + sizeBytes);
+        require(!sizes.isEmpty(), "--size needs at least one size");
+        for (final long size : sizes)
+        {
+            require(size >= 1 && size <= MAX_SIZE, "--size must be in 1.." + MAX_SIZE + ", was " + size);
+        }
         require(concurrency >= 1 && concurrency <= 1024, "--concurrency must be in 1..1024, was " + concurrency);
+        require(batch >= 1 && batch <= LoopbackBaseline.MAX_BATCH,
+            "--batch must be in 1.." + LoopbackBaseline.MAX_BATCH + ", was " + batch);
+        require(readRatio >= 0 && readRatio <= 1, "--read-ratio must be in 0..1, was " + readRatio);
+        require(baselineSeconds > 0 && baselineSeconds <= MAX_BASELINE_SECONDS,
+            "--baseline-seconds must be above 0 and at most " + (int)MAX_BASELINE_SECONDS + ", was " + baselineSeconds);
+        require(baseline || !baselineStream, "--baseline-stream needs --baseline");
         require(nodes >= 1 && nodes <= 64, "--nodes must be in 1..64, was " + nodes);
         require(warmupOption == null || warmupOption >= 0, "--warmup must not be negative, was " + warmupOption);
         require(replicas >= 1, "--replicas must be positive, was " + replicas);
@@ -168,106 +234,421 @@ final class BenchCommand implements Callable<Integer>
         }
     }
 
-    private int run(final GranaryClient client, final int warmup, final boolean cleanUp, final PrintWriter out)
+    /** One size against a fresh in-process cluster sized for it; the cluster goes away with its keys. */
+    private boolean runLocal(
+        final long size, final int warmup, final String runPrefix, final List<Row> rows, final List<String> notes)
     {
-        final String prefix = "bench/" + Long.toString(System.currentTimeMillis(), 36) + "-" +
-            Integer.toString(new SplittableRandom().nextInt(1 << 20), 36) + "/";
+        final int segmentsPerNode = Math.max(1, (replicas + nodes - 1) / nodes);
+        final long valuesStored = (long)count * (op == Op.mixed ? 2 : 1) + warmup;
+        final long segmentSize = segmentSizeOption != null ? segmentSizeOption :
+            localSegmentSize(valuesStored * size * replicas, nodes * segmentsPerNode);
+        info.printf(Locale.ROOT, "cluster: in-process, %d node(s) x %d segment(s) of %s%s%n", nodes,
+            segmentsPerNode, Units.formatBytes(segmentSize), preTouch ? ", pre-touched" : "");
+        info.flush();
+        try (LocalCluster cluster = LocalCluster.builder()
+            .nodes(nodes)
+            .segmentsPerNode(segmentsPerNode)
+            .segmentSizeBytes(segmentSize)
+            .nodeContext(ctx -> ctx.preTouch(preTouch))
+            .start())
+        {
+            final GranaryClient client = cluster.newClient(clientOptions.config(spec.commandLine(),
+                cluster.masterAddress()));
+            return runSize(client, size, warmup, runPrefix, rows, notes);
+        }
+    }
+
+    /** The baseline (if asked), warmup and measured phases of one size; adds its rows, returns whether it failed. */
+    private boolean runSize(
+        final GranaryClient client,
+        final long sizeLong,
+        final int warmup,
+        final String runPrefix,
+        final List<Row> rows,
+        final List<String> notes)
+    {
+        final int size = (int)sizeLong;
+        final String sizeLabel = Converters.formatSize(size);
+        final String prefix = runPrefix + sizeLabel + "/";
         final PutOptions options = PutOptions.builder().replicas(replicas).build();
-        out.printf(Locale.ROOT, "bench: %d x %s values, concurrency %d, replicas %d, op %s, warmup %d, keys %s*%n",
-            count, Units.formatBytes(sizeBytes), concurrency, replicas, op, warmup, prefix);
+        info.printf(Locale.ROOT, "bench: %d x %s values, concurrency %d, batch %d, replicas %d, op %s%s, warmup %d, "
+                + "keys %s*%n", count, Units.formatBytes(size), concurrency, batch, replicas, op,
+            op == Op.mixed ? " (read ratio " + readRatio + ")" : "", warmup, prefix);
+        info.flush();
+
+        final Map<Shape, LoopbackBaseline.Result> limits = baseline ? measureBaseline(size) : Map.of();
 
         if (warmup > 0)
         {
-            final Phase warm = new Phase("warmup", warmup, i -> put(client, prefix + "w" + i, i, options));
-            warm.run(concurrency);
-            final Phase warmGets = new Phase("warmup", warmup, i -> get(client, prefix + "w" + i, i, true));
-            warmGets.run(concurrency);
-            if (warm.errors.get() + warmGets.errors.get() > 0)
+            final Phase warmPuts = new Phase("warmup", warmup, batch,
+                (first, n, outcome) -> put(client, prefix + "w", first, n, size, options, outcome)).run(concurrency);
+            final Phase warmGets = new Phase("warmup", warmup, batch,
+                (first, n, outcome) -> get(client, prefix + "w", first, n, size, true, outcome)).run(concurrency);
+            final long warmErrors = warmPuts.errors.get() + warmGets.errors.get();
+            if (warmErrors > 0)
             {
-                out.println("warmup: " + (warm.errors.get() + warmGets.errors.get()) + " errors, first: " +
-                    (warm.firstError.get() != null ? warm.firstError.get() : warmGets.firstError.get()));
+                info.println("warmup: " + warmErrors + " errors, first: " +
+                    (warmPuts.firstError.get() != null ? warmPuts.firstError.get() : warmGets.firstError.get()));
             }
         }
 
         final List<Phase> phases = new ArrayList<>();
-        final Phase puts = new Phase("put", count, i -> put(client, prefix + i, i, options));
-        if (op == Op.get)
-        {
-            puts.run(concurrency); // unmeasured: the values the get phase reads
-        }
-        else
+        final Phase puts = new Phase("put", count, batch,
+            (first, n, outcome) -> put(client, prefix, first, n, size, options, outcome));
+        if (op == Op.put || op == Op.both)
         {
             phases.add(puts.run(concurrency));
         }
-        if (op != Op.put)
+        else
         {
-            phases.add(new Phase("get", count, i -> get(client, prefix + i, i, verifyAll || i % 10 == 0))
-                .run(concurrency));
+            puts.run(concurrency); // unmeasured: the values the get or mixed phase reads
+        }
+        if (op == Op.get || op == Op.both)
+        {
+            phases.add(new Phase("get", count, batch,
+                (first, n, outcome) -> get(client, prefix, first, n, size, verifyAll, outcome)).run(concurrency));
+        }
+        if (op == Op.mixed)
+        {
+            phases.add(new Phase("mixed", count, batch,
+                (first, n, outcome) -> mixed(client, prefix, first, n, size, options, outcome)).run(concurrency));
         }
 
-        final Table table = new Table("PHASE", ">OPS", ">ERRORS", ">SECONDS", ">OPS/S", ">GB/S", ">GIB/S",
-            ">P50(MS)", ">P99(MS)", ">P99.9(MS)", ">MAX(MS)");
         boolean failed = puts.errors.get() > 0;
         for (final Phase p : phases)
         {
-            final double seconds = p.elapsedNs / 1e9;
-            final long ok = p.latency.count();
-            final double bytesPerSecond = ok * sizeBytes / seconds;
-            table.row(p.name, ok, p.errors.get(), fixed(seconds, 3), fixed(ok / seconds, 1),
-                fixed(bytesPerSecond / 1e9, 3), fixed(bytesPerSecond / (1L << 30), 3),
-                fixed(p.latency.percentileMs(50), 3), fixed(p.latency.percentileMs(99), 3),
-                fixed(p.latency.percentileMs(99.9), 3), fixed(p.latency.maxMs(), 3));
-            failed |= p.errors.get() > 0;
+            final Row row = new Row(sizeLabel, size, p, limitOf(p.name, limits));
+            rows.add(row);
+            if (json)
+            {
+                out.println(row.json(this));
+            }
+            failed |= p.errors.get() > 0 || p.mismatches.get() > 0;
         }
-        table.print(out, "");
+        if (puts.errors.get() > 0 && !phases.contains(puts))
+        {
+            info.println("put (unmeasured): " + puts.errors.get() + " errors, first: " + puts.firstError.get());
+        }
         for (final Phase p : phases)
         {
             if (p.firstError.get() != null)
             {
-                out.println(p.name + ": " + p.errors.get() + " errors, first: " + p.firstError.get());
+                info.println(p.name + ": " + p.errors.get() + " errors, first: " + p.firstError.get());
             }
+            if (p.valuesOfKind[KIND_GET].get() > 0 && (p.name.equals("get") || p.name.equals("mixed")))
+            {
+                info.printf(Locale.ROOT, "verify: %d of %d values read compared byte for byte, %d differed%s%n",
+                    p.verified.get(), p.valuesOfKind[KIND_GET].get(), p.mismatches.get(),
+                    verifyAll ? "" : " (--verify compares all)");
+            }
+            if (p.name.equals("mixed"))
+            {
+                notes.add(mixedNote(sizeLabel, p));
+            }
+        }
+        info.flush();
+        out.flush();
+        return failed;
+    }
+
+    /** The loopback limit of the shapes this run's phases have, printed as measured. */
+    private Map<Shape, LoopbackBaseline.Result> measureBaseline(final int size)
+    {
+        final List<Shape> shapes = new ArrayList<>();
+        if (op != Op.get)
+        {
+            shapes.add(Shape.PUT);
         }
         if (op != Op.put)
         {
-            final Phase gets = phases.get(phases.size() - 1);
-            out.printf(Locale.ROOT, "verify: %d of %d values read compared byte for byte, %d differed%s%n",
-                gets.verified.get(), count, gets.mismatches.get(), verifyAll ? "" : " (--verify compares all)");
-            failed |= gets.mismatches.get() > 0;
+            shapes.add(Shape.GET);
         }
-        if (cleanUp)
+        if (baselineStream)
         {
-            out.println("cleanup: removed " + removeRun(client, prefix) + " keys");
+            shapes.add(Shape.STREAM);
         }
-        out.flush();
-        return failed ? Granary.EXIT_FAILED : 0;
+        final Duration measured = Duration.ofNanos((long)(baselineSeconds * 1e9));
+        final Duration warmup = Duration.ofNanos(Math.min(1_000_000_000L, measured.toNanos() / 3));
+        final Map<Shape, LoopbackBaseline.Result> results = new EnumMap<>(Shape.class);
+        for (final Shape shape : shapes)
+        {
+            final LoopbackBaseline.Result result =
+                LoopbackBaseline.measure(shape, size, concurrency, batch, warmup, measured);
+            results.put(shape, result);
+            if (json)
+            {
+                out.println(baselineJson(result));
+                out.flush();
+            }
+            else
+            {
+                info.println("baseline: loopback " + result.describe());
+                info.flush();
+            }
+        }
+        return results;
     }
 
-    private Object put(final GranaryClient client, final String key, final int index, final PutOptions options)
+    /**
+     * The limit in GB/s for a phase: its shape's baseline; for mixed, the time-weighted mix of the get and put
+     * limits (a byte share R at the get limit and 1 - R at the put limit). Null without a baseline.
+     */
+    private Double limitOf(final String phase, final Map<Shape, LoopbackBaseline.Result> limits)
     {
-        client.put(key, value(index), options);
-        return null;
-    }
-
-    /** @return whether the value matched when compared, null when not compared. */
-    private Boolean get(final GranaryClient client, final String key, final int index, final boolean compare)
-    {
-        final ByteBuffer buffer = Phase.buffer(sizeBytes);
-        buffer.clear();
-        final int length = client.getInto(key, buffer);
-        if (!compare)
+        if (limits.isEmpty())
         {
             return null;
         }
-        buffer.flip();
-        return length == sizeBytes && buffer.mismatch(value(index)) < 0;
+        switch (phase)
+        {
+            case "put":
+                return limits.get(Shape.PUT).gbPerSecond();
+            case "get":
+                return limits.get(Shape.GET).gbPerSecond();
+            default:
+                return mixedLimit(readRatio, limits.get(Shape.GET).gbPerSecond(), limits.get(Shape.PUT).gbPerSecond());
+        }
+    }
+
+    /** GB/s of a mix moving a share {@code readRatio} of its bytes at {@code getGbps} and the rest at {@code putGbps}. */
+    static double mixedLimit(final double readRatio, final double getGbps, final double putGbps)
+    {
+        final double secondsPerGb = (readRatio > 0 ? readRatio / getGbps : 0) +
+            (readRatio < 1 ? (1 - readRatio) / putGbps : 0);
+        return 1 / secondsPerGb;
+    }
+
+    // ------------------------------------------------------------------------------------------- operations
+
+    private void put(
+        final GranaryClient client,
+        final String prefix,
+        final int first,
+        final int n,
+        final int size,
+        final PutOptions options,
+        final Outcome outcome)
+    {
+        outcome.kind = KIND_PUT;
+        if (n == 1 && batch == 1)
+        {
+            client.put(prefix + first, value(first, size), options);
+            outcome.ok = 1;
+            return;
+        }
+        final List<String> keys = new ArrayList<>(n);
+        final List<ByteBuffer> values = new ArrayList<>(n);
+        for (int i = first; i < first + n; i++)
+        {
+            keys.add(prefix + i);
+            values.add(value(i, size));
+        }
+        final List<OpResult<Void>> results = client.putBatch(keys, values, options);
+        for (final OpResult<Void> result : results)
+        {
+            outcome.onResult(result);
+        }
+    }
+
+    /** Gets values {@code first .. first + n - 1} of {@code prefix}; compares every 10th or, with {@code all}, each. */
+    private void get(
+        final GranaryClient client,
+        final String prefix,
+        final int first,
+        final int n,
+        final int size,
+        final boolean all,
+        final Outcome outcome)
+    {
+        outcome.kind = KIND_GET;
+        if (n == 1 && batch == 1)
+        {
+            final ByteBuffer buffer = Phase.buffer(size);
+            buffer.clear();
+            final int length = client.getInto(prefix + first, buffer);
+            outcome.ok = 1;
+            if (all || first % 10 == 0)
+            {
+                buffer.flip();
+                outcome.onCompared(length == size && buffer.mismatch(value(first, size)) < 0);
+            }
+            return;
+        }
+        final List<String> keys = new ArrayList<>(n);
+        for (int i = first; i < first + n; i++)
+        {
+            keys.add(prefix + i);
+        }
+        final List<OpResult<byte[]>> results = client.getBatch(keys);
+        for (int j = 0; j < results.size(); j++)
+        {
+            final OpResult<byte[]> result = results.get(j);
+            outcome.onResult(result);
+            final int index = first + j;
+            if (result.ok() && (all || index % 10 == 0))
+            {
+                final byte[] bytes = result.value();
+                outcome.onCompared(bytes.length == size && ByteBuffer.wrap(bytes).mismatch(value(index, size)) < 0);
+            }
+        }
+    }
+
+    /** A get of pre-filled values or a put of new ones, chosen per call by a hash of its position. */
+    private void mixed(
+        final GranaryClient client,
+        final String prefix,
+        final int first,
+        final int n,
+        final int size,
+        final PutOptions options,
+        final Outcome outcome)
+    {
+        if (isRead(first / batch, readRatio))
+        {
+            get(client, prefix, first, n, size, verifyAll, outcome);
+        }
+        else
+        {
+            put(client, prefix + "m", first, n, size, options, outcome);
+        }
+    }
+
+    /** Whether call {@code callIndex} of a mixed phase is a get: a fixed pseudo-random choice with P(get) = ratio. */
+    static boolean isRead(final int callIndex, final double readRatio)
+    {
+        long z = callIndex * 0x9E3779B97F4A7C15L;
+        z = (z ^ (z >>> 30)) * 0xBF58476D1CE4E5B9L;
+        z = (z ^ (z >>> 27)) * 0x94D049BB133111EBL;
+        z ^= z >>> 31;
+        return (z >>> 11) * 0x1.0p-53 < readRatio;
     }
 
     /** The value of key {@code index}: a slice of the shared pattern at a per-index offset (read-only view). */
-    private ByteBuffer value(final int index)
+    private ByteBuffer value(final int index, final int size)
     {
         final int offset = (int)(((long)index * OFFSET_STRIDE) % PATTERN_SPAN);
-        return pattern.duplicate().position(offset).limit(offset + (int)sizeBytes).slice();
+        return pattern.duplicate().position(offset).limit(offset + size).slice();
     }
+
+    // ------------------------------------------------------------------------------------------- output
+
+    private void printTable(final List<Row> rows)
+    {
+        final boolean withLimit = baseline;
+        final List<String> headers = new ArrayList<>(List.of("SIZE", "PHASE", ">OPS", ">ERRORS", ">SECONDS",
+            ">OPS/S", ">GB/S", ">GIB/S", ">P50(MS)", ">P99(MS)", ">P99.9(MS)", ">MAX(MS)"));
+        if (withLimit)
+        {
+            headers.add(">LIMIT(GB/S)");
+            headers.add(">%LIMIT");
+        }
+        final Table table = new Table(headers.toArray(new String[0]));
+        for (final Row r : rows)
+        {
+            final List<Object> cells = new ArrayList<>(List.of(r.sizeLabel, r.phase, r.values, r.errors,
+                fixed(r.seconds, 3), fixed(r.valuesPerSecond(), 1), fixed(r.gbPerSecond(), 3),
+                fixed(r.gbPerSecond() * 1e9 / (1L << 30), 3), fixed(r.p50Ms, 3), fixed(r.p99Ms, 3),
+                fixed(r.p999Ms, 3), fixed(r.maxMs, 3)));
+            if (withLimit)
+            {
+                cells.add(r.limitGbps == null ? null : fixed(r.limitGbps, 3));
+                cells.add(r.percentOfLimit() == null ? null : fixed(r.percentOfLimit(), 1));
+            }
+            table.row(cells.toArray());
+        }
+        table.print(out, "");
+        if (batch > 1)
+        {
+            out.println("ops = values; latency is per call of up to " + batch + " values (putBatch/getBatch)");
+        }
+        if (withLimit)
+        {
+            out.println("LIMIT: plain Java sockets over loopback, same shape (get: 64 B request -> value; put: value "
+                + "-> 64 B ack), size, concurrency and batch; mixed: the read-ratio mix of both");
+        }
+    }
+
+    private String mixedNote(final String sizeLabel, final Phase p)
+    {
+        final long gets = p.valuesOfKind[KIND_GET].get();
+        final long puts = p.valuesOfKind[KIND_PUT].get();
+        return String.format(Locale.ROOT, "mixed %s: %d values got (%.1f%%), %d put; get %s; put %s", sizeLabel, gets,
+            gets + puts == 0 ? 0.0 : 100.0 * gets / (gets + puts), puts, p.latencyOfKind[KIND_GET].p50p99(),
+            p.latencyOfKind[KIND_PUT].p50p99());
+    }
+
+    private String baselineJson(final LoopbackBaseline.Result r)
+    {
+        final Map<String, Object> fields = new LinkedHashMap<>();
+        fields.put("type", "baseline");
+        fields.put("size", r.valueBytes());
+        fields.put("shape", r.shape().label());
+        fields.put("concurrency", r.concurrency());
+        fields.put("batch", r.batch());
+        fields.put("values", r.values());
+        fields.put("roundTrips", r.roundTrips());
+        fields.put("seconds", r.seconds());
+        fields.put("valuesPerSec", r.valuesPerSecond());
+        fields.put("gbPerSec", r.gbPerSecond());
+        fields.put("p50Ms", r.p50Ms());
+        fields.put("p99Ms", r.p99Ms());
+        fields.put("p999Ms", r.p999Ms());
+        fields.put("maxMs", r.maxMs());
+        return jsonObject(fields);
+    }
+
+    /** A one-line JSON object of strings, numbers (non-finite ones as null), booleans and nulls. */
+    static String jsonObject(final Map<String, Object> fields)
+    {
+        final StringBuilder json = new StringBuilder("{");
+        for (final Map.Entry<String, Object> field : fields.entrySet())
+        {
+            if (json.length() > 1)
+            {
+                json.append(',');
+            }
+            appendString(json, field.getKey());
+            json.append(':');
+            final Object value = field.getValue();
+            if (value == null || (value instanceof Double && !Double.isFinite((Double)value)))
+            {
+                json.append("null");
+            }
+            else if (value instanceof Number || value instanceof Boolean)
+            {
+                json.append(value);
+            }
+            else
+            {
+                appendString(json, value.toString());
+            }
+        }
+        return json.append('}').toString();
+    }
+
+    private static void appendString(final StringBuilder json, final String text)
+    {
+        json.append('"');
+        for (int i = 0; i < text.length(); i++)
+        {
+            final char c = text.charAt(i);
+            if (c == '"' || c == '\\')
+            {
+                json.append('\\').append(c);
+            }
+            else if (c < 0x20)
+            {
+                json.append(String.format(Locale.ROOT, "\\u%04x", (int)c));
+            }
+            else
+            {
+                json.append(c);
+            }
+        }
+        json.append('"');
+    }
+
+    // ------------------------------------------------------------------------------------------- cleanup, sizing
 
     /** Removes this run's keys: unleased ones by regex, then (the get phase leased them) the rest by force. */
     private static long removeRun(final GranaryClient client, final String prefix)
@@ -327,33 +708,163 @@ final class BenchCommand implements Callable<Integer>
         return String.format(Locale.ROOT, "%." + decimals + "f", value);
     }
 
-    /** One operation of a phase, by value index. */
+    // ------------------------------------------------------------------------------------------- model
+
+    /** One table row: a measured phase of one size and, with --baseline, its limit. */
+    private static final class Row
+    {
+        final String sizeLabel;
+        final int size;
+        final String phase;
+        final long values;
+        final long errors;
+        final double seconds;
+        final double p50Ms;
+        final double p99Ms;
+        final double p999Ms;
+        final double maxMs;
+        final long gets;
+        final long puts;
+        final Double limitGbps;
+
+        Row(final String sizeLabel, final int size, final Phase p, final Double limitGbps)
+        {
+            this.sizeLabel = sizeLabel;
+            this.size = size;
+            this.phase = p.name;
+            this.values = p.okValues.get();
+            this.errors = p.errors.get();
+            this.seconds = p.elapsedNs / 1e9;
+            this.p50Ms = p.latency.percentileMs(50);
+            this.p99Ms = p.latency.percentileMs(99);
+            this.p999Ms = p.latency.percentileMs(99.9);
+            this.maxMs = p.latency.maxMs();
+            this.gets = p.valuesOfKind[KIND_GET].get();
+            this.puts = p.valuesOfKind[KIND_PUT].get();
+            this.limitGbps = limitGbps;
+        }
+
+        double valuesPerSecond()
+        {
+            return seconds == 0 ? 0 : values / seconds;
+        }
+
+        double gbPerSecond()
+        {
+            return seconds == 0 ? 0 : values * (double)size / seconds / 1e9;
+        }
+
+        Double percentOfLimit()
+        {
+            return limitGbps == null || limitGbps <= 0 ? null : 100 * gbPerSecond() / limitGbps;
+        }
+
+        String json(final BenchCommand bench)
+        {
+            final Map<String, Object> fields = new LinkedHashMap<>();
+            fields.put("type", "granary");
+            fields.put("size", size);
+            fields.put("phase", phase);
+            fields.put("concurrency", bench.concurrency);
+            fields.put("batch", bench.batch);
+            fields.put("replicas", bench.replicas);
+            fields.put("values", values);
+            fields.put("errors", errors);
+            fields.put("seconds", seconds);
+            fields.put("valuesPerSec", valuesPerSecond());
+            fields.put("gbPerSec", gbPerSecond());
+            fields.put("gibPerSec", gbPerSecond() * 1e9 / (1L << 30));
+            fields.put("p50Ms", p50Ms);
+            fields.put("p99Ms", p99Ms);
+            fields.put("p999Ms", p999Ms);
+            fields.put("maxMs", maxMs);
+            if (phase.equals("mixed"))
+            {
+                fields.put("readRatio", bench.readRatio);
+                fields.put("gets", gets);
+                fields.put("puts", puts);
+            }
+            fields.put("limitGbPerSec", limitGbps);
+            fields.put("pctLimit", percentOfLimit());
+            return jsonObject(fields);
+        }
+    }
+
+    /** One call of a phase: {@code n} values from index {@code first}; reports into the caller's outcome. */
     @FunctionalInterface
     interface Operation
     {
-        /** @return a Boolean when the operation compared a value (false: it differed), else null. */
-        Object apply(int index);
+        /** @throws GranaryException when the whole call failed (every value of it counts as an error). */
+        void apply(int first, int n, Outcome outcome);
     }
 
-    /** One measured (or warmup) phase: {@code count} operations shared by C caller threads. */
+    /** What one call did; owned by one caller thread and reset before each call. */
+    static final class Outcome
+    {
+        int kind;
+        int ok;
+        int errors;
+        int compared;
+        int mismatches;
+        String firstError;
+
+        void reset()
+        {
+            kind = KIND_GET;
+            ok = 0;
+            errors = 0;
+            compared = 0;
+            mismatches = 0;
+            firstError = null;
+        }
+
+        void onResult(final OpResult<?> result)
+        {
+            if (result.ok())
+            {
+                ok++;
+            }
+            else
+            {
+                errors++;
+                if (firstError == null)
+                {
+                    firstError = result.error().name() + ": " + result.message();
+                }
+            }
+        }
+
+        void onCompared(final boolean matched)
+        {
+            compared++;
+            mismatches += matched ? 0 : 1;
+        }
+    }
+
+    /** One measured (or warmup) phase: {@code count} values in calls of {@code batch}, shared by C caller threads. */
     static final class Phase
     {
         private static final ThreadLocal<ByteBuffer> BUFFERS = new ThreadLocal<>();
 
         final String name;
         final int count;
+        final int batch;
         final Operation operation;
         final LatencyRecorder latency = new LatencyRecorder();
-        final AtomicInteger errors = new AtomicInteger();
-        final AtomicInteger verified = new AtomicInteger();
-        final AtomicInteger mismatches = new AtomicInteger();
+        final LatencyRecorder[] latencyOfKind = {new LatencyRecorder(), new LatencyRecorder()};
+        final AtomicLong[] valuesOfKind = {new AtomicLong(), new AtomicLong()};
+        final AtomicLong okValues = new AtomicLong();
+        final AtomicLong errors = new AtomicLong();
+        final AtomicLong verified = new AtomicLong();
+        final AtomicLong mismatches = new AtomicLong();
         final AtomicReference<String> firstError = new AtomicReference<>();
         long elapsedNs;
 
-        Phase(final String name, final int count, final Operation operation)
+        Phase(final String name, final int count, final int batch, final Operation operation)
         {
             this.name = name;
             this.count = count;
+            this.batch = batch;
             this.operation = operation;
         }
 
@@ -371,37 +882,45 @@ final class BenchCommand implements Callable<Integer>
 
         Phase run(final int concurrency)
         {
+            final int calls = (int)(((long)count + batch - 1) / batch);
             final AtomicInteger next = new AtomicInteger();
             final CountDownLatch start = new CountDownLatch(1);
-            final LatencyRecorder[] recorders = new LatencyRecorder[concurrency];
+            final LatencyRecorder[][] recorders = new LatencyRecorder[concurrency][];
             final Thread[] threads = new Thread[concurrency];
             for (int t = 0; t < concurrency; t++)
             {
-                final LatencyRecorder recorder = new LatencyRecorder();
-                recorders[t] = recorder;
+                final LatencyRecorder[] byKind = {new LatencyRecorder(), new LatencyRecorder()};
+                recorders[t] = byKind;
                 threads[t] = new Thread(() ->
                 {
                     awaitUninterruptibly(start);
-                    for (int i = next.getAndIncrement(); i < count; i = next.getAndIncrement())
+                    final Outcome outcome = new Outcome();
+                    for (int c = next.getAndIncrement(); c < calls; c = next.getAndIncrement())
                     {
+                        final int first = c * batch;
+                        final int n = Math.min(batch, count - first);
+                        outcome.reset();
                         final long t0 = System.nanoTime();
-                        final Object result;
                         try
                         {
-                            result = operation.apply(i);
+                            operation.apply(first, n, outcome);
                         }
                         catch (final GranaryException ex)
                         {
-                            errors.incrementAndGet();
+                            errors.addAndGet(n);
                             firstError.compareAndSet(null, Granary.errorLine(ex).substring("error: ".length()));
                             continue;
                         }
-                        recorder.record(System.nanoTime() - t0);
-                        if (result instanceof Boolean)
+                        byKind[outcome.kind].record(System.nanoTime() - t0);
+                        valuesOfKind[outcome.kind].addAndGet(n);
+                        okValues.addAndGet(outcome.ok);
+                        if (outcome.errors > 0)
                         {
-                            verified.incrementAndGet();
-                            mismatches.addAndGet((Boolean)result ? 0 : 1);
+                            errors.addAndGet(outcome.errors);
+                            firstError.compareAndSet(null, outcome.firstError);
                         }
+                        verified.addAndGet(outcome.compared);
+                        mismatches.addAndGet(outcome.mismatches);
                     }
                     BUFFERS.remove();
                 }, "granary-bench-" + name + "-" + t);
@@ -415,9 +934,13 @@ final class BenchCommand implements Callable<Integer>
                 joinUninterruptibly(thread);
             }
             elapsedNs = System.nanoTime() - t0;
-            for (final LatencyRecorder recorder : recorders)
+            for (final LatencyRecorder[] byKind : recorders)
             {
-                latency.add(recorder);
+                for (int k = 0; k < byKind.length; k++)
+                {
+                    latency.add(byKind[k]);
+                    latencyOfKind[k].add(byKind[k]);
+                }
             }
             return this;
         }

@@ -2,7 +2,13 @@ package io.granary.cli;
 
 import org.junit.jupiter.api.Test;
 
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.Collectors;
+
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.offset;
 
 class BenchCommandTest
 {
@@ -12,10 +18,10 @@ class BenchCommandTest
         final CliRun run = CliRun.run("bench", "--local", "--count", "50", "--size", "64k", "--concurrency", "2");
 
         assertThat(run.exitCode()).as(run.toString()).isZero();
-        assertThat(run.out()).contains("OPS/S").contains("GB/S").contains("GIB/S")
-            .contains("P50(MS)").contains("P99(MS)").contains("P99.9(MS)");
-        assertThat(run.out().lines().filter(l -> l.matches("put\\s+50\\s+0\\s+.*"))).hasSize(1);
-        assertThat(run.out().lines().filter(l -> l.matches("get\\s+50\\s+0\\s+.*"))).hasSize(1);
+        assertThat(run.out()).contains("SIZE").contains("OPS/S").contains("GB/S").contains("GIB/S")
+            .contains("P50(MS)").contains("P99(MS)").contains("P99.9(MS)").doesNotContain("%LIMIT");
+        assertThat(run.out().lines().filter(l -> l.matches("64k\\s+put\\s+50\\s+0\\s+.*"))).hasSize(1);
+        assertThat(run.out().lines().filter(l -> l.matches("64k\\s+get\\s+50\\s+0\\s+.*"))).hasSize(1);
         assertThat(run.out()).contains("verify: 5 of 50 values read compared byte for byte, 0 differed");
     }
 
@@ -27,8 +33,86 @@ class BenchCommandTest
 
         assertThat(run.exitCode()).as(run.toString()).isZero();
         assertThat(run.out()).contains("2 node(s) x 1 segment(s)");
-        assertThat(run.out().lines().filter(l -> l.startsWith("put "))).isEmpty();
+        assertThat(run.out().lines().filter(l -> l.matches("10000\\s+put\\s.*"))).isEmpty();
+        assertThat(run.out().lines().filter(l -> l.matches("10000\\s+get\\s+20\\s+0\\s.*"))).hasSize(1);
         assertThat(run.out()).contains("verify: 20 of 20 values read compared byte for byte, 0 differed");
+    }
+
+    @Test
+    void shouldPrintARowPerSizeAndPhaseOfABatchedMixedRun()
+    {
+        final CliRun run = CliRun.run("bench", "--size", "4k,64k", "--batch", "8", "--op", "mixed", "--local",
+            "--count", "200", "--warmup", "16");
+
+        assertThat(run.exitCode()).as(run.toString()).isZero();
+        assertThat(run.out().lines().filter(l -> l.matches("4k\\s+mixed\\s+200\\s+0\\s+.*"))).hasSize(1);
+        assertThat(run.out().lines().filter(l -> l.matches("64k\\s+mixed\\s+200\\s+0\\s+.*"))).hasSize(1);
+        assertThat(run.out().lines().filter(l -> l.matches("\\S+\\s+(put|get|mixed)\\s+\\d+\\s+.*"))).hasSize(2);
+        assertThat(run.out()).contains("latency is per call of up to 8 values");
+        // 25 calls of 8 values per size; the reads compare every 10th value and none may differ.
+        assertThat(run.out()).containsPattern("mixed 4k: \\d+ values got \\([0-9.]+%\\), \\d+ put");
+        assertThat(run.out()).containsPattern("verify: \\d+ of \\d+ values read compared byte for byte, 0 differed");
+    }
+
+    @Test
+    void shouldPrintTheBaselineAndTheShareOfItReached()
+    {
+        final CliRun run = CliRun.run("bench", "--baseline", "--baseline-seconds", "0.3", "--local", "--count", "100",
+            "--size", "64k");
+
+        assertThat(run.exitCode()).as(run.toString()).isZero();
+        assertThat(run.out()).containsPattern("baseline: loopback put 64\\.00 KiB c=1 batch=1: [0-9.]+ GB/s");
+        assertThat(run.out()).containsPattern("baseline: loopback get 64\\.00 KiB c=1 batch=1: [0-9.]+ GB/s");
+        assertThat(run.out()).contains("LIMIT(GB/S)").contains("%LIMIT");
+        // The last two cells of each row: the limit and Granary's share of it, both positive numbers.
+        assertThat(run.out().lines().filter(l -> l.matches("64k\\s+(put|get)\\s+100\\s+0\\s+.*\\s[0-9]+\\.[0-9]{3}"
+            + "\\s+[0-9]+\\.[0-9]"))).hasSize(2);
+    }
+
+    @Test
+    void shouldPrintJsonLinesForScripts()
+    {
+        final CliRun run = CliRun.run("bench", "--json", "--baseline", "--baseline-seconds", "0.2", "--local",
+            "--count", "40", "--size", "4k,8k", "--op", "get", "--concurrency", "2");
+
+        assertThat(run.exitCode()).as(run.toString()).isZero();
+        final List<String> lines = run.out().lines().collect(Collectors.toList());
+        assertThat(lines).allSatisfy(line ->
+            assertThat(line).startsWith("{\"type\":\"").endsWith("}").doesNotContain("NaN"));
+        final List<String> granary = lines.stream().filter(l -> l.startsWith("{\"type\":\"granary\""))
+            .collect(Collectors.toList());
+        assertThat(granary).hasSize(2);
+        assertThat(granary.get(0)).contains("\"size\":4096", "\"phase\":\"get\"", "\"concurrency\":2", "\"batch\":1",
+            "\"values\":40", "\"errors\":0", "\"valuesPerSec\":", "\"gbPerSec\":", "\"p50Ms\":", "\"p99Ms\":",
+            "\"limitGbPerSec\":", "\"pctLimit\":");
+        assertThat(granary.get(1)).contains("\"size\":8192");
+        assertThat(lines.stream().filter(l -> l.startsWith("{\"type\":\"baseline\""))).hasSize(2)
+            .allSatisfy(l -> assertThat(l).contains("\"shape\":\"get\"", "\"gbPerSec\":"));
+        assertThat(run.err()).contains("verify:");
+    }
+
+    @Test
+    void shouldRefuseAZeroBatch()
+    {
+        assertBadInput(CliRun.run("bench", "--local", "--batch", "0"), "--batch");
+    }
+
+    @Test
+    void shouldRefuseAReadRatioAboveOne()
+    {
+        assertBadInput(CliRun.run("bench", "--local", "--op", "mixed", "--read-ratio", "1.5"), "--read-ratio");
+    }
+
+    @Test
+    void shouldRefuseAnEmptySize()
+    {
+        assertBadInput(CliRun.run("bench", "--local", "--size", "4k,0"), "--size");
+    }
+
+    @Test
+    void shouldRefuseANonPositiveBaselineDuration()
+    {
+        assertBadInput(CliRun.run("bench", "--local", "--baseline", "--baseline-seconds", "0"), "--baseline-seconds");
     }
 
     @Test
@@ -43,10 +127,43 @@ class BenchCommandTest
     @Test
     void shouldRefuseAnUnknownPhase()
     {
-        final CliRun run = CliRun.run("bench", "--local", "--op", "delete");
+        assertBadInput(CliRun.run("bench", "--local", "--op", "delete"), "--op");
+    }
 
-        assertThat(run.exitCode()).isEqualTo(2);
-        assertThat(run.err()).contains("--op");
+    @Test
+    void shouldChooseReadsInTheRequestedShare()
+    {
+        int reads = 0;
+        for (int call = 0; call < 100_000; call++)
+        {
+            reads += BenchCommand.isRead(call, 0.9) ? 1 : 0;
+        }
+
+        assertThat(reads).isBetween(89_000, 91_000);
+        assertThat(BenchCommand.isRead(12345, 0.0)).isFalse();
+        assertThat(BenchCommand.isRead(12345, 1.0)).isTrue();
+    }
+
+    @Test
+    void shouldWeighTheMixedLimitByTime()
+    {
+        // Half the bytes at 2 GB/s and half at 1 GB/s take 0.25 + 0.5 s per GB.
+        assertThat(BenchCommand.mixedLimit(0.5, 2.0, 1.0)).isCloseTo(1 / 0.75, offset(1e-9));
+        assertThat(BenchCommand.mixedLimit(1.0, 2.0, 1.0)).isEqualTo(2.0);
+        assertThat(BenchCommand.mixedLimit(0.0, 2.0, 1.0)).isEqualTo(1.0);
+    }
+
+    @Test
+    void shouldWriteValidJsonStrings()
+    {
+        final Map<String, Object> fields = new LinkedHashMap<>();
+        fields.put("s", "a\"b\\c\n");
+        fields.put("n", 1.5);
+        fields.put("nan", Double.NaN);
+        fields.put("none", null);
+
+        assertThat(BenchCommand.jsonObject(fields)).isEqualTo("{\"s\":\"a\\\"b\\\\c\\u000a\",\"n\":1.5,\"nan\":null,"
+            + "\"none\":null}");
     }
 
     @Test
@@ -58,5 +175,11 @@ class BenchCommandTest
         assertThat((double)bytes / segment).isLessThan(0.8);
         assertThat(BenchCommand.localSegmentSize(1, 1)).isEqualTo(64L << 20);
         assertThat(segment % (1 << 20)).isZero();
+    }
+
+    private static void assertBadInput(final CliRun run, final String flag)
+    {
+        assertThat(run.exitCode()).as(run.toString()).isEqualTo(2);
+        assertThat(run.err()).contains(flag);
     }
 }

@@ -1,0 +1,94 @@
+package io.granary.cli;
+
+import io.granary.cli.LoopbackBaseline.Result;
+import io.granary.cli.LoopbackBaseline.Shape;
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.offset;
+
+class LoopbackBaselineTest
+{
+    private static final Duration WARMUP = Duration.ofMillis(50);
+    private static final Duration BRIEF = Duration.ofMillis(200);
+
+    @Test
+    void shouldMoveValuesInTheShapeOfAGet()
+    {
+        final Result result = LoopbackBaseline.measure(Shape.GET, 64 << 10, 1, 1, WARMUP, BRIEF);
+
+        assertSane(result, Shape.GET, 64 << 10, 1, 1);
+    }
+
+    @Test
+    void shouldMoveValuesInTheShapeOfAPutWithSeveralConnections()
+    {
+        final Result result = LoopbackBaseline.measure(Shape.PUT, 4096, 3, 1, WARMUP, BRIEF);
+
+        assertSane(result, Shape.PUT, 4096, 3, 1);
+    }
+
+    @Test
+    void shouldPipelineABatchPerRoundTrip()
+    {
+        final Result result = LoopbackBaseline.measure(Shape.GET, 4096, 2, 16, WARMUP, BRIEF);
+
+        assertSane(result, Shape.GET, 4096, 2, 16);
+        assertThat(result.values()).isEqualTo(result.roundTrips() * 16);
+    }
+
+    @Test
+    void shouldPipelinePutsLargerThanTheReceiveBuffer()
+    {
+        // 2 x 3 MiB per round trip: the server reads each batch in several parts.
+        final Result result = LoopbackBaseline.measure(Shape.PUT, 3 << 20, 1, 2, Duration.ZERO, BRIEF);
+
+        assertSane(result, Shape.PUT, 3 << 20, 1, 2);
+    }
+
+    @Test
+    void shouldStreamOneWay()
+    {
+        final Result result = LoopbackBaseline.measure(Shape.STREAM, 1 << 20, 1, 1, WARMUP, BRIEF);
+
+        assertSane(result, Shape.STREAM, 1 << 20, 1, 1);
+    }
+
+    @Test
+    void shouldRefuseAZeroBatch()
+    {
+        assertThatThrownBy(() -> LoopbackBaseline.measure(Shape.GET, 4096, 1, 0, WARMUP, BRIEF))
+            .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("batch");
+    }
+
+    @Test
+    void shouldRefuseAnEmptyValue()
+    {
+        assertThatThrownBy(() -> LoopbackBaseline.measure(Shape.PUT, 0, 1, 1, WARMUP, BRIEF))
+            .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("valueBytes");
+    }
+
+    private static void assertSane(
+        final Result result, final Shape shape, final int valueBytes, final int concurrency, final int batch)
+    {
+        assertThat(result.shape()).isEqualTo(shape);
+        assertThat(result.valueBytes()).isEqualTo(valueBytes);
+        assertThat(result.concurrency()).isEqualTo(concurrency);
+        assertThat(result.batch()).isEqualTo(batch);
+        assertThat(result.roundTrips()).isPositive();
+        assertThat(result.values()).isEqualTo(result.roundTrips() * batch);
+        // The measured part is the requested duration plus at most the tail of the last round trips.
+        assertThat(result.seconds()).isGreaterThan(0.1).isLessThan(30);
+        assertThat(result.gbPerSecond()).isPositive()
+            .isCloseTo(result.values() * (double)valueBytes / result.elapsedNs(), offset(1e-9));
+        // Far above anything loopback can carry: catches a counting error, not a slow machine.
+        assertThat(result.gbPerSecond()).isLessThan(1000);
+        assertThat(result.valuesPerSecond()).isPositive();
+        assertThat(result.p50Ms()).isPositive().isLessThanOrEqualTo(result.p99Ms());
+        assertThat(result.p99Ms()).isLessThanOrEqualTo(result.maxMs());
+        assertThat(result.describe()).startsWith(shape.label() + " ").contains("GB/s");
+    }
+}
