@@ -20,6 +20,10 @@ import java.util.concurrent.CompletableFuture;
  *   the destination range may hold partial data.</li>
  *   <li><b>Ordering.</b> None between requests, even to the same peer; requests are pipelined and
  *   may be split into slices spread over several connections.</li>
+ *   <li><b>Commit.</b> A WRITE with a {@linkplain TransferRequest#commit() commit record} sends the
+ *   COMMIT frame only on the same connection right behind a WRITE sent as one frame, or after every
+ *   slice of a sliced WRITE succeeded; so a node never sees the COMMIT of bytes it did not receive. The
+ *   future completes with OK only when the WRITE and the COMMIT both succeeded.</li>
  *   <li><b>Threading.</b> Thread safe. Futures complete on engine I/O threads: callbacks must
  *   not block.</li>
  *   <li><b>Lifecycle.</b> {@link #close()} fails every outstanding or waiting request with TRANSFER_FAIL and

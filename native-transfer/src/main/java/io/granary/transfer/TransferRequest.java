@@ -8,6 +8,11 @@ import java.util.Objects;
  *
  * <p>{@code local} is used from its position for {@code length} bytes; the engine never changes
  * its position or limit. A READ fills it, a WRITE sends it. Direct buffers avoid a copy.
+ *
+ * <p>A WRITE may carry a {@link #commit() commit record} (the payload of a COMMIT frame, see
+ * {@code io.granary.protocol.CommitRecord}): once every byte is in place the engine sends it for the same
+ * extent, so the node records the extent as complete in its ledger. A WRITE of length 0 with a commit
+ * record sends the COMMIT alone.
  */
 public final class TransferRequest
 {
@@ -23,6 +28,7 @@ public final class TransferRequest
     private final int length;
     private final ByteBuffer local;
     private final byte[] accessToken;
+    private final byte[] commit;
 
     public TransferRequest(
         final Op op,
@@ -33,7 +39,28 @@ public final class TransferRequest
         final int length,
         final byte[] accessToken)
     {
+        this(op, endpoint, segmentId, remoteOffset, local, length, accessToken, null);
+    }
+
+    /**
+     * @param commit COMMIT payload to send once the WRITE succeeded, or null; only with {@link Op#WRITE}.
+     */
+    public TransferRequest(
+        final Op op,
+        final String endpoint,
+        final int segmentId,
+        final long remoteOffset,
+        final ByteBuffer local,
+        final int length,
+        final byte[] accessToken,
+        final byte[] commit)
+    {
         this.op = Objects.requireNonNull(op, "op");
+        if (commit != null && op != Op.WRITE)
+        {
+            throw new IllegalArgumentException("only a WRITE carries a commit record");
+        }
+        this.commit = commit;
         this.endpoint = Objects.requireNonNull(endpoint, "endpoint");
         this.segmentId = segmentId;
         if (remoteOffset < 0 || length < 0)
@@ -99,9 +126,15 @@ public final class TransferRequest
         return accessToken;
     }
 
+    /** The COMMIT payload sent after the WRITE succeeded, or null. */
+    public byte[] commit()
+    {
+        return commit;
+    }
+
     @Override
     public String toString()
     {
-        return op + " " + endpoint + " seg=" + Integer.toUnsignedString(segmentId) + " off=" + remoteOffset + " len=" + length;
+        return op + (commit != null ? "+COMMIT " : " ") + endpoint + " seg=" + Integer.toUnsignedString(segmentId) + " off=" + remoteOffset + " len=" + length;
     }
 }

@@ -31,6 +31,22 @@ public final class FrameDescriptor
     /** Largest range a single frame may carry; nodes may configure a smaller limit. */
     public static final int MAX_FRAME_LENGTH_LIMIT = 1 << 30;
 
+    // COMMIT payload (a CommitRecord): the frame's segment_id and offset name the extent, its length
+    // is the payload's. Big-endian like the header; the strings are UTF-8.
+    public static final int COMMIT_FORMAT_OFFSET = 0;          // uint8, COMMIT_FORMAT
+    public static final int COMMIT_FLAGS_OFFSET = 1;           // uint8, CommitRecord.FLAG_*
+    public static final int COMMIT_TENANT_LENGTH_OFFSET = 2;   // uint16
+    public static final int COMMIT_KEY_LENGTH_OFFSET = 4;      // uint16
+    public static final int COMMIT_GROUP_LENGTH_OFFSET = 6;    // uint16
+    public static final int COMMIT_VALUE_LENGTH_OFFSET = 8;    // uint64, bytes of the value in the extent
+    public static final int COMMIT_VERSION_OFFSET = 16;        // uint64, the master's object version, nonzero
+    public static final int COMMIT_SOFT_PIN_TTL_OFFSET = 24;   // uint64, ms
+    public static final int COMMIT_CRC32C_OFFSET = 32;         // uint32
+    public static final int COMMIT_STRINGS_OFFSET = 36;        // tenant, key, group id
+    public static final byte COMMIT_FORMAT = 1;
+    /** Longest COMMIT payload a node accepts; longer ones are discarded and answered INVALID_PARAMS. */
+    public static final int MAX_COMMIT_PAYLOAD = 16 << 10;
+
     private FrameDescriptor()
     {
     }

@@ -53,7 +53,7 @@ public final class FrameHeader
 
     public static boolean carriesPayload(final int opcode, final int status)
     {
-        return opcode == Opcode.WRITE || (opcode == Opcode.READ_RESPONSE && status == 0);
+        return opcode == Opcode.WRITE || opcode == Opcode.COMMIT || (opcode == Opcode.READ_RESPONSE && status == 0);
     }
 
     /** Writes the header (64 bytes) at the writer index of {@code out}. */

@@ -6,10 +6,13 @@ public final class Opcode
     public static final int READ = 0x01;
     public static final int WRITE = 0x02;
     public static final int PING = 0x03;
+    /** Records a written extent as complete in the node's ledger; the payload is a {@link CommitRecord}. */
+    public static final int COMMIT = 0x04;
     public static final int RESPONSE_BIT = 0x80;
     public static final int READ_RESPONSE = READ | RESPONSE_BIT;
     public static final int WRITE_RESPONSE = WRITE | RESPONSE_BIT;
     public static final int PING_RESPONSE = PING | RESPONSE_BIT;
+    public static final int COMMIT_RESPONSE = COMMIT | RESPONSE_BIT;
 
     private Opcode()
     {
@@ -17,12 +20,13 @@ public final class Opcode
 
     public static boolean isRequest(final int opcode)
     {
-        return opcode == READ || opcode == WRITE || opcode == PING;
+        return opcode == READ || opcode == WRITE || opcode == PING || opcode == COMMIT;
     }
 
     public static boolean isResponse(final int opcode)
     {
-        return opcode == READ_RESPONSE || opcode == WRITE_RESPONSE || opcode == PING_RESPONSE;
+        return opcode == READ_RESPONSE || opcode == WRITE_RESPONSE || opcode == PING_RESPONSE ||
+            opcode == COMMIT_RESPONSE;
     }
 
     public static String name(final int opcode)
@@ -32,9 +36,11 @@ public final class Opcode
             case READ: return "READ";
             case WRITE: return "WRITE";
             case PING: return "PING";
+            case COMMIT: return "COMMIT";
             case READ_RESPONSE: return "READ_RESPONSE";
             case WRITE_RESPONSE: return "WRITE_RESPONSE";
             case PING_RESPONSE: return "PING_RESPONSE";
+            case COMMIT_RESPONSE: return "COMMIT_RESPONSE";
             default: return "UNKNOWN(0x" + Integer.toHexString(opcode) + ")";
         }
     }

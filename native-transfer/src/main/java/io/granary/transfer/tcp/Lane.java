@@ -195,7 +195,7 @@ final class Lane
         FrameHeader.encode(
             header, slice.opcode, 0, requestId, slice.segmentId, 0, slice.remoteOffset, slice.length,
             slice.tokenExpiryMs, slice.tokenMac);
-        if (slice.opcode == Opcode.WRITE && slice.length > 0)
+        if ((slice.opcode == Opcode.WRITE || slice.opcode == Opcode.COMMIT) && slice.length > 0)
         {
             ch.write(header, ch.voidPromise());
             ch.write(slice.payload(), ch.newPromise().addListener(slice));

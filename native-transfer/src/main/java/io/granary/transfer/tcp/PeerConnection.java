@@ -106,6 +106,23 @@ final class PeerConnection
         lane(laneTicket).enqueue(slice);
     }
 
+    /**
+     * Hands two slices to one lane, in order: the second goes out on the same connection right behind the
+     * first, or fails with it if that lane dies (it never moves to another connection).
+     */
+    void sendPair(final TransferSlice first, final TransferSlice second, final int laneTicket)
+    {
+        if (admission.isClosed())
+        {
+            first.complete(TRANSFER_FAIL_VALUE);
+            second.complete(TRANSFER_FAIL_VALUE);
+            return;
+        }
+        final Lane lane = lane(laneTicket);
+        lane.enqueue(first);
+        lane.enqueue(second);
+    }
+
     void release(final int frames)
     {
         admission.release(frames);

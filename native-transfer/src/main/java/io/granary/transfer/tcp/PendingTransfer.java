@@ -12,7 +12,8 @@ import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
  * admitted it keeps at most a window of its slices on the lanes, sending the next slice as each one
  * completes, so that a big transfer leaves room for small ones on the same lanes. Slices complete on
  * different event loops, so the counters are atomic; the first non-OK slice status becomes the result
- * and the slices not sent yet are dropped.
+ * and the slices not sent yet are dropped. A WRITE with a commit record ends with a COMMIT frame: on the
+ * same lane right behind a single-slice WRITE, else once every slice succeeded (dropped if one failed).
  */
 final class PendingTransfer
 {
@@ -22,6 +23,8 @@ final class PendingTransfer
         AtomicIntegerFieldUpdater.newUpdater(PendingTransfer.class, "remainingSlices");
     private static final AtomicIntegerFieldUpdater<PendingTransfer> STATUS =
         AtomicIntegerFieldUpdater.newUpdater(PendingTransfer.class, "status");
+    private static final AtomicIntegerFieldUpdater<PendingTransfer> DATA_LEFT =
+        AtomicIntegerFieldUpdater.newUpdater(PendingTransfer.class, "dataSlicesLeft");
 
     private final PeerConnection peer;
     private final int opcode;
@@ -32,6 +35,8 @@ final class PendingTransfer
     private final int length;
     private final int sliceBytes;
     private final int sliceCount;
+    private final byte[] commit;
+    private final boolean commitPipelined;
     private final int firstLane;
     private final long tokenExpiryMs;
     private final byte[] tokenMac;
@@ -42,6 +47,7 @@ final class PendingTransfer
 
     private volatile int nextSlice;
     private volatile int remainingSlices;
+    private volatile int dataSlicesLeft;
     private volatile int status;
 
     PendingTransfer(
@@ -60,17 +66,32 @@ final class PendingTransfer
         this.base = local.position();
         this.length = request.length();
         this.sliceBytes = sliceBytes;
-        this.sliceCount = length <= sliceBytes ? 1 : (int)((length + (long)sliceBytes - 1) / sliceBytes);
+        this.commit = request.commit();
+        if (commit != null && length == 0)
+        {
+            this.sliceCount = 0; // the COMMIT alone
+        }
+        else
+        {
+            this.sliceCount = length <= sliceBytes ? 1 : (int)((length + (long)sliceBytes - 1) / sliceBytes);
+        }
+        this.commitPipelined = commit != null && sliceCount == 1;
         this.firstLane = firstLane;
         this.tokenExpiryMs = tokenExpiryMs;
         this.tokenMac = tokenMac;
-        this.remainingSlices = sliceCount;
+        this.remainingSlices = frameCount();
+        this.dataSlicesLeft = sliceCount;
     }
 
-    /** Frames this transfer occupies in its peer's queue from admission to completion: one per slice. */
+    private int frameCount()
+    {
+        return sliceCount + (commit != null ? 1 : 0);
+    }
+
+    /** Frames this transfer occupies in its peer's queue from admission to completion: one per slice and COMMIT. */
     int sliceCount()
     {
-        return sliceCount;
+        return frameCount();
     }
 
     CompletableFuture<Integer> future()
@@ -81,6 +102,17 @@ final class PendingTransfer
     /** Puts the first {@code window} slices on the lanes; called once, after admission. */
     void start(final int window)
     {
+        if (commit != null && sliceCount == 0)
+        {
+            peer.send(commitSlice(), firstLane);
+            return;
+        }
+        if (commitPipelined)
+        {
+            NEXT.set(this, 1);
+            peer.sendPair(dataSlice(0), commitSlice(), firstLane);
+            return;
+        }
         final int first = Math.min(window, sliceCount);
         for (int i = 0; i < first && status == 0; i++)
         {
@@ -95,22 +127,39 @@ final class PendingTransfer
     }
 
     /** A sent slice completed: send the next one, or drop the unsent ones if the transfer failed. */
-    void onSliceDone(final int sliceStatus)
+    void onSliceDone(final int sliceStatus, final boolean commitSlice)
     {
         if (sliceStatus != 0)
         {
             STATUS.compareAndSet(this, 0, sliceStatus);
         }
         int finished = 1;
-        if (status == 0)
+        if (!commitSlice)
         {
-            sendNext();
-        }
-        else
-        {
-            while (NEXT.getAndIncrement(this) < sliceCount)
+            int dropped = 0;
+            if (status == 0)
             {
-                finished++;
+                sendNext();
+            }
+            else
+            {
+                while (NEXT.getAndIncrement(this) < sliceCount)
+                {
+                    dropped++;
+                }
+            }
+            finished += dropped;
+            if (DATA_LEFT.addAndGet(this, -(1 + dropped)) == 0 && commit != null && !commitPipelined)
+            {
+                // Every slice is in place (or one failed): now the COMMIT, or nothing.
+                if (status == 0)
+                {
+                    peer.send(commitSlice(), firstLane);
+                }
+                else
+                {
+                    finished++;
+                }
             }
         }
         peer.release(finished);
@@ -127,12 +176,22 @@ final class PendingTransfer
         {
             return;
         }
+        peer.send(dataSlice(index), firstLane + index);
+    }
+
+    private TransferSlice dataSlice(final int index)
+    {
         final int offset = index * sliceBytes;
         final int sliceLength = Math.min(sliceBytes, length - offset);
         final ByteBuffer view = local.duplicate();
         view.limit(base + offset + sliceLength).position(base + offset);
-        final TransferSlice slice = new TransferSlice(
+        return new TransferSlice(
             this, opcode, segmentId, remoteOffset + offset, view, sliceLength, tokenExpiryMs, tokenMac);
-        peer.send(slice, firstLane + index);
+    }
+
+    private TransferSlice commitSlice()
+    {
+        return new TransferSlice(this, Opcode.COMMIT, segmentId, remoteOffset, ByteBuffer.wrap(commit), commit.length,
+            tokenExpiryMs, tokenMac);
     }
 }

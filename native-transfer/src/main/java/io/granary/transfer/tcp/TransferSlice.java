@@ -93,7 +93,7 @@ final class TransferSlice implements Runnable, ChannelFutureListener
             timeout = null;
             t.cancel(false);
         }
-        transfer.onSliceDone(status);
+        transfer.onSliceDone(status, opcode == Opcode.COMMIT);
     }
 
     /** The per-slice timeout, run on the lane's event loop. */

@@ -46,6 +46,11 @@ final class FakeNode implements AutoCloseable
 
     private static final FrameHeader END_OF_STREAM = new FrameHeader();
 
+    /** A request header and the number of the connection it came on (1 = first accepted). */
+    record Received(int connection, FrameHeader header)
+    {
+    }
+
     private final Mode mode;
     private final ServerSocket serverSocket;
     /** One permit per response; fair, so that connections waiting to answer take turns. */
@@ -54,6 +59,7 @@ final class FakeNode implements AutoCloseable
     private final List<Socket> sockets = new CopyOnWriteArrayList<>();
     private final List<Thread> threads = new CopyOnWriteArrayList<>();
     private final Queue<FrameHeader> requests = new ConcurrentLinkedQueue<>();
+    private final Queue<Received> received = new ConcurrentLinkedQueue<>();
     private final AtomicInteger connections = new AtomicInteger();
     private final CountDownLatch closedByPeer = new CountDownLatch(1);
 
@@ -98,6 +104,12 @@ final class FakeNode implements AutoCloseable
         return requests;
     }
 
+    /** Every request header in arrival order, with its connection. */
+    Queue<Received> received()
+    {
+        return received;
+    }
+
     /** Waits until a client closed a connection (EOF). */
     boolean awaitClosedByPeer(final long timeoutMs) throws InterruptedException
     {
@@ -128,7 +140,7 @@ final class FakeNode implements AutoCloseable
                 }
                 if (mode != Mode.NO_READ)
                 {
-                    start(() -> serve(socket), "fake-node-conn-" + number);
+                    start(() -> serve(socket, number), "fake-node-conn-" + number);
                 }
             }
         }
@@ -139,7 +151,7 @@ final class FakeNode implements AutoCloseable
     }
 
     /** Reads every frame as it arrives; a responder thread answers them in order as permits allow. */
-    private void serve(final Socket socket)
+    private void serve(final Socket socket, final int number)
     {
         final byte[] headerBytes = new byte[FrameDescriptor.HEADER_LENGTH];
         final ByteBuf headerBuf = Unpooled.wrappedBuffer(headerBytes);
@@ -159,6 +171,7 @@ final class FakeNode implements AutoCloseable
                 final FrameHeader header = new FrameHeader();
                 header.decode(headerBuf, FrameDescriptor.MAX_FRAME_LENGTH_LIMIT);
                 requests.add(header);
+                received.add(new Received(number, header));
                 if (header.hasPayload())
                 {
                     in.skipNBytes(header.length);

@@ -1,0 +1,146 @@
+package io.granary.transfer.tcp;
+
+import io.granary.protocol.Opcode;
+import io.granary.transfer.TransferConfig;
+import io.granary.transfer.TransferRequest;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+
+import static io.granary.proto.ErrorCode.RPC_TIMEOUT_VALUE;
+import static org.assertj.core.api.Assertions.assertThat;
+
+/** WRITEs that carry a commit record: where and when the engine sends the COMMIT frame. */
+class NettyTransferEngineCommitTest
+{
+    private static final long WAIT_SECONDS = 10;
+    private static final byte[] RECORD = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
+    private final List<AutoCloseable> resources = new ArrayList<>();
+
+    @AfterEach
+    void closeAll() throws Exception
+    {
+        for (int i = resources.size() - 1; i >= 0; i--)
+        {
+            resources.get(i).close();
+        }
+    }
+
+    private <T extends AutoCloseable> T track(final T resource)
+    {
+        resources.add(resource);
+        return resource;
+    }
+
+    private static TransferRequest writeAndCommit(final String endpoint, final long offset, final int length)
+    {
+        return new TransferRequest(TransferRequest.Op.WRITE, endpoint, 42, offset, ByteBuffer.allocateDirect(length),
+            length, null, RECORD);
+    }
+
+    @Test
+    void shouldSendTheCommitOnTheSameConnectionRightBehindASingleSliceWrite() throws Exception
+    {
+        final FakeNode node = track(new FakeNode(FakeNode.Mode.ANSWER));
+        final NettyTransferEngine engine = track(new NettyTransferEngine(new TransferConfig().lanesPerPeer(4)));
+        node.openGate();
+
+        final List<CompletableFuture<Integer>> futures = new ArrayList<>();
+        for (int i = 0; i < 8; i++)
+        {
+            futures.add(engine.submit(writeAndCommit(node.endpoint(), i * 4096L, 4000)));
+        }
+        for (final CompletableFuture<Integer> future : futures)
+        {
+            assertThat(future.get(WAIT_SECONDS, TimeUnit.SECONDS)).isZero();
+        }
+
+        final List<FakeNode.Received> received = new ArrayList<>(node.received());
+        assertThat(received).hasSize(16);
+        for (int i = 0; i < received.size(); i++)
+        {
+            final FakeNode.Received r = received.get(i);
+            if (r.header().opcode == Opcode.WRITE)
+            {
+                // The next frame on the same connection is this WRITE's COMMIT.
+                final FakeNode.Received next = received.stream().skip(i + 1)
+                    .filter(x -> x.connection() == r.connection()).findFirst().orElseThrow();
+                assertThat(next.header().opcode).isEqualTo(Opcode.COMMIT);
+                assertThat(next.header().segmentId).isEqualTo(42);
+                assertThat(next.header().offset).isEqualTo(r.header().offset);
+                assertThat(next.header().length).isEqualTo(RECORD.length);
+            }
+        }
+        assertThat(engine.outstandingFrames(node.endpoint())).isZero();
+    }
+
+    @Test
+    void shouldSendTheCommitOfASlicedWriteOnlyAfterEverySliceSucceeded() throws Exception
+    {
+        final FakeNode node = track(new FakeNode(FakeNode.Mode.ANSWER));
+        final NettyTransferEngine engine = track(new NettyTransferEngine(
+            new TransferConfig().lanesPerPeer(2).sliceBytes(4096)));
+
+        final CompletableFuture<Integer> future = engine.submit(writeAndCommit(node.endpoint(), 1 << 20, 10_000));
+        waitFor(() -> node.requests().size() == 3);
+        assertThat(node.requests()).extracting(h -> h.opcode).containsOnly(Opcode.WRITE);
+
+        node.answer(3);
+        waitFor(() -> node.requests().size() == 4);
+        final List<FakeNode.Received> received = new ArrayList<>(node.received());
+        assertThat(received.get(3).header().opcode).isEqualTo(Opcode.COMMIT);
+        assertThat(received.get(3).header().offset).isEqualTo(1 << 20);
+        assertThat(future).isNotDone();
+
+        node.answer(1);
+        assertThat(future.get(WAIT_SECONDS, TimeUnit.SECONDS)).isZero();
+        assertThat(engine.outstandingFrames(node.endpoint())).isZero();
+    }
+
+    @Test
+    void shouldNeverSendTheCommitOfASlicedWriteThatFailed() throws Exception
+    {
+        final FakeNode node = track(new FakeNode(FakeNode.Mode.SILENT));
+        final NettyTransferEngine engine = track(new NettyTransferEngine(
+            new TransferConfig().lanesPerPeer(2).sliceBytes(4096).transferTimeoutMs(200)));
+
+        final CompletableFuture<Integer> future = engine.submit(writeAndCommit(node.endpoint(), 0, 10_000));
+
+        assertThat(future.get(WAIT_SECONDS, TimeUnit.SECONDS)).isEqualTo(RPC_TIMEOUT_VALUE);
+        assertThat(node.requests()).extracting(h -> h.opcode).containsOnly(Opcode.WRITE);
+        assertThat(engine.outstandingFrames(node.endpoint())).isZero();
+    }
+
+    @Test
+    void shouldSendTheCommitAloneForAnEmptyValue() throws Exception
+    {
+        final FakeNode node = track(new FakeNode(FakeNode.Mode.ANSWER));
+        final NettyTransferEngine engine = track(new NettyTransferEngine(new TransferConfig()));
+        node.openGate();
+
+        assertThat(engine.submit(writeAndCommit(node.endpoint(), 640, 0)).get(WAIT_SECONDS, TimeUnit.SECONDS))
+            .isZero();
+
+        assertThat(node.requests()).singleElement().satisfies(h ->
+        {
+            assertThat(h.opcode).isEqualTo(Opcode.COMMIT);
+            assertThat(h.offset).isEqualTo(640);
+        });
+    }
+
+    private static void waitFor(final BooleanSupplier condition) throws InterruptedException
+    {
+        final long deadlineNs = System.nanoTime() + TimeUnit.SECONDS.toNanos(WAIT_SECONDS);
+        while (!condition.getAsBoolean())
+        {
+            assertThat(System.nanoTime()).as("condition not met in time").isLessThan(deadlineNs);
+            Thread.sleep(5);
+        }
+    }
+}

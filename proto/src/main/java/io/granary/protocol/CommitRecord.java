@@ -1,0 +1,172 @@
+package io.granary.protocol;
+
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+
+import static io.granary.protocol.FrameDescriptor.*;
+
+/**
+ * The payload of a COMMIT frame: what a storage node records in its ledger about an extent a client has
+ * finished writing (key, tenant, the master's object version, pins, group, an optional CRC32C). Layout in
+ * {@link FrameDescriptor} (COMMIT_*) and docs/protocol.md. Immutable; {@link #decode} validates everything
+ * a node must not trust.
+ */
+public final class CommitRecord
+{
+    public static final int FLAG_HARD_PIN = 1;
+    public static final int FLAG_SOFT_PIN = 2;
+    /** Soft pin for the master's default TTL (the writer does not know it); with {@link #FLAG_SOFT_PIN}. */
+    public static final int FLAG_SOFT_PIN_DEFAULT_TTL = 4;
+    public static final int FLAG_CRC32C = 8;
+    private static final int KNOWN_FLAGS = FLAG_HARD_PIN | FLAG_SOFT_PIN | FLAG_SOFT_PIN_DEFAULT_TTL | FLAG_CRC32C;
+    private static final int MAX_TENANT_BYTES = 64;
+
+    private final int flags;
+    private final String tenant;
+    private final String key;
+    private final String groupId;
+    private final long valueLength;
+    private final long version;
+    private final long softPinTtlMs;
+    private final int crc32c;
+
+    public CommitRecord(
+        final int flags,
+        final String tenant,
+        final String key,
+        final String groupId,
+        final long valueLength,
+        final long version,
+        final long softPinTtlMs,
+        final int crc32c)
+    {
+        this.flags = flags;
+        this.tenant = tenant;
+        this.key = key;
+        this.groupId = groupId == null ? "" : groupId;
+        this.valueLength = valueLength;
+        this.version = version;
+        this.softPinTtlMs = softPinTtlMs;
+        this.crc32c = crc32c;
+    }
+
+    public int flags()
+    {
+        return flags;
+    }
+
+    public String tenant()
+    {
+        return tenant;
+    }
+
+    public String key()
+    {
+        return key;
+    }
+
+    /** Eviction group id, "" for none. */
+    public String groupId()
+    {
+        return groupId;
+    }
+
+    public long valueLength()
+    {
+        return valueLength;
+    }
+
+    /** The master's version of the object (PutStartResponse.version); nonzero. */
+    public long version()
+    {
+        return version;
+    }
+
+    public long softPinTtlMs()
+    {
+        return softPinTtlMs;
+    }
+
+    public boolean hasCrc32c()
+    {
+        return (flags & FLAG_CRC32C) != 0;
+    }
+
+    public int crc32c()
+    {
+        return crc32c;
+    }
+
+    /** The payload bytes of a COMMIT frame for this record. */
+    public byte[] encode()
+    {
+        final byte[] t = tenant.getBytes(StandardCharsets.UTF_8);
+        final byte[] k = key.getBytes(StandardCharsets.UTF_8);
+        final byte[] g = groupId.getBytes(StandardCharsets.UTF_8);
+        final ByteBuffer out = ByteBuffer.allocate(COMMIT_STRINGS_OFFSET + t.length + k.length + g.length);
+        out.put(COMMIT_FORMAT)
+            .put((byte)flags)
+            .putShort((short)t.length)
+            .putShort((short)k.length)
+            .putShort((short)g.length)
+            .putLong(valueLength)
+            .putLong(version)
+            .putLong(softPinTtlMs)
+            .putInt(crc32c)
+            .put(t)
+            .put(k)
+            .put(g);
+        return out.array();
+    }
+
+    /**
+     * Parses and checks a COMMIT payload: known format and flags, consistent lengths, a valid tenant and key,
+     * a nonzero version, a value length within {@link Limits#MAX_VALUE_BYTES}.
+     *
+     * @return the record, or null when the payload is malformed.
+     */
+    public static CommitRecord decode(final byte[] payload, final int offset, final int length)
+    {
+        if (length < COMMIT_STRINGS_OFFSET || length > MAX_COMMIT_PAYLOAD || offset < 0 ||
+            payload.length - offset < length)
+        {
+            return null;
+        }
+        final ByteBuffer in = ByteBuffer.wrap(payload, offset, length).slice();
+        final int format = in.get(COMMIT_FORMAT_OFFSET);
+        final int flags = in.get(COMMIT_FLAGS_OFFSET) & 0xFF;
+        final int tenantLength = in.getShort(COMMIT_TENANT_LENGTH_OFFSET) & 0xFFFF;
+        final int keyLength = in.getShort(COMMIT_KEY_LENGTH_OFFSET) & 0xFFFF;
+        final int groupLength = in.getShort(COMMIT_GROUP_LENGTH_OFFSET) & 0xFFFF;
+        final long valueLength = in.getLong(COMMIT_VALUE_LENGTH_OFFSET);
+        final long version = in.getLong(COMMIT_VERSION_OFFSET);
+        final long softPinTtlMs = in.getLong(COMMIT_SOFT_PIN_TTL_OFFSET);
+        final int crc = in.getInt(COMMIT_CRC32C_OFFSET);
+        if (format != COMMIT_FORMAT || (flags & ~KNOWN_FLAGS) != 0 ||
+            COMMIT_STRINGS_OFFSET + tenantLength + keyLength + groupLength != length ||
+            tenantLength == 0 || tenantLength > MAX_TENANT_BYTES || keyLength == 0 ||
+            keyLength > Limits.MAX_KEY_BYTES || groupLength > Limits.MAX_KEY_BYTES ||
+            valueLength < 0 || valueLength > Limits.MAX_VALUE_BYTES || version == 0 || softPinTtlMs < 0)
+        {
+            return null;
+        }
+        int at = offset + COMMIT_STRINGS_OFFSET;
+        final String tenant = new String(payload, at, tenantLength, StandardCharsets.UTF_8);
+        at += tenantLength;
+        final String key = new String(payload, at, keyLength, StandardCharsets.UTF_8);
+        at += keyLength;
+        final String groupId = new String(payload, at, groupLength, StandardCharsets.UTF_8);
+        if (Limits.checkTenant(tenant) != null || Limits.checkKey(key) != null)
+        {
+            return null;
+        }
+        return new CommitRecord(flags, tenant, key, groupId, valueLength, version, softPinTtlMs, crc);
+    }
+
+    @Override
+    public String toString()
+    {
+        return "CommitRecord{" + tenant + "/" + key + ", version=" + version + ", valueLength=" + valueLength +
+            ", flags=" + flags + (groupId.isEmpty() ? "" : ", group=" + groupId) + '}';
+    }
+}

@@ -1,0 +1,89 @@
+package io.granary.protocol;
+
+import org.junit.jupiter.api.Test;
+
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
+
+import static io.granary.protocol.FrameDescriptor.*;
+import static org.assertj.core.api.Assertions.assertThat;
+
+class CommitRecordTest
+{
+    private static CommitRecord sample()
+    {
+        return new CommitRecord(CommitRecord.FLAG_HARD_PIN | CommitRecord.FLAG_CRC32C, "tenant-1", "layer/0/blk-é",
+            "group-7", 300_001L, 0x0123_4567_89AB_CDEFL, 0, 0xCAFEBABE);
+    }
+
+    @Test
+    void shouldRoundTripEveryField()
+    {
+        final byte[] payload = sample().encode();
+        final byte[] framed = new byte[payload.length + 5];
+        System.arraycopy(payload, 0, framed, 5, payload.length);
+
+        final CommitRecord read = CommitRecord.decode(framed, 5, payload.length);
+
+        assertThat(read).isNotNull();
+        assertThat(read.flags()).isEqualTo(CommitRecord.FLAG_HARD_PIN | CommitRecord.FLAG_CRC32C);
+        assertThat(read.tenant()).isEqualTo("tenant-1");
+        assertThat(read.key()).isEqualTo("layer/0/blk-é");
+        assertThat(read.groupId()).isEqualTo("group-7");
+        assertThat(read.valueLength()).isEqualTo(300_001L);
+        assertThat(read.version()).isEqualTo(0x0123_4567_89AB_CDEFL);
+        assertThat(read.hasCrc32c()).isTrue();
+        assertThat(read.crc32c()).isEqualTo(0xCAFEBABE);
+    }
+
+    @Test
+    void shouldPlaceTheFixedFieldsWhereTheDescriptorSays()
+    {
+        final ByteBuffer payload = ByteBuffer.wrap(sample().encode());
+
+        assertThat(payload.get(COMMIT_FORMAT_OFFSET)).isEqualTo(COMMIT_FORMAT);
+        assertThat(payload.getShort(COMMIT_TENANT_LENGTH_OFFSET)).isEqualTo((short)8);
+        assertThat(payload.getLong(COMMIT_VALUE_LENGTH_OFFSET)).isEqualTo(300_001L);
+        assertThat(payload.getLong(COMMIT_VERSION_OFFSET)).isEqualTo(0x0123_4567_89AB_CDEFL);
+        assertThat(new String(payload.array(), COMMIT_STRINGS_OFFSET, 8, StandardCharsets.US_ASCII))
+            .isEqualTo("tenant-1");
+    }
+
+    @Test
+    void shouldRefuseMalformedPayloads()
+    {
+        final byte[] good = sample().encode();
+
+        assertThat(CommitRecord.decode(good, 0, good.length - 1)).as("truncated").isNull();
+        assertThat(CommitRecord.decode(good, 0, COMMIT_STRINGS_OFFSET - 1)).as("shorter than fixed part").isNull();
+        assertThat(CommitRecord.decode(good, 1, good.length)).as("past the array").isNull();
+        assertThat(CommitRecord.decode(with(good, COMMIT_FORMAT_OFFSET, 2), 0, good.length)).as("format").isNull();
+        assertThat(CommitRecord.decode(with(good, COMMIT_FLAGS_OFFSET, 0x40), 0, good.length)).as("flags").isNull();
+        assertThat(CommitRecord.decode(withLong(good, COMMIT_VERSION_OFFSET, 0), 0, good.length)).as("version 0")
+            .isNull();
+        assertThat(CommitRecord.decode(withLong(good, COMMIT_VALUE_LENGTH_OFFSET, -1), 0, good.length))
+            .as("negative length").isNull();
+        final byte[] noKey = new CommitRecord(0, "t", "k", "", 1, 1, 0, 0).encode();
+        noKey[COMMIT_STRINGS_OFFSET + 1] = 0; // the key becomes a NUL character
+        assertThat(CommitRecord.decode(noKey, 0, noKey.length)).as("NUL in the key").isNull();
+        final byte[] badTenant = new CommitRecord(0, "-t", "k", "", 1, 1, 0, 0).encode();
+        assertThat(CommitRecord.decode(badTenant, 0, badTenant.length)).as("bad tenant").isNull();
+        assertThat(CommitRecord.decode(new byte[MAX_COMMIT_PAYLOAD + 1], 0, MAX_COMMIT_PAYLOAD + 1))
+            .as("too long").isNull();
+    }
+
+    private static byte[] with(final byte[] payload, final int at, final int value)
+    {
+        final byte[] copy = Arrays.copyOf(payload, payload.length);
+        copy[at] = (byte)value;
+        return copy;
+    }
+
+    private static byte[] withLong(final byte[] payload, final int at, final long value)
+    {
+        final byte[] copy = Arrays.copyOf(payload, payload.length);
+        ByteBuffer.wrap(copy).putLong(at, value);
+        return copy;
+    }
+}
