@@ -45,6 +45,14 @@ public final class Configuration
     public static final String MASTER_RPC_TIMEOUT_PROP_NAME = "granary.node.master.rpc.timeout";
     public static final long MASTER_RPC_TIMEOUT_DEFAULT_MS = 3_000;
 
+    /** First delay before retrying an unreachable or refusing master; doubles on every failure. */
+    public static final String RECONNECT_BACKOFF_PROP_NAME = "granary.node.master.reconnect.backoff";
+    public static final long RECONNECT_BACKOFF_DEFAULT_MS = 100;
+
+    /** Cap of the doubling retry delay; each delay is drawn at random from [cap/2, cap] once reached. */
+    public static final String RECONNECT_BACKOFF_MAX_PROP_NAME = "granary.node.master.reconnect.backoff.max";
+    public static final long RECONNECT_BACKOFF_MAX_DEFAULT_MS = 2_000;
+
     /** Longest range one transfer frame may carry; longer frames close the connection. */
     public static final String MAX_FRAME_BYTES_PROP_NAME = "granary.node.transfer.max.frame";
     public static final int MAX_FRAME_BYTES_DEFAULT = 16 << 20;
@@ -109,6 +117,20 @@ public final class Configuration
         final String value = System.getProperty(MASTER_RPC_TIMEOUT_PROP_NAME);
         return value == null ?
             MASTER_RPC_TIMEOUT_DEFAULT_MS : parse(MASTER_RPC_TIMEOUT_PROP_NAME, value, Kind.DURATION);
+    }
+
+    public static long reconnectBackoffMs()
+    {
+        final String value = System.getProperty(RECONNECT_BACKOFF_PROP_NAME);
+        return value == null ?
+            RECONNECT_BACKOFF_DEFAULT_MS : parse(RECONNECT_BACKOFF_PROP_NAME, value, Kind.DURATION);
+    }
+
+    public static long reconnectBackoffMaxMs()
+    {
+        final String value = System.getProperty(RECONNECT_BACKOFF_MAX_PROP_NAME);
+        return value == null ?
+            RECONNECT_BACKOFF_MAX_DEFAULT_MS : parse(RECONNECT_BACKOFF_MAX_PROP_NAME, value, Kind.DURATION);
     }
 
     public static int maxFrameBytes()

@@ -50,8 +50,9 @@ public final class StorageNode implements AutoCloseable
                     segment.preTouch();
                 }
             }
-            link = new MasterLink(ctx.masterAddress(), nodeId, name, endpoint, registry.segments(),
-                ctx.heartbeatIntervalMs(), ctx.masterRpcTimeoutMs(), ctx.clock());
+            link = new MasterLink(ctx.masterAddress(), nodeId, name, endpoint, registry, registry.segments(),
+                ctx.heartbeatIntervalMs(), ctx.masterRpcTimeoutMs(), ctx.reconnectBackoffMs(),
+                ctx.reconnectBackoffMaxMs(), ctx.clock());
             link.start();
         }
         catch (final RuntimeException | Error ex)
@@ -180,6 +181,8 @@ public final class StorageNode implements AutoCloseable
         private String name = Configuration.name();
         private long heartbeatIntervalMs = Configuration.heartbeatIntervalMs();
         private long masterRpcTimeoutMs = Configuration.masterRpcTimeoutMs();
+        private long reconnectBackoffMs = Configuration.reconnectBackoffMs();
+        private long reconnectBackoffMaxMs = Configuration.reconnectBackoffMaxMs();
         private int maxFrameBytes = Configuration.maxFrameBytes();
         private int ioThreads = Configuration.ioThreads();
         private boolean preTouch = Configuration.preTouch();
@@ -220,6 +223,11 @@ public final class StorageNode implements AutoCloseable
                 "heartbeatIntervalMs must be in 10..600000, was " + heartbeatIntervalMs);
             require(masterRpcTimeoutMs >= 10 && masterRpcTimeoutMs <= 600_000,
                 "masterRpcTimeoutMs must be in 10..600000, was " + masterRpcTimeoutMs);
+            require(reconnectBackoffMs >= 1 && reconnectBackoffMs <= 600_000,
+                "reconnectBackoffMs must be in 1..600000, was " + reconnectBackoffMs);
+            require(reconnectBackoffMaxMs >= reconnectBackoffMs && reconnectBackoffMaxMs <= 600_000,
+                "reconnectBackoffMaxMs must be in reconnectBackoffMs (" + reconnectBackoffMs + ")..600000, was " +
+                reconnectBackoffMaxMs);
             require(maxFrameBytes >= Configuration.MAX_FRAME_BYTES_MIN &&
                 maxFrameBytes <= FrameDescriptor.MAX_FRAME_LENGTH_LIMIT,
                 "maxFrameBytes must be in " + Configuration.MAX_FRAME_BYTES_MIN + ".." +
@@ -351,6 +359,30 @@ public final class StorageNode implements AutoCloseable
             return this;
         }
 
+        /** First retry delay while the master is unreachable or refuses (default 100 ms); doubles per failure. */
+        public long reconnectBackoffMs()
+        {
+            return reconnectBackoffMs;
+        }
+
+        public Context reconnectBackoffMs(final long reconnectBackoffMs)
+        {
+            this.reconnectBackoffMs = reconnectBackoffMs;
+            return this;
+        }
+
+        /** Cap of the retry delay (default 2000 ms); every delay is drawn from [d/2, d] to spread the nodes out. */
+        public long reconnectBackoffMaxMs()
+        {
+            return reconnectBackoffMaxMs;
+        }
+
+        public Context reconnectBackoffMaxMs(final long reconnectBackoffMaxMs)
+        {
+            this.reconnectBackoffMaxMs = reconnectBackoffMaxMs;
+            return this;
+        }
+
         /** Longest range one frame may carry (default 16 MiB, at most 1 GiB). */
         public int maxFrameBytes()
         {
@@ -416,7 +448,8 @@ public final class StorageNode implements AutoCloseable
             return "StorageNode.Context{masterAddress=" + masterAddress + ", host=" + host + ", transferPort=" +
                 transferPort + ", segmentSizeBytes=" + segmentSizeBytes + ", segmentCount=" + segmentCount +
                 ", name=" + name + ", heartbeatIntervalMs=" + heartbeatIntervalMs + ", masterRpcTimeoutMs=" +
-                masterRpcTimeoutMs + ", maxFrameBytes=" + maxFrameBytes + ", ioThreads=" + ioThreads +
+                masterRpcTimeoutMs + ", reconnectBackoffMs=" + reconnectBackoffMs + ", reconnectBackoffMaxMs=" +
+                reconnectBackoffMaxMs + ", maxFrameBytes=" + maxFrameBytes + ", ioThreads=" + ioThreads +
                 ", preTouch=" + preTouch + ", preferEpoll=" + preferEpoll + '}';
         }
     }

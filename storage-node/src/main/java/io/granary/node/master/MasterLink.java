@@ -2,38 +2,54 @@ package io.granary.node.master;
 
 import io.granary.common.Clock;
 import io.granary.node.segment.Segment;
+import io.granary.node.segment.SegmentLedger;
+import io.granary.node.segment.SegmentRegistry;
+import io.granary.proto.DeregisterNodeRequest;
 import io.granary.proto.ErrorCode;
+import io.granary.proto.FreedExtent;
 import io.granary.proto.HeartbeatRequest;
 import io.granary.proto.HeartbeatResponse;
+import io.granary.proto.LedgerEntry;
 import io.granary.proto.MasterServiceGrpc;
 import io.granary.proto.MountSegmentRequest;
 import io.granary.proto.MountSegmentResponse;
+import io.granary.proto.ReportLedgerRequest;
+import io.granary.proto.ReportLedgerResponse;
 import io.granary.proto.SegmentInfo;
-import io.granary.proto.DeregisterNodeRequest;
 import io.granary.proto.UnmountSegmentRequest;
 import io.grpc.ManagedChannel;
 import io.grpc.ManagedChannelBuilder;
+import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * The storage node's control-plane link: mounts every segment with the master, heartbeats, mounts
- * again when the master forgot the node, and retries with capped exponential backoff while the master
- * is unreachable. All RPCs run on one scheduler thread; {@link #close()} is called by the owner.
+ * The storage node's control-plane link: registers with the master (mounts every segment, then reports
+ * each segment's ledger so that a restarted master can rebuild what the node holds), heartbeats and
+ * applies the frees the master sends back, registers again when the master forgot the node (giving the
+ * segments fresh ids first, so extents of the forgotten registration are refused), and retries with
+ * capped, jittered exponential backoff while the master is unreachable. All RPCs run on one scheduler
+ * thread; {@link #close()} is called by the owner.
  */
 public final class MasterLink implements AutoCloseable
 {
     private static final Logger LOG = LoggerFactory.getLogger(MasterLink.class);
     /** Total time close() spends unmounting segments. */
     static final long UNMOUNT_BUDGET_MS = 2_000;
+    /** Ledger entries per ReportLedger call (the master accepts up to 65,536). */
+    static final int REPORT_CHUNK_ENTRIES = 4096;
+    /** Rough bytes per ReportLedger call, well below gRPC's default 4 MiB message limit. */
+    static final int REPORT_CHUNK_BYTES = 1 << 20;
 
     private enum LinkState
     {
@@ -45,6 +61,7 @@ public final class MasterLink implements AutoCloseable
     private final String nodeName;
     private final String endpoint;
     private final List<Segment> segments;
+    private final SegmentRegistry registry;
     private final long heartbeatIntervalMs;
     private final long rpcTimeoutMs;
     private final long initialBackoffMs;
@@ -55,39 +72,57 @@ public final class MasterLink implements AutoCloseable
     private final ScheduledExecutorService scheduler;
     private final AtomicLong mounts = new AtomicLong();
     private final AtomicLong heartbeats = new AtomicLong();
+    private final AtomicLong registrations = new AtomicLong();
+    private final AtomicLong rekeys = new AtomicLong();
+    private final AtomicLong entriesReported = new AtomicLong();
+    private final AtomicLong entriesRejected = new AtomicLong();
+    private final AtomicLong ledgersDiscarded = new AtomicLong();
+    private final AtomicLong freesApplied = new AtomicLong();
     private volatile boolean closing;
     private volatile LinkState state = LinkState.STARTING;
+    private volatile String masterId = "";
 
     // Scheduler-thread confined.
     private boolean mounted;
     private boolean everMounted;
+    /** The master forgot this node: give the segments fresh ids before registering again. */
+    private boolean rekeyBeforeMount;
     private long effectiveHeartbeatMs;
     private long backoffMs;
     private long lostContactNs;
     private int lastHeartbeatCode;
 
+    /**
+     * @param registry          the node's segments; {@code segments} must be registered in it.
+     * @param initialBackoffMs  first retry delay while the master is unreachable or refuses.
+     * @param maxBackoffMs      cap of the doubling retry delay; each delay is drawn from [d/2, d].
+     */
     public MasterLink(
         final String masterAddress,
         final String nodeId,
         final String nodeName,
         final String endpoint,
+        final SegmentRegistry registry,
         final List<Segment> segments,
         final long heartbeatIntervalMs,
         final long rpcTimeoutMs,
+        final long initialBackoffMs,
+        final long maxBackoffMs,
         final Clock clock)
     {
         this.masterAddress = masterAddress;
         this.nodeId = nodeId;
         this.nodeName = nodeName;
         this.endpoint = endpoint;
+        this.registry = registry;
         this.segments = List.copyOf(segments);
         this.heartbeatIntervalMs = heartbeatIntervalMs;
         this.rpcTimeoutMs = rpcTimeoutMs;
-        this.initialBackoffMs = Math.max(10, Math.min(250, heartbeatIntervalMs / 4));
-        this.maxBackoffMs = Math.max(initialBackoffMs, 2 * heartbeatIntervalMs);
+        this.initialBackoffMs = Math.max(1, initialBackoffMs);
+        this.maxBackoffMs = Math.max(this.initialBackoffMs, maxBackoffMs);
         this.clock = clock;
         this.effectiveHeartbeatMs = heartbeatIntervalMs;
-        this.backoffMs = initialBackoffMs;
+        this.backoffMs = this.initialBackoffMs;
         this.channel = ManagedChannelBuilder.forTarget(masterAddress).usePlaintext().build();
         this.stub = MasterServiceGrpc.newBlockingStub(channel);
         this.scheduler = Executors.newSingleThreadScheduledExecutor(r ->
@@ -122,6 +157,48 @@ public final class MasterLink implements AutoCloseable
         return heartbeats.get();
     }
 
+    /** Registrations completed: every segment mounted and its ledger reported. */
+    public long registrations()
+    {
+        return registrations.get();
+    }
+
+    /** Times the segments got fresh ids because the master had forgotten this node. */
+    public long rekeys()
+    {
+        return rekeys.get();
+    }
+
+    /** Ledger entries sent in reports. */
+    public long entriesReported()
+    {
+        return entriesReported.get();
+    }
+
+    /** Reported entries the master did not adopt (dropped from the ledger). */
+    public long entriesRejected()
+    {
+        return entriesRejected.get();
+    }
+
+    /** Segment ledgers cleared because the master had expired this node. */
+    public long ledgersDiscarded()
+    {
+        return ledgersDiscarded.get();
+    }
+
+    /** Ledger entries dropped because the master freed their extent. */
+    public long freesApplied()
+    {
+        return freesApplied.get();
+    }
+
+    /** Id of the master incarnation this node last registered with ("" before the first registration). */
+    public String masterId()
+    {
+        return masterId;
+    }
+
     private void tick()
     {
         if (closing)
@@ -133,7 +210,7 @@ public final class MasterLink implements AutoCloseable
         {
             if (!mounted)
             {
-                mountAll();
+                register();
                 delayMs = effectiveHeartbeatMs;
             }
             else
@@ -157,11 +234,143 @@ public final class MasterLink implements AutoCloseable
             if (state != LinkState.REFUSED)
             {
                 state = LinkState.REFUSED;
-                LOG.warn("master {} refused segment {}: code {}; retrying", masterAddress, ex.segment, ex.code);
+                LOG.warn("master {} refused {} of segment {}: code {}; retrying", masterAddress, ex.call, ex.segment,
+                    ex.code);
             }
             delayMs = nextBackoff();
         }
         schedule(delayMs);
+    }
+
+    /**
+     * Mounts every segment, then reports every segment's ledger; any failure leaves the node unregistered and
+     * the next attempt starts over (mounting the same ids again is idempotent, and so is a repeated report).
+     */
+    private void register()
+    {
+        if (rekeyBeforeMount)
+        {
+            for (final Segment segment : segments)
+            {
+                final int old = segment.id();
+                registry.rekey(segment);
+                LOG.debug("segment {} re-keyed {} -> {}", segment.name(), Integer.toUnsignedString(old),
+                    Integer.toUnsignedString(segment.id()));
+            }
+            rekeys.incrementAndGet();
+            rekeyBeforeMount = false;
+        }
+        mountAll();
+        String reportedTo = masterId;
+        int entries = 0;
+        for (final Segment segment : segments)
+        {
+            final ReportOutcome outcome = reportLedger(segment);
+            if (outcome == null)
+            {
+                break; // a master without ReportLedger: nothing to rebuild there
+            }
+            reportedTo = outcome.masterId;
+            entries += outcome.entries;
+        }
+        masterId = reportedTo;
+        mounted = true;
+        everMounted = true;
+        state = LinkState.REGISTERED;
+        registrations.incrementAndGet();
+        LOG.info("node {} ({}) registered {} segment(s) with master {} ({}), transfer endpoint {}, {} ledger " +
+            "entries reported", nodeName, nodeId, segments.size(), masterAddress, reportedTo, endpoint, entries);
+    }
+
+    private record ReportOutcome(String masterId, int entries)
+    {
+    }
+
+    /** Sends one segment's ledger in chunks; null when the master does not know ReportLedger. */
+    private ReportOutcome reportLedger(final Segment segment)
+    {
+        final SegmentLedger ledger = segment.ledger();
+        final List<SegmentLedger.Entry> entries = ledger.snapshot();
+        final long nowMs = clock.epochMillis();
+        String reportedTo = "";
+        int from = 0;
+        do
+        {
+            final ReportLedgerRequest.Builder request = ReportLedgerRequest.newBuilder()
+                .setNodeId(nodeId)
+                .setSegmentId(segment.id())
+                .setPreviousMasterId(masterId);
+            int bytes = 0;
+            int to = from;
+            while (to < entries.size() && to - from < REPORT_CHUNK_ENTRIES && bytes < REPORT_CHUNK_BYTES)
+            {
+                final LedgerEntry entry = toProto(entries.get(to), nowMs);
+                bytes += entry.getSerializedSize();
+                request.addEntries(entry);
+                to++;
+            }
+            request.setLast(to == entries.size());
+            final ReportLedgerResponse response;
+            try
+            {
+                response = stub().reportLedger(request.build());
+            }
+            catch (final StatusRuntimeException ex)
+            {
+                if (ex.getStatus().getCode() == Status.Code.UNIMPLEMENTED)
+                {
+                    LOG.warn("master {} does not take ledger reports; it cannot rebuild from this node", masterAddress);
+                    return null;
+                }
+                throw ex;
+            }
+            if (response.getCode() != ErrorCode.OK_VALUE)
+            {
+                throw new MountRefusedException("ReportLedger", segment.name(), response.getCode());
+            }
+            reportedTo = response.getMasterId();
+            entriesReported.addAndGet(to - from);
+            if (response.getDiscardAll())
+            {
+                final int cleared = ledger.clear();
+                ledgersDiscarded.incrementAndGet();
+                LOG.info("master {} had expired node {}: cleared {} ledger entries of segment {}",
+                    masterAddress, nodeName, cleared, segment.name());
+                if (!request.getLast())
+                {
+                    stub().reportLedger(ReportLedgerRequest.newBuilder().setNodeId(nodeId)
+                        .setSegmentId(segment.id()).setPreviousMasterId(masterId).setLast(true).build());
+                }
+                return new ReportOutcome(reportedTo, 0);
+            }
+            if (response.getRejectedOffsetsCount() > 0)
+            {
+                entriesRejected.addAndGet(ledger.drop(response.getRejectedOffsetsList()));
+            }
+            from = to;
+        }
+        while (from < entries.size());
+        return new ReportOutcome(reportedTo, entries.size());
+    }
+
+    private static LedgerEntry toProto(final SegmentLedger.Entry e, final long nowMs)
+    {
+        final LedgerEntry.Builder b = LedgerEntry.newBuilder()
+            .setOffset(e.offset())
+            .setValueLength(e.valueLength())
+            .setTenant(e.tenant())
+            .setKey(e.key())
+            .setVersion(e.version())
+            .setFlags(e.flags())
+            .setSoftPinTtlMs(e.softPinTtlMs())
+            .setAgeMs(Math.max(0, nowMs - e.committedAtMs()))
+            .setGroupId(e.groupId())
+            .setSequence(e.sequence());
+        if (e.hasCrc32c())
+        {
+            b.setCrc32C(e.crc32c());
+        }
+        return b.build();
     }
 
     private void mountAll()
@@ -177,11 +386,12 @@ public final class MasterLink implements AutoCloseable
                         .setSegmentId(segment.id())
                         .setName(segment.name())
                         .setSizeBytes(segment.sizeBytes()))
+                    .setLedgerFollows(true)
                     .build());
             final int code = response.getCode();
             if (code != ErrorCode.OK_VALUE && code != ErrorCode.SEGMENT_ALREADY_EXISTS_VALUE)
             {
-                throw new MountRefusedException(segment.name(), code);
+                throw new MountRefusedException("MountSegment", segment.name(), code);
             }
             mounts.incrementAndGet();
             final long masterIntervalMs = response.getHeartbeatIntervalMs();
@@ -191,12 +401,7 @@ public final class MasterLink implements AutoCloseable
                 effectiveHeartbeatMs = masterIntervalMs;
             }
         }
-        mounted = true;
-        everMounted = true;
         onReachable();
-        state = LinkState.REGISTERED;
-        LOG.info("node {} ({}) mounted {} segment(s) at master {}, transfer endpoint {}",
-            nodeName, nodeId, segments.size(), masterAddress, endpoint);
     }
 
     private long heartbeat()
@@ -207,19 +412,34 @@ public final class MasterLink implements AutoCloseable
         final int code = response.getCode();
         if (code == ErrorCode.SEGMENT_NOT_FOUND_VALUE)
         {
-            LOG.info("master {} does not know node {} any more (restarted or expired); mounting segments again",
+            LOG.info("master {} does not know node {} any more (restarted or expired); registering again",
                 masterAddress, nodeName);
             mounted = false;
+            rekeyBeforeMount = true;
             state = LinkState.STARTING;
             lastHeartbeatCode = code;
             return 0;
         }
+        applyFrees(response.getFreedList());
         if (code != ErrorCode.OK_VALUE && code != lastHeartbeatCode)
         {
             LOG.warn("master {} answered a heartbeat with code {}", masterAddress, code);
         }
         lastHeartbeatCode = code;
-        return effectiveHeartbeatMs;
+        return response.getMoreFreed() ? 0 : effectiveHeartbeatMs;
+    }
+
+    /** Forgets the ledger entries of extents the master freed (when they still hold the freed version). */
+    private void applyFrees(final List<FreedExtent> freed)
+    {
+        for (final FreedExtent f : freed)
+        {
+            final Segment segment = registry.get(f.getSegmentId());
+            if (segment != null && segment.ledger().free(f.getOffset(), f.getVersion()))
+            {
+                freesApplied.incrementAndGet();
+            }
+        }
     }
 
     private void onReachable()
@@ -228,6 +448,7 @@ public final class MasterLink implements AutoCloseable
         {
             LOG.info("master {} reachable again after {} ms", masterAddress,
                 TimeUnit.NANOSECONDS.toMillis(clock.nanoTime() - lostContactNs));
+            state = mounted ? LinkState.REGISTERED : LinkState.STARTING;
         }
     }
 
@@ -251,11 +472,12 @@ public final class MasterLink implements AutoCloseable
         state = LinkState.UNREACHABLE;
     }
 
+    /** The next retry delay, drawn from [d/2, d] ("equal jitter") so that nodes do not retry in step. */
     private long nextBackoff()
     {
         final long delayMs = backoffMs;
         backoffMs = Math.min(maxBackoffMs, backoffMs * 2);
-        return delayMs;
+        return delayMs / 2 + ThreadLocalRandom.current().nextLong(delayMs - delayMs / 2 + 1);
     }
 
     private void schedule(final long delayMs)
@@ -381,12 +603,14 @@ public final class MasterLink implements AutoCloseable
 
     private static final class MountRefusedException extends RuntimeException
     {
+        private final String call;
         private final String segment;
         private final int code;
 
-        MountRefusedException(final String segment, final int code)
+        MountRefusedException(final String call, final String segment, final int code)
         {
             super(null, null, false, false);
+            this.call = call;
             this.segment = segment;
             this.code = code;
         }

@@ -14,12 +14,13 @@ public final class Segment implements AutoCloseable
 {
     public static final int PAGE_SIZE_BYTES = 4096;
 
-    private final int id;
+    private volatile int id;
     private final String name;
     private final long sizeBytes;
     private final long rawAddress;
     private final long address;
     private final AtomicBoolean closed = new AtomicBoolean();
+    private final SegmentLedger ledger = new SegmentLedger(this);
 
     /**
      * Allocates {@code sizeBytes} (rounded up to the page size) of native memory.
@@ -63,10 +64,29 @@ public final class Segment implements AutoCloseable
         }
     }
 
-    /** Node-local id carried in transfer frames; nonzero, random per process start. */
+    /**
+     * Node-local id carried in transfer frames; nonzero, random per process start and changed again each time
+     * the node registers with a master that had forgotten it (see {@link SegmentRegistry#rekey}).
+     */
     public int id()
     {
         return id;
+    }
+
+    /** Called by {@link SegmentLedger#rekey} only, under the ledger's monitor. */
+    void setId(final int newId)
+    {
+        if (newId == 0)
+        {
+            throw new IllegalArgumentException("segment id 0 is reserved");
+        }
+        id = newId;
+    }
+
+    /** The complete extents this segment holds. */
+    public SegmentLedger ledger()
+    {
+        return ledger;
     }
 
     /** Cluster-unique name, "&lt;node name&gt;/seg&lt;i&gt;". */

@@ -17,15 +17,34 @@ public final class SegmentRegistry implements AutoCloseable
     /** Allocates a segment with a fresh random nonzero id, distinct from every id registered here. */
     public synchronized Segment allocate(final String name, final long sizeBytes)
     {
+        final Segment segment = new Segment(freshId(), name, sizeBytes);
+        add(segment);
+        return segment;
+    }
+
+    /**
+     * Gives a registered segment a fresh random id, keeping its memory and ledger. Every extent handed out
+     * under the old id (by a master that has since forgotten this node) then gets SEGMENT_NOT_FOUND, so a
+     * stale reader or writer can never touch memory the next master hands out again.
+     *
+     * @return the new id.
+     */
+    public synchronized int rekey(final Segment segment)
+    {
+        final int id = freshId();
+        segment.ledger().rekey(id);
+        return id;
+    }
+
+    private int freshId()
+    {
         int id;
         do
         {
             id = ThreadLocalRandom.current().nextInt();
         }
         while (id == 0 || get(id) != null);
-        final Segment segment = new Segment(id, name, sizeBytes);
-        add(segment);
-        return segment;
+        return id;
     }
 
     /** Registers a segment. @throws IllegalArgumentException when its id is taken. */

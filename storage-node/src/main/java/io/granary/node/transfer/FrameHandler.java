@@ -1,7 +1,9 @@
 package io.granary.node.transfer;
 
+import io.granary.common.Clock;
 import io.granary.node.segment.Segment;
 import io.granary.node.segment.SegmentRegistry;
+import io.granary.protocol.CommitRecord;
 import io.granary.protocol.FrameDescriptor;
 import io.granary.protocol.FrameHeader;
 import io.granary.protocol.HeaderAssembler;
@@ -12,13 +14,18 @@ import io.netty.channel.ChannelInboundHandlerAdapter;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import java.util.LinkedHashMap;
+import java.util.Map;
+
 import static io.granary.proto.ErrorCode.INVALID_PARAMS_VALUE;
 import static io.granary.proto.ErrorCode.SEGMENT_NOT_FOUND_VALUE;
 
 /**
  * Serves the frames of one client connection: a state machine that reads a 64-byte header, checks the
  * segment and range before any byte moves, streams WRITE payloads straight into segment memory and
- * sends READ payloads from it without copying. Runs on the connection's event loop only.
+ * sends READ payloads from it without copying. A WRITE first removes the ledger entries its range
+ * overlaps; a COMMIT records its extent in the segment's ledger unless a WRITE of that extent failed on
+ * this connection. Runs on the connection's event loop only.
  */
 final class FrameHandler extends ChannelInboundHandlerAdapter
 {
@@ -40,6 +47,25 @@ final class FrameHandler extends ChannelInboundHandlerAdapter
     private int writeSegmentId;
     private long writeOffset;
     private long writeLength;
+
+    // The COMMIT whose payload is arriving; commitPayload null means discard (too long).
+    private long commitRemaining;
+    private byte[] commitPayload;
+    private int commitFilled;
+    private long commitRequestId;
+    private int commitSegmentId;
+    private long commitOffset;
+    private long commitLength;
+    /** WRITEs refused on this connection, by (segment, offset): their COMMIT must be refused too. Bounded. */
+    private final Map<Long, Integer> failedWrites = new LinkedHashMap<>(16, 0.75f, false)
+    {
+        @Override
+        protected boolean removeEldestEntry(final Map.Entry<Long, Integer> eldest)
+        {
+            return size() > MAX_FAILED_WRITES_REMEMBERED;
+        }
+    };
+    private static final int MAX_FAILED_WRITES_REMEMBERED = 4096;
 
     FrameHandler(final TransferServer server, final SegmentRegistry registry, final int maxFrameBytes)
     {
@@ -80,6 +106,11 @@ final class FrameHandler extends ChannelInboundHandlerAdapter
                 if (writeRemaining > 0)
                 {
                     consumeWritePayload(ctx, in);
+                    continue;
+                }
+                if (commitRemaining > 0)
+                {
+                    consumeCommitPayload(ctx, in);
                     continue;
                 }
 
@@ -124,6 +155,10 @@ final class FrameHandler extends ChannelInboundHandlerAdapter
                 onWrite(ctx);
                 break;
 
+            case Opcode.COMMIT:
+                onCommit(ctx);
+                break;
+
             default:
                 respond(ctx, Opcode.PING_RESPONSE, header.requestId, header.segmentId, 0, header.offset, header.length);
                 break;
@@ -147,6 +182,10 @@ final class FrameHandler extends ChannelInboundHandlerAdapter
     {
         final Segment segment = registry.get(header.segmentId);
         writeStatus = check(segment);
+        if (writeStatus == 0)
+        {
+            writeStatus = invalidateLedger(segment);
+        }
         writeAddress = writeStatus == 0 ? segment.address() + header.offset : 0;
         writeRemaining = header.length;
         writeRequestId = header.requestId;
@@ -194,7 +233,109 @@ final class FrameHandler extends ChannelInboundHandlerAdapter
     private void finishWrite(final ChannelHandlerContext ctx)
     {
         writeAddress = 0;
+        rememberWriteOutcome(writeSegmentId, writeOffset, writeStatus);
         respond(ctx, Opcode.WRITE_RESPONSE, writeRequestId, writeSegmentId, writeStatus, writeOffset, writeLength);
+    }
+
+    /** Before a WRITE moves bytes: the ledger forgets what the range held (or the segment was re-keyed). */
+    private int invalidateLedger(final Segment segment)
+    {
+        if (segment.ledger().beforeWrite(header.segmentId, header.offset, header.length))
+        {
+            return 0;
+        }
+        server.onErrorResponse();
+        return SEGMENT_NOT_FOUND_VALUE;
+    }
+
+    private void rememberWriteOutcome(final int segmentId, final long offset, final int status)
+    {
+        final long extent = extentKey(segmentId, offset);
+        if (status != 0)
+        {
+            failedWrites.put(extent, status);
+        }
+        else if (!failedWrites.isEmpty())
+        {
+            failedWrites.remove(extent);
+        }
+    }
+
+    private static long extentKey(final int segmentId, final long offset)
+    {
+        return offset * 0x9E3779B97F4A7C15L ^ segmentId;
+    }
+
+    private void onCommit(final ChannelHandlerContext ctx)
+    {
+        commitRequestId = header.requestId;
+        commitSegmentId = header.segmentId;
+        commitOffset = header.offset;
+        commitLength = header.length;
+        commitRemaining = header.length;
+        commitFilled = 0;
+        commitPayload = header.length > 0 && header.length <= FrameDescriptor.MAX_COMMIT_PAYLOAD ?
+            new byte[(int)header.length] : null;
+        if (commitRemaining == 0)
+        {
+            finishCommit(ctx);
+        }
+    }
+
+    private void consumeCommitPayload(final ChannelHandlerContext ctx, final ByteBuf in)
+    {
+        final int count = (int)Math.min(commitRemaining, in.readableBytes());
+        if (commitPayload != null)
+        {
+            in.readBytes(commitPayload, commitFilled, count);
+            commitFilled += count;
+        }
+        else
+        {
+            in.skipBytes(count);
+        }
+        commitRemaining -= count;
+        if (commitRemaining == 0)
+        {
+            finishCommit(ctx);
+        }
+    }
+
+    private void finishCommit(final ChannelHandlerContext ctx)
+    {
+        final int status = commitStatus();
+        commitPayload = null;
+        if (status != 0)
+        {
+            server.onErrorResponse();
+        }
+        respond(ctx, Opcode.COMMIT_RESPONSE, commitRequestId, commitSegmentId, status, commitOffset, commitLength);
+    }
+
+    /** Validates a COMMIT and records it: payload, segment, range, then the outcome of its WRITE here. */
+    private int commitStatus()
+    {
+        final CommitRecord record = commitPayload == null ? null :
+            CommitRecord.decode(commitPayload, 0, commitPayload.length);
+        if (record == null)
+        {
+            return INVALID_PARAMS_VALUE;
+        }
+        final Segment segment = registry.get(commitSegmentId);
+        if (segment == null)
+        {
+            return SEGMENT_NOT_FOUND_VALUE;
+        }
+        if (!segment.contains(commitOffset, Math.max(1, record.valueLength())))
+        {
+            return INVALID_PARAMS_VALUE;
+        }
+        final Integer failed = failedWrites.remove(extentKey(commitSegmentId, commitOffset));
+        if (failed != null)
+        {
+            return failed;
+        }
+        return segment.ledger().commit(commitSegmentId, commitOffset, record, Clock.SYSTEM.epochMillis());
     }
 
     private void respond(

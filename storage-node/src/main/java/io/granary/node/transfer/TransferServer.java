@@ -28,8 +28,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
- * The storage node's TCP transfer server: accepts client connections and serves READ, WRITE and PING
- * frames against the node's segments (one {@link FrameHandler} per connection). Started and closed by
+ * The storage node's TCP transfer server: accepts client connections and serves READ, WRITE, COMMIT and
+ * PING frames against the node's segments and their ledgers (one {@link FrameHandler} per connection). Started and closed by
  * one owner thread; the counters may be read from any thread.
  */
 public final class TransferServer implements AutoCloseable

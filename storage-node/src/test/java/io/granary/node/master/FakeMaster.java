@@ -2,11 +2,14 @@ package io.granary.node.master;
 
 import io.granary.proto.CodeResponse;
 import io.granary.proto.ErrorCode;
+import io.granary.proto.FreedExtent;
 import io.granary.proto.HeartbeatRequest;
 import io.granary.proto.HeartbeatResponse;
 import io.granary.proto.MasterServiceGrpc;
 import io.granary.proto.MountSegmentRequest;
 import io.granary.proto.MountSegmentResponse;
+import io.granary.proto.ReportLedgerRequest;
+import io.granary.proto.ReportLedgerResponse;
 import io.granary.proto.UnmountSegmentRequest;
 import io.grpc.Server;
 import io.grpc.netty.NettyServerBuilder;
@@ -16,7 +19,10 @@ import io.netty.channel.ChannelOption;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.util.List;
+import java.util.Queue;
 import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
@@ -24,7 +30,8 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * A recording master on a real gRPC server: remembers mounted nodes, answers heartbeats of unknown
- * nodes with SEGMENT_NOT_FOUND (as the real master does after a restart or expiry).
+ * nodes with SEGMENT_NOT_FOUND (as the real master does after a restart or expiry), records ledger
+ * reports, and hands out the frees, rejections and discards a test scripts.
  */
 public final class FakeMaster extends MasterServiceGrpc.MasterServiceImplBase implements AutoCloseable
 {
@@ -32,7 +39,12 @@ public final class FakeMaster extends MasterServiceGrpc.MasterServiceImplBase im
     public final List<UnmountSegmentRequest> unmounts = new CopyOnWriteArrayList<>();
     public final List<HeartbeatRequest> heartbeats = new CopyOnWriteArrayList<>();
     private final Set<String> knownNodes = ConcurrentHashMap.newKeySet();
+    public final List<ReportLedgerRequest> reports = new CopyOnWriteArrayList<>();
+    public final String masterId = UUID.randomUUID().toString();
     private final AtomicInteger mountCode = new AtomicInteger(ErrorCode.OK_VALUE);
+    private final Queue<FreedExtent> freed = new ConcurrentLinkedQueue<>();
+    private final Set<Long> rejectOffsets = ConcurrentHashMap.newKeySet();
+    private volatile boolean discardAll;
     private Server server;
 
     public static FakeMaster start(final int port) throws IOException
@@ -67,6 +79,29 @@ public final class FakeMaster extends MasterServiceGrpc.MasterServiceImplBase im
         mountCode.set(code);
     }
 
+    /** Sends these frees with the next heartbeat answer. */
+    public void free(final int segmentId, final long offset, final long version)
+    {
+        freed.add(FreedExtent.newBuilder().setSegmentId(segmentId).setOffset(offset).setVersion(version).build());
+    }
+
+    /** Ledger entries at this offset are answered as rejected. */
+    public void rejectOffset(final long offset)
+    {
+        rejectOffsets.add(offset);
+    }
+
+    /** Every ledger report is answered with discard_all. */
+    public void discardAll(final boolean discard)
+    {
+        discardAll = discard;
+    }
+
+    public boolean pendingFrees()
+    {
+        return !freed.isEmpty();
+    }
+
     public long heartbeatsFrom(final String nodeId)
     {
         return heartbeats.stream().filter(h -> h.getNodeId().equals(nodeId)).count();
@@ -86,6 +121,20 @@ public final class FakeMaster extends MasterServiceGrpc.MasterServiceImplBase im
     }
 
     @Override
+    public void reportLedger(final ReportLedgerRequest request, final StreamObserver<ReportLedgerResponse> response)
+    {
+        reports.add(request);
+        final ReportLedgerResponse.Builder b = ReportLedgerResponse.newBuilder()
+            .setCode(ErrorCode.OK_VALUE)
+            .setMasterId(masterId)
+            .setDiscardAll(discardAll);
+        request.getEntriesList().stream().filter(e -> rejectOffsets.contains(e.getOffset()))
+            .forEach(e -> b.addRejectedOffsets(e.getOffset()));
+        response.onNext(b.build());
+        response.onCompleted();
+    }
+
+    @Override
     public void unmountSegment(final UnmountSegmentRequest request, final StreamObserver<CodeResponse> response)
     {
         unmounts.add(request);
@@ -99,7 +148,13 @@ public final class FakeMaster extends MasterServiceGrpc.MasterServiceImplBase im
         heartbeats.add(request);
         final int code = knownNodes.contains(request.getNodeId()) ?
             ErrorCode.OK_VALUE : ErrorCode.SEGMENT_NOT_FOUND_VALUE;
-        response.onNext(HeartbeatResponse.newBuilder().setCode(code).build());
+        final HeartbeatResponse.Builder b = HeartbeatResponse.newBuilder().setCode(code).setMasterId(masterId);
+        FreedExtent f;
+        while (code == ErrorCode.OK_VALUE && (f = freed.poll()) != null)
+        {
+            b.addFreed(f);
+        }
+        response.onNext(b.build());
         response.onCompleted();
     }
 

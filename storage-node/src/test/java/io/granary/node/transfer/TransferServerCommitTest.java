@@ -1,0 +1,168 @@
+package io.granary.node.transfer;
+
+import io.granary.node.segment.Segment;
+import io.granary.node.segment.SegmentLedger;
+import io.granary.node.segment.SegmentRegistry;
+import io.granary.protocol.CommitRecord;
+import io.granary.protocol.FrameDescriptor;
+import io.granary.protocol.FrameHeader;
+import io.granary.protocol.Opcode;
+import io.granary.transfer.TransferConfig;
+import io.granary.transfer.TransferRequest;
+import io.granary.transfer.tcp.NettyTransferEngine;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import java.io.ByteArrayOutputStream;
+import java.nio.ByteBuffer;
+import java.util.concurrent.TimeUnit;
+
+import static io.granary.proto.ErrorCode.INVALID_PARAMS_VALUE;
+import static io.granary.proto.ErrorCode.SEGMENT_NOT_FOUND_VALUE;
+import static org.assertj.core.api.Assertions.assertThat;
+
+/** COMMIT frames and the segment ledger, through the real transfer server. */
+class TransferServerCommitTest
+{
+    private static final long SEGMENT_BYTES = 4L << 20;
+
+    private SegmentRegistry registry;
+    private Segment segment;
+    private TransferServer server;
+    private String endpoint;
+    private NettyTransferEngine engine;
+
+    @BeforeEach
+    void start()
+    {
+        registry = new SegmentRegistry();
+        segment = registry.allocate("test/seg0", SEGMENT_BYTES);
+        server = new TransferServer("127.0.0.1", 0, registry, 1 << 20, 1, true).start();
+        endpoint = "127.0.0.1:" + server.port();
+        engine = new NettyTransferEngine(new TransferConfig().sliceBytes(64 << 10));
+    }
+
+    @AfterEach
+    void stop()
+    {
+        engine.close();
+        server.close();
+        registry.close();
+    }
+
+    private static CommitRecord record(final String key, final long length, final long version)
+    {
+        return new CommitRecord(CommitRecord.FLAG_HARD_PIN, "tenant-a", key, "grp", length, version, 0, 0);
+    }
+
+    private int writeAndCommit(final int segmentId, final long offset, final byte[] value, final CommitRecord record)
+        throws Exception
+    {
+        return engine.submit(new TransferRequest(TransferRequest.Op.WRITE, endpoint, segmentId, offset,
+            ByteBuffer.wrap(value), value.length, null, record.encode())).get(10, TimeUnit.SECONDS);
+    }
+
+    @Test
+    void shouldRecordASingleSliceAndASlicedWriteInTheLedger() throws Exception
+    {
+        assertThat(writeAndCommit(segment.id(), 0, new byte[1000], record("small", 1000, 11))).isZero();
+        assertThat(writeAndCommit(segment.id(), 1 << 20, new byte[300_000], record("big", 300_000, 12))).isZero();
+
+        assertThat(segment.ledger().snapshot()).satisfiesExactly(
+            e ->
+            {
+                assertThat(e.key()).isEqualTo("small");
+                assertThat(e.tenant()).isEqualTo("tenant-a");
+                assertThat(e.groupId()).isEqualTo("grp");
+                assertThat(e.offset()).isZero();
+                assertThat(e.valueLength()).isEqualTo(1000);
+                assertThat(e.version()).isEqualTo(11);
+                assertThat(e.flags()).isEqualTo(CommitRecord.FLAG_HARD_PIN);
+            },
+            e ->
+            {
+                assertThat(e.key()).isEqualTo("big");
+                assertThat(e.offset()).isEqualTo(1 << 20);
+            });
+    }
+
+    @Test
+    void shouldForgetALedgerEntryAsSoonAsAWriteOverlapsIt() throws Exception
+    {
+        assertThat(writeAndCommit(segment.id(), 4096, new byte[4096], record("k", 4096, 1))).isZero();
+
+        assertThat(engine.submit(TransferRequest.write(endpoint, segment.id(), 8000, ByteBuffer.allocate(200), 200))
+            .get(10, TimeUnit.SECONDS)).isZero();
+
+        assertThat(segment.ledger().snapshot()).isEmpty();
+    }
+
+    @Test
+    void shouldRefuseTheCommitOfAWriteThisConnectionRefused() throws Exception
+    {
+        try (RawClient client = new RawClient(server.port()))
+        {
+            // A WRITE past the end of the segment, then a COMMIT of the same extent right behind it.
+            final long offset = SEGMENT_BYTES - 10;
+            final byte[] payload = record("k", 100, 1).encode();
+            final ByteArrayOutputStream frames = new ByteArrayOutputStream();
+            frames.write(RawClient.header(Opcode.WRITE, 1, segment.id(), offset, 100));
+            frames.write(new byte[100]);
+            frames.write(RawClient.header(Opcode.COMMIT, 2, segment.id(), offset, payload.length));
+            frames.write(payload);
+            client.send(frames.toByteArray());
+
+            final FrameHeader writeResponse = client.readHeader();
+            final FrameHeader commitResponse = client.readHeader();
+            assertThat(writeResponse.status).isEqualTo(INVALID_PARAMS_VALUE);
+            assertThat(commitResponse.opcode).isEqualTo(Opcode.COMMIT_RESPONSE);
+            assertThat(commitResponse.status).isEqualTo(INVALID_PARAMS_VALUE);
+        }
+        assertThat(segment.ledger().size()).isZero();
+    }
+
+    @Test
+    void shouldAnswerMalformedAndOversizedCommitsAndKeepTheConnection() throws Exception
+    {
+        try (RawClient client = new RawClient(server.port()))
+        {
+            final byte[] garbage = {9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9,
+                9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9};
+            client.sendByteByByte(RawClient.header(Opcode.COMMIT, 1, segment.id(), 0, garbage.length));
+            client.sendByteByByte(garbage);
+            assertThat(client.readHeader().status).isEqualTo(INVALID_PARAMS_VALUE);
+
+            final int oversized = FrameDescriptor.MAX_COMMIT_PAYLOAD + 1;
+            client.send(RawClient.header(Opcode.COMMIT, 2, segment.id(), 0, oversized));
+            client.send(new byte[oversized]);
+            final FrameHeader tooLong = client.readHeader();
+            assertThat(tooLong.requestId).isEqualTo(2);
+            assertThat(tooLong.status).isEqualTo(INVALID_PARAMS_VALUE);
+
+            final byte[] beyond = record("k", 4096, 1).encode();
+            client.send(RawClient.header(Opcode.COMMIT, 3, segment.id(), SEGMENT_BYTES - 100, beyond.length));
+            client.send(beyond);
+            assertThat(client.readHeader().status).as("an extent outside the segment").isEqualTo(INVALID_PARAMS_VALUE);
+
+            final byte[] good = record("k", 4096, 1).encode();
+            client.send(RawClient.header(Opcode.COMMIT, 4, segment.id(), 8192, good.length));
+            client.send(good);
+            final FrameHeader ok = client.readHeader();
+            assertThat(ok.requestId).isEqualTo(4);
+            assertThat(ok.status).isZero();
+        }
+        assertThat(segment.ledger().snapshot()).extracting(SegmentLedger.Entry::offset).containsExactly(8192L);
+    }
+
+    @Test
+    void shouldRefuseWritesAndCommitsNamingARekeyedSegment() throws Exception
+    {
+        final int old = segment.id();
+        registry.rekey(segment);
+
+        assertThat(writeAndCommit(old, 0, new byte[100], record("k", 100, 1))).isEqualTo(SEGMENT_NOT_FOUND_VALUE);
+        assertThat(writeAndCommit(segment.id(), 0, new byte[100], record("k", 100, 1))).isZero();
+        assertThat(segment.ledger().size()).isEqualTo(1);
+    }
+}
