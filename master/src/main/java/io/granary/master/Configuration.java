@@ -59,6 +59,10 @@ public final class Configuration
     public static final String LIST_KEYS_LIMIT_PROP = "list-keys-limit";
     public static final int LIST_KEYS_LIMIT_DEFAULT = 10_000;
 
+    /** /ready answers 503 until this many nodes have registered and reported their ledgers (0: at once). */
+    public static final String READY_AFTER_NODES_PROP = "ready-after-nodes";
+    public static final int READY_AFTER_NODES_DEFAULT = 0;
+
     private Configuration()
     {
     }

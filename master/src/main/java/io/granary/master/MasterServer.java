@@ -33,9 +33,13 @@ import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.LongAdder;
 
 /**
  * The master role: owns all metadata (segments, objects, leases) and none of the data. Serves the
@@ -67,6 +71,7 @@ public final class MasterServer implements AutoCloseable
         private int metadataShards = Configuration.METADATA_SHARDS_DEFAULT;
         private int allocationGranularity = Configuration.ALLOCATION_GRANULARITY_DEFAULT;
         private int listKeysLimit = Configuration.LIST_KEYS_LIMIT_DEFAULT;
+        private int readyAfterNodes = Configuration.READY_AFTER_NODES_DEFAULT;
         private boolean housekeeping = true;
         private Clock clock = Clock.SYSTEM;
 
@@ -261,6 +266,21 @@ public final class MasterServer implements AutoCloseable
             return this;
         }
 
+        public int readyAfterNodes()
+        {
+            return readyAfterNodes;
+        }
+
+        /**
+         * Readiness (/ready) waits until this many nodes have registered and reported their ledgers, so that a
+         * restarted master is taken into service once it has rebuilt what they hold; 0 = ready at once.
+         */
+        public Context readyAfterNodes(final int readyAfterNodes)
+        {
+            this.readyAfterNodes = readyAfterNodes;
+            return this;
+        }
+
         public boolean housekeeping()
         {
             return housekeeping;
@@ -320,6 +340,8 @@ public final class MasterServer implements AutoCloseable
                 Integer.bitCount(allocationGranularity) == 1,
                 "--allocation-granularity must be a power of two in 8..1048576, was " + allocationGranularity);
             require(listKeysLimit >= 1, "--list-keys-limit must be positive, was " + listKeysLimit);
+            require(readyAfterNodes >= 0 && readyAfterNodes <= 100_000,
+                "--ready-after-nodes must be in 0..100000, was " + readyAfterNodes);
             require(clock != null, "clock must not be null");
             return this;
         }
@@ -369,11 +391,17 @@ public final class MasterServer implements AutoCloseable
     private final AdminHttpServer admin;
     private final ScheduledExecutorService housekeeper;
     private final ScheduledExecutorService evictionThread;
+    private final String masterId = UUID.randomUUID().toString();
+    private final long startNs;
+    private final Set<String> reportedNodes = ConcurrentHashMap.newKeySet();
+    private final LongAdder ledgerReports = new LongAdder();
+    private final LongAdder discardedReports = new LongAdder();
     private volatile boolean closed;
 
     private MasterServer(final Context ctx)
     {
         this.ctx = ctx;
+        this.startNs = ctx.clock().nanoTime();
         final int granularity = ctx.allocationGranularity();
         this.registry = new SegmentRegistry(ctx.clock(), (id, name, size) ->
             new SegmentAllocation(id, name, new TlsfExtentAllocator(size, granularity)));
@@ -470,9 +498,9 @@ public final class MasterServer implements AutoCloseable
     {
         ctx.conclude();
         final MasterServer server = new MasterServer(ctx);
-        LOG.info("master started: grpc={}:{} lookup={} admin={} shards={} lease-ttl={} node-ttl={}",
-            ctx.host(), server.grpcPort(), server.lookupPort(), server.adminPort(), ctx.metadataShards(),
-            Units.formatDuration(ctx.leaseTtl()), Units.formatDuration(ctx.nodeTtl()));
+        LOG.info("master started: id={} grpc={}:{} lookup={} admin={} shards={} lease-ttl={} node-ttl={}",
+            server.masterId, ctx.host(), server.grpcPort(), server.lookupPort(), server.adminPort(),
+            ctx.metadataShards(), Units.formatDuration(ctx.leaseTtl()), Units.formatDuration(ctx.nodeTtl()));
         return server;
     }
 
@@ -523,6 +551,46 @@ public final class MasterServer implements AutoCloseable
     public boolean isClosed()
     {
         return closed;
+    }
+
+    /** Random id of this master process: nodes use it to tell a restarted master from one that expired them. */
+    public String masterId()
+    {
+        return masterId;
+    }
+
+    /** Serving, and {@code --ready-after-nodes} nodes have reported their ledgers. */
+    public boolean isReady()
+    {
+        return !closed && reportedNodes.size() >= ctx.readyAfterNodes();
+    }
+
+    public long uptimeMs()
+    {
+        return TimeUnit.NANOSECONDS.toMillis(ctx.clock().nanoTime() - startNs);
+    }
+
+    /** A node finished reporting one segment's ledger (or was told to discard it). */
+    public void onLedgerReported(final String nodeId, final boolean discarded)
+    {
+        (discarded ? discardedReports : ledgerReports).increment();
+        if (reportedNodes.add(nodeId) && reportedNodes.size() == ctx.readyAfterNodes())
+        {
+            LOG.info("{} node(s) reported their ledgers: ready ({} objects rebuilt)", reportedNodes.size(),
+                store.rebuildCounters().objects());
+        }
+    }
+
+    /** Segment ledger reports completed (adopted, not discarded). */
+    public long ledgerReports()
+    {
+        return ledgerReports.sum();
+    }
+
+    /** Segment ledger reports answered with discard_all (the node had been expired by this master). */
+    public long discardedReports()
+    {
+        return discardedReports.sum();
     }
 
     /**

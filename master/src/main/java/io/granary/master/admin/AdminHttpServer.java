@@ -6,6 +6,7 @@ import io.granary.master.MasterServer;
 import io.granary.master.rpc.MasterRequestHandler;
 import io.granary.proto.ClusterStatusResponse;
 import io.granary.proto.NodeStatus;
+import io.granary.proto.RebuildStatus;
 import io.granary.proto.SegmentStatus;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -85,17 +86,17 @@ public final class AdminHttpServer implements AutoCloseable
 
     private void health(final HttpExchange exchange) throws IOException
     {
-        final boolean ready = !master.isClosed();
-        final String body = "{\"status\":" + Json.quote(ready ? "UP" : "DOWN") +
-            ",\"role\":\"master\",\"ready\":" + ready +
+        final boolean up = !master.isClosed();
+        final String body = "{\"status\":" + Json.quote(up ? "UP" : "DOWN") +
+            ",\"role\":\"master\",\"ready\":" + master.isReady() +
             ",\"nodes\":" + master.registry().nodeCount() +
             ",\"objects\":" + master.store().objectCount() + "}\n";
-        send(exchange, ready ? 200 : 503, "application/json", body);
+        send(exchange, up ? 200 : 503, "application/json", body);
     }
 
     private void ready(final HttpExchange exchange) throws IOException
     {
-        final boolean ready = !master.isClosed();
+        final boolean ready = master.isReady();
         send(exchange, ready ? 200 : 503, "text/plain", ready ? "ready\n" : "not ready\n");
     }
 
@@ -123,7 +124,21 @@ public final class AdminHttpServer implements AutoCloseable
             .append(",\"partial_allocations\":").append(master.store().partialAllocations())
             .append(",\"discarded\":").append(master.store().discardedPuts())
             .append(",\"released\":").append(master.store().releasedPuts()).append('}')
-            .append(",\"lookup_requests\":").append(master.lookupRequests())
+            .append(",\"lookup_requests\":").append(master.lookupRequests());
+        final RebuildStatus r = s.getRebuild();
+        b.append(",\"rebuild\":{\"master_id\":").append(Json.quote(r.getMasterId()))
+            .append(",\"ready\":").append(r.getReady())
+            .append(",\"ledger_reports\":").append(r.getLedgerReports())
+            .append(",\"entries_reported\":").append(r.getEntriesReported())
+            .append(",\"objects_rebuilt\":").append(r.getObjectsRebuilt())
+            .append(",\"replicas_rebuilt\":").append(r.getReplicasRebuilt())
+            .append(",\"rejected_stale\":").append(r.getRejectedStale())
+            .append(",\"rejected_overlap\":").append(r.getRejectedOverlap())
+            .append(",\"rejected_invalid\":").append(r.getRejectedInvalid())
+            .append(",\"rejected_removed\":").append(r.getRejectedRemoved())
+            .append(",\"replaced_older\":").append(r.getReplacedOlder())
+            .append(",\"discarded_reports\":").append(r.getDiscardedReports())
+            .append(",\"uptime_ms\":").append(r.getUptimeMs()).append('}')
             .append(",\"nodes\":[");
         for (int i = 0; i < s.getNodesCount(); i++)
         {

@@ -20,6 +20,17 @@ public interface ExtentAllocator
     long allocate(long size);
 
     /**
+     * Takes exactly the extent at {@code offset} of at least {@code size} bytes (rounded up to the granularity),
+     * if every byte of it is free: how a master rebuilding from storage-node ledgers marks the extents that
+     * already hold data. Cheapest when called in increasing offset order.
+     *
+     * @return true when the extent is now allocated (free it with {@link #free(long)}); false when the offset is
+     *         misaligned, the range leaves the segment or overlaps an allocation. Nothing changes then.
+     * @throws IllegalArgumentException if size is not positive.
+     */
+    boolean allocateAt(long offset, long size);
+
+    /**
      * Returns an extent previously returned by {@link #allocate(long)}.
      *
      * @throws IllegalArgumentException if {@code offset} is not the start of a live allocation

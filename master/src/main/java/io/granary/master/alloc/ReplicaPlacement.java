@@ -12,7 +12,8 @@ import java.util.concurrent.ThreadLocalRandom;
 /**
  * Chooses segments for an object's replicas and carves the extents: distinct segments always,
  * distinct nodes when possible, the preferred segment first, otherwise the emptier of two random
- * candidates ("power of two choices") so load spreads without a global scan per put. Thread safe.
+ * candidates ("power of two choices") so load spreads without a global scan per put; nodes the
+ * caller asks to avoid (a retry after their writes failed) only when nothing else has room. Thread safe.
  */
 public final class ReplicaPlacement
 {
@@ -24,6 +25,17 @@ public final class ReplicaPlacement
     public List<ReplicaRecord> place(
         final MountedSegment[] live, final int replicas, final long lengthBytes, final String preferredSegment)
     {
+        return place(live, replicas, lengthBytes, preferredSegment, Set.of());
+    }
+
+    /** {@link #place(MountedSegment[], int, long, String)} leaving the nodes in {@code avoidNodes} for last. */
+    public List<ReplicaRecord> place(
+        final MountedSegment[] live,
+        final int replicas,
+        final long lengthBytes,
+        final String preferredSegment,
+        final Set<String> avoidNodes)
+    {
         final List<ReplicaRecord> placed = new ArrayList<>(replicas);
         if (live.length == 0 || replicas <= 0)
         {
@@ -33,7 +45,7 @@ public final class ReplicaPlacement
         MountedSegment preferred = null;
         for (final MountedSegment s : live)
         {
-            if (s.isAlive() && s.freeBytes() >= lengthBytes)
+            if (s.isPlaceable() && s.freeBytes() >= lengthBytes)
             {
                 if (preferred == null && preferredSegment != null && !preferredSegment.isEmpty() &&
                     s.name().equals(preferredSegment))
@@ -53,13 +65,14 @@ public final class ReplicaPlacement
             tryAllocate(preferred, lengthBytes, placed, usedNodes);
         }
 
-        // First pass: one replica per node; second pass: any remaining segment.
-        for (int pass = 0; pass < 2 && placed.size() < replicas; pass++)
+        // First pass: one replica per node; second pass: any remaining segment; third: nodes to avoid.
+        for (int pass = 0; pass < 3 && placed.size() < replicas; pass++)
         {
             final List<MountedSegment> pool = new ArrayList<>(candidates.size());
             for (final MountedSegment s : candidates)
             {
-                if (pass == 1 || !usedNodes.contains(s.nodeId()))
+                final boolean avoided = avoidNodes.contains(s.nodeId());
+                if (pass == 2 ? avoided : !avoided && (pass == 1 || !usedNodes.contains(s.nodeId())))
                 {
                     pool.add(s);
                 }

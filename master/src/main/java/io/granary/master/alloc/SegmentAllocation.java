@@ -66,6 +66,15 @@ public final class SegmentAllocation
         }
     }
 
+    /** @see ExtentAllocator#allocateAt(long, long) */
+    public boolean allocateAt(final long offset, final long sizeBytes)
+    {
+        synchronized (lock)
+        {
+            return allocator.allocateAt(offset, sizeBytes);
+        }
+    }
+
     /** @see ExtentAllocator#free(long) */
     public void free(final long offset)
     {

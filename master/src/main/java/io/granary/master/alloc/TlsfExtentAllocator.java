@@ -68,6 +68,9 @@ public final class TlsfExtentAllocator implements ExtentAllocator
     private int indexShift;
     private int indexSize;
 
+    /** The free block after the last {@link #allocateAt} extent: where the next one in offset order starts. */
+    private int reserveHint = NONE;
+
     private long allocatedUnits;
     private int allocationCount;
     private int freeBlockCount;
@@ -164,6 +167,74 @@ public final class TlsfExtentAllocator implements ExtentAllocator
         allocatedUnits += units;
         allocationCount++;
         return blockOffset[block] << granularityShift;
+    }
+
+    @Override
+    public boolean allocateAt(final long offset, final long size)
+    {
+        if (size <= 0)
+        {
+            throw new IllegalArgumentException("allocation size must be positive: " + size);
+        }
+        if (offset < 0 || (offset & (granularity - 1)) != 0 || offset >= capacity() || size > capacity() - offset)
+        {
+            return false;
+        }
+        final long start = offset >>> granularityShift;
+        final long units = (size + granularity - 1) >>> granularityShift;
+        if (start + units > capacityUnits || !reserveRecordSlots(2))
+        {
+            return false;
+        }
+        int block = freeBlockContaining(start, units);
+        if (block == NONE)
+        {
+            return false;
+        }
+        removeFree(block);
+        if (blockOffset[block] < start)
+        {
+            // Keep the free prefix where it is and carve the extent from the rest.
+            split(block, start - blockOffset[block]);
+            final int rest = physNext[block];
+            removeFree(rest);
+            insertFree(block);
+            block = rest;
+        }
+        if (blockSize[block] > units)
+        {
+            split(block, units);
+        }
+        blockState[block] = USED;
+        indexPut(block);
+        allocatedUnits += units;
+        allocationCount++;
+        reserveHint = physNext[block];
+        return true;
+    }
+
+    /** The free block holding all of [start, start + units) in granules, or NONE. */
+    private int freeBlockContaining(final long start, final long units)
+    {
+        final int hint = reserveHint;
+        if (hint != NONE && hint < recordHighWater && contains(hint, start, units))
+        {
+            return hint;
+        }
+        for (int b = 0; b != NONE; b = physNext[b])
+        {
+            if (blockOffset[b] + blockSize[b] > start)
+            {
+                return contains(b, start, units) ? b : NONE;
+            }
+        }
+        return NONE;
+    }
+
+    private boolean contains(final int block, final long start, final long units)
+    {
+        return blockState[block] == FREE && blockOffset[block] <= start &&
+            blockOffset[block] + blockSize[block] >= start + units;
     }
 
     @Override
@@ -439,6 +510,19 @@ public final class TlsfExtentAllocator implements ExtentAllocator
 
     // ------------------------------------------------------------------------------------------- records
 
+    /** Makes sure {@code count} new records can be taken without failing half way; false at the limit. */
+    private boolean reserveRecordSlots(final int count)
+    {
+        while (recordHighWater + count > blockOffset.length)
+        {
+            if (!growRecords())
+            {
+                return false;
+            }
+        }
+        return true;
+    }
+
     /** Makes sure a split cannot fail for lack of a record slot, before any state changes; false at the limit. */
     private boolean reserveRecordSlot()
     {
@@ -446,6 +530,11 @@ public final class TlsfExtentAllocator implements ExtentAllocator
         {
             return true;
         }
+        return growRecords();
+    }
+
+    private boolean growRecords()
+    {
         if (blockOffset.length >= MAX_RECORDS)
         {
             return false;

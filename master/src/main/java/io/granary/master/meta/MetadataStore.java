@@ -5,6 +5,7 @@ import io.granary.master.alloc.ReplicaPlacement;
 import io.granary.master.segment.MountedSegment;
 import io.granary.master.segment.SegmentRegistry;
 import io.granary.proto.KeyInfo;
+import io.granary.proto.LedgerEntry;
 import io.granary.proto.PutOptions;
 import io.granary.proto.Replica;
 import io.granary.proto.ReplicaStatus;
@@ -14,7 +15,9 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Comparator;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.PriorityQueue;
@@ -83,6 +86,24 @@ public final class MetadataStore
     {
         void onLeaseGranted(String tenant, String key, long deadlineNs);
     }
+
+    /** The last object version issued or adopted; see {@link #nextVersion()}. */
+    private final AtomicLong lastVersion = new AtomicLong();
+    /**
+     * Versions of rebuilt objects removed or evicted on this master, by tenant and key, so that a node
+     * reporting its copy later does not bring them back. Bounded (oldest forgotten first); guarded by itself.
+     */
+    private final Map<String, Long> tombstones = new LinkedHashMap<>(256, 0.75f, false)
+    {
+        @Override
+        protected boolean removeEldestEntry(final Map.Entry<String, Long> eldest)
+        {
+            return size() > MAX_TOMBSTONES;
+        }
+    };
+    /** Most tombstones kept. */
+    public static final int MAX_TOMBSTONES = 100_000;
+    private final RebuildCounters rebuild = new RebuildCounters();
 
     private final AtomicLong objectCount = new AtomicLong();
     private final AtomicLong softPinnedCount = new AtomicLong();
@@ -297,6 +318,25 @@ public final class MetadataStore
         }
     }
 
+    // ------------------------------------------------------------------------------------ versions
+
+    /**
+     * A new object version: larger than every version issued or adopted before, and at least the wall clock
+     * in nanoseconds-sized units ({@code epochMillis * 10^6}), so that a restarted master keeps issuing larger
+     * versions than its predecessor as long as its clock did not go back by more than the downtime.
+     */
+    public long nextVersion()
+    {
+        final long wall = clock.epochMillis() * 1_000_000L;
+        return lastVersion.updateAndGet(v -> Math.max(v + 1, wall));
+    }
+
+    /** The last version issued or adopted. */
+    public long lastVersion()
+    {
+        return lastVersion.get();
+    }
+
     // ------------------------------------------------------------------------------------ validation
 
     /** ErrorCode number for a bad tenant, or OK. */
@@ -360,6 +400,24 @@ public final class MetadataStore
         final PutOptions options,
         final List<Replica> replicasOut)
     {
+        return putStart(tenant, clientId, key, valueLength, options, Set.of(), replicasOut, null);
+    }
+
+    /**
+     * {@link #putStart(String, String, String, long, PutOptions, List)} placing replicas on the nodes in
+     * {@code avoidNodes} only when nothing else has room, and writing the object's version into
+     * {@code versionOut[0]} (when not null) on success.
+     */
+    public int putStart(
+        final String tenant,
+        final String clientId,
+        final String key,
+        final long valueLength,
+        final PutOptions options,
+        final Set<String> avoidNodes,
+        final List<Replica> replicasOut,
+        final long[] versionOut)
+    {
         int code = checkKey(key);
         if (code != OK_VALUE)
         {
@@ -397,6 +455,10 @@ public final class MetadataStore
                     {
                         replicasOut.add(toProto(r, ReplicaStatus.REPLICA_STATUS_PROCESSING));
                     }
+                    if (versionOut != null)
+                    {
+                        versionOut[0] = existing.version;
+                    }
                     unlockOwner(existing);
                     return OK_VALUE;
                 }
@@ -412,11 +474,12 @@ public final class MetadataStore
 
         final int wanted = Math.max(1, options.getReplicas());
         List<ReplicaRecord> placed =
-            placement.place(registry.liveSegments(), wanted, valueLength, options.getPreferredSegment());
+            placement.place(registry.liveSegments(), wanted, valueLength, options.getPreferredSegment(), avoidNodes);
         if (placed.isEmpty() && allocationFailureHandler != null &&
             allocationFailureHandler.test(Math.max(1, valueLength) * wanted))
         {
-            placed = placement.place(registry.liveSegments(), wanted, valueLength, options.getPreferredSegment());
+            placed = placement.place(
+                registry.liveSegments(), wanted, valueLength, options.getPreferredSegment(), avoidNodes);
         }
         if (placed.isEmpty())
         {
@@ -454,8 +517,17 @@ public final class MetadataStore
             }
             final MetadataShard owner = shards[o];
             final GroupMeta group = groupId.isEmpty() ? null : owner.groupOrCreate(tenant, groupId);
+            final long version = nextVersion();
+            for (final ReplicaRecord r : replicas)
+            {
+                r.version = version;
+            }
             final ObjectMeta m = new ObjectMeta(tenant, keyBytes, hash, h, o, valueLength, clientId, now,
-                options.getHardPin(), group, replicas, softPinTtl[0]);
+                options.getHardPin(), group, replicas, softPinTtl[0], version, false);
+            if (versionOut != null)
+            {
+                versionOut[0] = version;
+            }
             if (raced != null)
             {
                 home.unlink(raced);
@@ -883,6 +955,7 @@ public final class MetadataStore
             {
                 r.release();
             }
+            tombstoneIfAdopted(m);
         }
         finally
         {
@@ -987,6 +1060,334 @@ public final class MetadataStore
             }
         }
         return infos;
+    }
+
+    // ------------------------------------------------------------------------------------ rebuild from ledgers
+
+    /** What became of one reported ledger entry. */
+    public enum Adoption
+    {
+        /** A new readable object. */
+        OBJECT,
+        /** Another replica of an object already rebuilt with the same version. */
+        REPLICA,
+        /** Already known (a report repeated after a failed registration). */
+        DUPLICATE,
+        /** An equal or newer version of the key is known, or the key is being put on this master. */
+        REJECTED_STALE,
+        /** The extent overlaps one already taken in the segment. */
+        REJECTED_OVERLAP,
+        /** A bad key, tenant, version or range, or the same version with another length or group. */
+        REJECTED_INVALID,
+        /** Removed or evicted on this master after another node reported it. */
+        REJECTED_REMOVED;
+
+        public boolean rejected()
+        {
+            return ordinal() >= REJECTED_STALE.ordinal();
+        }
+    }
+
+    /**
+     * Rebuilds metadata from one entry of a node's ledger: the extent becomes a replica of a complete object
+     * (created if the key is unknown) and is taken in the segment's allocator. Conflicts resolve the same way
+     * whatever order reports arrive in: the highest version of a key wins (a newer report replaces an older
+     * rebuilt object, whose extents are freed and their nodes told); equal versions are replicas; an object put
+     * on this master is never displaced; an extent that overlaps a taken one is refused. Leases start empty
+     * (the object's age is now); a soft pin keeps what was left of it when the node reported.
+     */
+    public Adoption adopt(final MountedSegment segment, final LedgerEntry e)
+    {
+        rebuild.entriesReported.increment();
+        final Adoption outcome = adoptEntry(segment, e);
+        rebuild.count(outcome);
+        return outcome;
+    }
+
+    private Adoption adoptEntry(final MountedSegment segment, final LedgerEntry e)
+    {
+        final String tenant = e.getTenant();
+        final String key = e.getKey();
+        final long length = e.getValueLength();
+        final long offset = e.getOffset();
+        if (tenant.isEmpty() || Limits.checkTenant(tenant) != null || checkKey(key) != OK_VALUE ||
+            e.getVersion() == 0 || length < 0 || length > Limits.MAX_VALUE_BYTES || offset < 0 ||
+            offset > segment.sizeBytes() || Math.max(1, length) > segment.sizeBytes() - offset ||
+            e.getGroupId().length() > Limits.MAX_KEY_BYTES)
+        {
+            return Adoption.REJECTED_INVALID;
+        }
+        final long version = e.getVersion();
+        lastVersion.accumulateAndGet(version, Math::max); // later puts get larger versions than anything reported
+        if (tombstoned(tenant, key, version))
+        {
+            return Adoption.REJECTED_REMOVED;
+        }
+        final byte[] keyBytes = KeyBytes.utf8(key);
+        final long hash = hashOf(tenant, keyBytes, 0, keyBytes.length);
+        for (int attempt = 0; attempt < 4; attempt++)
+        {
+            final ObjectMeta existing = lockForKey(tenant, keyBytes, 0, keyBytes.length, hash);
+            if (existing != null)
+            {
+                final Adoption decided;
+                try
+                {
+                    decided = adoptIntoExistingLocked(existing, segment, e);
+                }
+                finally
+                {
+                    unlockOwner(existing);
+                }
+                if (decided != null)
+                {
+                    return decided;
+                }
+                finishDetach(existing); // a newer version replaced it: create below
+                rebuild.replacedOlder.increment();
+            }
+            final Adoption created = createAdopted(segment, e, keyBytes, hash);
+            if (created != null)
+            {
+                return created;
+            }
+            // Another report or put of the key got in between: decide again against it.
+        }
+        return Adoption.REJECTED_STALE;
+    }
+
+    /**
+     * Decides a report against the object already known for its key; owner lock held.
+     *
+     * @return the outcome, or null when the object was older and has been detached (the caller creates anew).
+     */
+    private Adoption adoptIntoExistingLocked(final ObjectMeta m, final MountedSegment segment, final LedgerEntry e)
+    {
+        final long version = e.getVersion();
+        if (m.version == version)
+        {
+            final String group = m.group == null ? "" : m.group.groupId;
+            if (!m.complete || m.sizeBytes != e.getValueLength() || !group.equals(e.getGroupId()))
+            {
+                return Adoption.REJECTED_INVALID;
+            }
+            for (final ReplicaRecord r : m.replicas)
+            {
+                if (r.segment() == segment)
+                {
+                    return r.offset() == e.getOffset() ? Adoption.DUPLICATE : Adoption.REJECTED_STALE;
+                }
+            }
+            if (!segment.reserve(e.getOffset(), e.getValueLength()))
+            {
+                return Adoption.REJECTED_OVERLAP;
+            }
+            final ReplicaRecord[] replicas = Arrays.copyOf(m.replicas, m.replicas.length + 1);
+            replicas[m.replicas.length] = new ReplicaRecord(segment, e.getOffset(), e.getValueLength(), version);
+            m.replicas = replicas;
+            return Adoption.REPLICA;
+        }
+        if (version < m.version || !m.adopted || !m.complete)
+        {
+            return Adoption.REJECTED_STALE;
+        }
+        // A newer version than the one rebuilt so far: the older object's extents go back and their nodes forget it.
+        detachLocked(m);
+        for (final ReplicaRecord r : m.replicas)
+        {
+            r.release();
+        }
+        return null;
+    }
+
+    /** Creates a complete object from a report; null when the key appeared meanwhile (nothing changed then). */
+    private Adoption createAdopted(
+        final MountedSegment segment, final LedgerEntry e, final byte[] keyBytes, final long hash)
+    {
+        final String tenant = e.getTenant();
+        if (!segment.reserve(e.getOffset(), e.getValueLength()))
+        {
+            return Adoption.REJECTED_OVERLAP;
+        }
+        final ReplicaRecord replica = new ReplicaRecord(segment, e.getOffset(), e.getValueLength(), e.getVersion());
+        final String groupId = e.getGroupId();
+        final int h = homeShard(hash);
+        final int o = groupId.isEmpty() ? h : groupShard(tenant, groupId);
+        final MetadataShard first = shards[Math.min(h, o)];
+        final MetadataShard second = shards[Math.max(h, o)];
+        first.lock();
+        if (second != first)
+        {
+            second.lock();
+        }
+        try
+        {
+            final MetadataShard home = shards[h];
+            final ObjectMeta raced = home.get(tenant, keyBytes, 0, keyBytes.length, hash);
+            if (raced != null && !raced.removed)
+            {
+                segment.free(e.getOffset());
+                return null;
+            }
+            final long now = clock.nanoTime();
+            final MetadataShard owner = shards[o];
+            final GroupMeta group = groupId.isEmpty() ? null : owner.groupOrCreate(tenant, groupId);
+            final boolean hardPin = (e.getFlags() & io.granary.protocol.CommitRecord.FLAG_HARD_PIN) != 0;
+            final ObjectMeta m = new ObjectMeta(tenant, keyBytes, hash, h, o, e.getValueLength(), "", now, hardPin,
+                group, new ReplicaRecord[] {replica}, 0, e.getVersion(), true);
+            m.complete = true;
+            m.completedNs = now;
+            if (group == null)
+            {
+                m.leaseDeadlineNs = now;
+            }
+            else if (group.members.isEmpty() || group.leaseDeadlineNs - now < 0)
+            {
+                group.leaseDeadlineNs = now;
+            }
+            if (raced != null)
+            {
+                home.unlink(raced);
+            }
+            home.put(m);
+            if (group != null)
+            {
+                group.members.add(m);
+            }
+            owner.ownedObjects++;
+            objectCount.incrementAndGet();
+            final long pinLeftNs = softPinLeftNs(e);
+            if (pinLeftNs > 0)
+            {
+                pinLocked(m, now + pinLeftNs);
+            }
+            return Adoption.OBJECT;
+        }
+        finally
+        {
+            if (second != first)
+            {
+                second.unlock();
+            }
+            first.unlock();
+        }
+    }
+
+    /** What is left of a reported soft pin: its TTL (the default, or as put, capped) minus the entry's age. */
+    private long softPinLeftNs(final LedgerEntry e)
+    {
+        if ((e.getFlags() & io.granary.protocol.CommitRecord.FLAG_SOFT_PIN) == 0)
+        {
+            return 0;
+        }
+        final long ttlNs = (e.getFlags() & io.granary.protocol.CommitRecord.FLAG_SOFT_PIN_DEFAULT_TTL) != 0 ?
+            settings.softPinDefaultTtlNs :
+            Math.min(settings.softPinMaxTtlNs, Math.min(e.getSoftPinTtlMs(), Long.MAX_VALUE / 1_000_000L) * 1_000_000L);
+        final long ageNs = Math.min(e.getAgeMs(), Long.MAX_VALUE / 1_000_000L) * 1_000_000L;
+        return ttlNs - ageNs;
+    }
+
+    /** A rebuilt object leaves for good (remove, eviction): remember its version against late reports. */
+    private void tombstoneIfAdopted(final ObjectMeta m)
+    {
+        if (m.adopted)
+        {
+            synchronized (tombstones)
+            {
+                tombstones.merge(m.tenant + '\u0000' + m.key(), m.version, Math::max);
+            }
+        }
+    }
+
+    private boolean tombstoned(final String tenant, final String key, final long version)
+    {
+        synchronized (tombstones)
+        {
+            final Long removed = tombstones.get(tenant + '\u0000' + key);
+            return removed != null && version <= removed;
+        }
+    }
+
+    /** Counts of what ledger reports rebuilt on this master. */
+    public RebuildCounters rebuildCounters()
+    {
+        return rebuild;
+    }
+
+    /** What ledger reports rebuilt on this master; thread safe. */
+    public static final class RebuildCounters
+    {
+        final LongAdder entriesReported = new LongAdder();
+        final LongAdder objects = new LongAdder();
+        final LongAdder replicas = new LongAdder();
+        final LongAdder duplicates = new LongAdder();
+        final LongAdder rejectedStale = new LongAdder();
+        final LongAdder rejectedOverlap = new LongAdder();
+        final LongAdder rejectedInvalid = new LongAdder();
+        final LongAdder rejectedRemoved = new LongAdder();
+        final LongAdder replacedOlder = new LongAdder();
+
+        void count(final Adoption outcome)
+        {
+            switch (outcome)
+            {
+                case OBJECT: objects.increment(); break;
+                case REPLICA: replicas.increment(); break;
+                case DUPLICATE: duplicates.increment(); break;
+                case REJECTED_STALE: rejectedStale.increment(); break;
+                case REJECTED_OVERLAP: rejectedOverlap.increment(); break;
+                case REJECTED_INVALID: rejectedInvalid.increment(); break;
+                default: rejectedRemoved.increment(); break;
+            }
+        }
+
+        public long entriesReported()
+        {
+            return entriesReported.sum();
+        }
+
+        /** Objects created from reports. */
+        public long objects()
+        {
+            return objects.sum();
+        }
+
+        /** Replicas rebuilt: the first of every object plus every further one. */
+        public long replicas()
+        {
+            return objects.sum() + replicas.sum();
+        }
+
+        public long duplicates()
+        {
+            return duplicates.sum();
+        }
+
+        public long rejectedStale()
+        {
+            return rejectedStale.sum();
+        }
+
+        public long rejectedOverlap()
+        {
+            return rejectedOverlap.sum();
+        }
+
+        public long rejectedInvalid()
+        {
+            return rejectedInvalid.sum();
+        }
+
+        public long rejectedRemoved()
+        {
+            return rejectedRemoved.sum();
+        }
+
+        /** Rebuilt objects a newer reported version replaced. */
+        public long replacedOlder()
+        {
+            return replacedOlder.sum();
+        }
     }
 
     // ------------------------------------------------------------------------------------ housekeeping
@@ -1290,6 +1691,7 @@ public final class MetadataStore
                 {
                     r.release();
                 }
+                tombstoneIfAdopted(m);
                 bytesOut[0] += m.sizeBytes;
             }
         }

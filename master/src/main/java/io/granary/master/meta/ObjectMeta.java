@@ -20,6 +20,10 @@ public final class ObjectMeta
     final long putStartNs;
     final boolean hardPinned;
     final GroupMeta group;
+    /** The master's version of this object (see {@code MetadataStore#nextVersion}); 0 in old tests. */
+    final long version;
+    /** Rebuilt from storage-node ledger reports rather than put through this master. */
+    final boolean adopted;
 
     ReplicaRecord[] replicas;
     boolean complete;
@@ -48,6 +52,28 @@ public final class ObjectMeta
         final ReplicaRecord[] replicas,
         final long softPinTtlNs)
     {
+        this(tenant, keyBytes, hash, homeShard, ownerShard, sizeBytes, clientId, putStartNs, hardPinned, group,
+            replicas, softPinTtlNs, 0, false);
+    }
+
+    ObjectMeta(
+        final String tenant,
+        final byte[] keyBytes,
+        final long hash,
+        final int homeShard,
+        final int ownerShard,
+        final long sizeBytes,
+        final String clientId,
+        final long putStartNs,
+        final boolean hardPinned,
+        final GroupMeta group,
+        final ReplicaRecord[] replicas,
+        final long softPinTtlNs,
+        final long version,
+        final boolean adopted)
+    {
+        this.version = version;
+        this.adopted = adopted;
         this.tenant = tenant;
         this.keyBytes = keyBytes;
         this.hash = hash;
@@ -85,6 +111,17 @@ public final class ObjectMeta
     public boolean isHardPinned()
     {
         return hardPinned;
+    }
+
+    public long version()
+    {
+        return version;
+    }
+
+    /** True when rebuilt from the ledgers storage nodes reported to this master. */
+    public boolean isAdopted()
+    {
+        return adopted;
     }
 
     public GroupMeta group()

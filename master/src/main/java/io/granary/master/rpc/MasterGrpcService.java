@@ -60,6 +60,12 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
     }
 
     @Override
+    public void reportLedger(final ReportLedgerRequest req, final StreamObserver<ReportLedgerResponse> observer)
+    {
+        reply(observer, "ReportLedger", () -> handler.reportLedger(req));
+    }
+
+    @Override
     public void heartbeat(final HeartbeatRequest req, final StreamObserver<HeartbeatResponse> observer)
     {
         reply(observer, "Heartbeat", () -> handler.heartbeat(req));

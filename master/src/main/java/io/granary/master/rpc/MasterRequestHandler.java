@@ -6,6 +6,7 @@ import io.granary.master.alloc.SegmentAllocation;
 import io.granary.master.meta.BatchProbe;
 import io.granary.master.meta.KeyBatch;
 import io.granary.master.meta.MetadataStore;
+import io.granary.master.segment.FreedExtents;
 import io.granary.master.segment.MountedSegment;
 import io.granary.master.segment.NodeRecord;
 import io.granary.master.segment.SegmentRegistry;
@@ -29,6 +30,7 @@ import io.granary.proto.HeartbeatResponse;
 import io.granary.proto.KeyInfo;
 import io.granary.proto.KeyRequest;
 import io.granary.proto.LeaseMode;
+import io.granary.proto.LedgerEntry;
 import io.granary.proto.ListKeysRequest;
 import io.granary.proto.ListKeysResponse;
 import io.granary.proto.MountSegmentRequest;
@@ -38,10 +40,13 @@ import io.granary.proto.PutEndRequest;
 import io.granary.proto.PutRevokeRequest;
 import io.granary.proto.PutStartRequest;
 import io.granary.proto.PutStartResponse;
+import io.granary.proto.RebuildStatus;
 import io.granary.proto.RemoveAllRequest;
 import io.granary.proto.RemoveByRegexRequest;
 import io.granary.proto.RemoveRequest;
 import io.granary.proto.Replica;
+import io.granary.proto.ReportLedgerRequest;
+import io.granary.proto.ReportLedgerResponse;
 import io.granary.proto.SegmentStatus;
 import io.granary.proto.ServerInfoRequest;
 import io.granary.proto.ServerInfoResponse;
@@ -69,6 +74,8 @@ public final class MasterRequestHandler
 {
     private static final int MAX_ID_LENGTH = 256;
     private static final long MAX_SEGMENT_BYTES = 1L << 48;
+    /** Most node ids a PutStart may ask to avoid. */
+    static final int MAX_AVOID_NODES = 64;
 
     private final MasterServer server;
     private final MetadataStore store;
@@ -225,11 +232,26 @@ public final class MasterRequestHandler
                     .setLargestFreeBytes(stats.largestFreeBytes()));
             }
         }
+        final MetadataStore.RebuildCounters r = store.rebuildCounters();
         return b.setObjects(store.objectCount())
             .setCapacityBytes(capacity)
             .setAllocatedBytes(allocated)
             .setLeaseTtlMs(store.settings().leaseTtlNs / 1_000_000L)
             .setVersion(MasterServer.VERSION)
+            .setRebuild(RebuildStatus.newBuilder()
+                .setMasterId(server.masterId())
+                .setReady(server.isReady())
+                .setLedgerReports(server.ledgerReports())
+                .setEntriesReported(r.entriesReported())
+                .setObjectsRebuilt(r.objects())
+                .setReplicasRebuilt(r.replicas())
+                .setRejectedStale(r.rejectedStale())
+                .setRejectedOverlap(r.rejectedOverlap())
+                .setRejectedInvalid(r.rejectedInvalid())
+                .setRejectedRemoved(r.rejectedRemoved())
+                .setReplacedOlder(r.replacedOlder())
+                .setDiscardedReports(server.discardedReports())
+                .setUptimeMs(server.uptimeMs()))
             .build();
     }
 
@@ -248,7 +270,7 @@ public final class MasterRequestHandler
         }
         final SegmentRegistry.MountResult result = registry.mount(
             req.getNodeId(), req.getNodeName(), req.getEndpoint(), req.getSegment().getSegmentId(),
-            req.getSegment().getName(), req.getSegment().getSizeBytes());
+            req.getSegment().getName(), req.getSegment().getSizeBytes(), req.getLedgerFollows());
         if (!result.replaced.isEmpty())
         {
             store.purgeSegments(new HashSet<>(result.replaced));
@@ -281,11 +303,69 @@ public final class MasterRequestHandler
         return code(OK_VALUE);
     }
 
+    /** Refreshes the node's liveness and hands it the frees queued since its last heartbeat. */
     public HeartbeatResponse heartbeat(final HeartbeatRequest req)
     {
-        return HeartbeatResponse.newBuilder()
-            .setCode(registry.heartbeat(req.getNodeId()) ? OK_VALUE : SEGMENT_NOT_FOUND_VALUE)
-            .build();
+        final HeartbeatResponse.Builder b = HeartbeatResponse.newBuilder().setMasterId(server.masterId());
+        final NodeRecord node = registry.node(req.getNodeId());
+        if (node == null || !registry.heartbeat(req.getNodeId()))
+        {
+            return b.setCode(SEGMENT_NOT_FOUND_VALUE).build();
+        }
+        final FreedExtents freed = node.freed();
+        if (freed.size() > 0)
+        {
+            b.addAllFreed(freed.drain(FreedExtents.MAX_PER_HEARTBEAT)).setMoreFreed(freed.size() > 0);
+        }
+        return b.setCode(OK_VALUE).build();
+    }
+
+    /**
+     * One chunk of a node's ledger for one segment: every entry is adopted or refused (refused offsets go back
+     * so the node drops them); the last chunk opens the segment to new extents. A node this master expired
+     * earlier (it names this master's id as its previous one) is told to discard its ledger instead, so that
+     * objects purged when it expired do not come back.
+     */
+    public ReportLedgerResponse reportLedger(final ReportLedgerRequest req)
+    {
+        final ReportLedgerResponse.Builder b = ReportLedgerResponse.newBuilder().setMasterId(server.masterId());
+        if (!validId(req.getNodeId()) || req.getEntriesCount() > Limits.MAX_BATCH_KEYS)
+        {
+            return b.setCode(INVALID_PARAMS_VALUE).build();
+        }
+        final MountedSegment segment = registry.segment(req.getNodeId(), req.getSegmentId());
+        if (segment == null)
+        {
+            return b.setCode(SEGMENT_NOT_FOUND_VALUE).build();
+        }
+        registry.heartbeat(req.getNodeId());
+        if (server.masterId().equals(req.getPreviousMasterId()))
+        {
+            if (req.getLast())
+            {
+                registry.markPlaceable(segment);
+                server.onLedgerReported(req.getNodeId(), true);
+            }
+            return b.setCode(OK_VALUE).setDiscardAll(true).build();
+        }
+        int adopted = 0;
+        for (final LedgerEntry entry : req.getEntriesList())
+        {
+            if (store.adopt(segment, entry).rejected())
+            {
+                b.addRejectedOffsets(entry.getOffset());
+            }
+            else
+            {
+                adopted++;
+            }
+        }
+        if (req.getLast())
+        {
+            registry.markPlaceable(segment);
+            server.onLedgerReported(req.getNodeId(), false);
+        }
+        return b.setCode(OK_VALUE).setAdopted(adopted).build();
     }
 
     public PutStartResponse putStart(final PutStartRequest req)
@@ -294,10 +374,20 @@ public final class MasterRequestHandler
         {
             return PutStartResponse.newBuilder().setCode(INVALID_PARAMS_VALUE).build();
         }
+        if (req.getAvoidNodeIdsCount() > MAX_AVOID_NODES)
+        {
+            return PutStartResponse.newBuilder().setCode(INVALID_PARAMS_VALUE).build();
+        }
         final List<Replica> replicas = new ArrayList<>(2);
-        final int code = store.putStart(
-            tenant(req.getTenant()), req.getClientId(), req.getKey(), req.getValueLength(), req.getOptions(), replicas);
-        return PutStartResponse.newBuilder().setCode(code).addAllReplicas(replicas).build();
+        final long[] version = new long[1];
+        final int code = store.putStart(tenant(req.getTenant()), req.getClientId(), req.getKey(), req.getValueLength(),
+            req.getOptions(), avoid(req.getAvoidNodeIdsList()), replicas, version);
+        return PutStartResponse.newBuilder().setCode(code).addAllReplicas(replicas).setVersion(version[0]).build();
+    }
+
+    private static Set<String> avoid(final List<String> nodeIds)
+    {
+        return nodeIds.isEmpty() ? Set.of() : new HashSet<>(nodeIds);
     }
 
     public CodeResponse putEnd(final PutEndRequest req)
@@ -316,18 +406,21 @@ public final class MasterRequestHandler
     {
         final BatchPutStartResponse.Builder b = BatchPutStartResponse.newBuilder();
         if (badTenant(req.getTenant()) || badBatch(req.getKeysCount()) ||
-            req.getKeysCount() != req.getValueLengthsCount())
+            req.getKeysCount() != req.getValueLengthsCount() || req.getAvoidNodeIdsCount() > MAX_AVOID_NODES)
         {
             return b.setCode(INVALID_PARAMS_VALUE).build();
         }
         final String tenant = tenant(req.getTenant());
+        final Set<String> avoid = avoid(req.getAvoidNodeIdsList());
         final List<Replica> replicas = new ArrayList<>(2);
+        final long[] version = new long[1];
         for (int i = 0; i < req.getKeysCount(); i++)
         {
             replicas.clear();
-            final int code = store.putStart(
-                tenant, req.getClientId(), req.getKeys(i), req.getValueLengths(i), req.getOptions(), replicas);
-            b.addResults(PutStartResponse.newBuilder().setCode(code).addAllReplicas(replicas));
+            version[0] = 0;
+            final int code = store.putStart(tenant, req.getClientId(), req.getKeys(i), req.getValueLengths(i),
+                req.getOptions(), avoid, replicas, version);
+            b.addResults(PutStartResponse.newBuilder().setCode(code).addAllReplicas(replicas).setVersion(version[0]));
         }
         return b.setCode(OK_VALUE).build();
     }

@@ -7,6 +7,9 @@ import io.granary.master.alloc.SegmentAllocation;
  * A storage-node segment as the master sees it: where it lives and the allocator that carves its
  * offsets (a thread-safe {@link SegmentAllocation}). {@link #isAlive()} turns false once, when the
  * segment is unmounted or its node expires; after that allocations fail and frees are ignored.
+ * A segment mounted with its ledger to follow is not {@link #isPlaceable() placeable} until the
+ * ledger report ends, so new extents never land on reported data. Frees of versioned extents are
+ * queued for the node ({@link FreedExtents}).
  */
 public final class MountedSegment
 {
@@ -17,7 +20,9 @@ public final class MountedSegment
     private final String name;
     private final long sizeBytes;
     private final SegmentAllocation allocation;
+    private final FreedExtents freed;
     private volatile boolean alive = true;
+    private volatile boolean placeable;
 
     public MountedSegment(
         final String nodeId,
@@ -28,6 +33,26 @@ public final class MountedSegment
         final long sizeBytes,
         final SegmentAllocation allocation)
     {
+        this(nodeId, nodeName, endpoint, segmentId, name, sizeBytes, allocation, null, true);
+    }
+
+    /**
+     * @param freed     where frees of versioned extents are queued for the node, or null.
+     * @param placeable false while the node's ledger report for this segment is still to come.
+     */
+    public MountedSegment(
+        final String nodeId,
+        final String nodeName,
+        final String endpoint,
+        final int segmentId,
+        final String name,
+        final long sizeBytes,
+        final SegmentAllocation allocation,
+        final FreedExtents freed,
+        final boolean placeable)
+    {
+        this.freed = freed;
+        this.placeable = placeable;
         this.nodeId = nodeId;
         this.nodeName = nodeName;
         this.endpoint = endpoint;
@@ -72,18 +97,48 @@ public final class MountedSegment
         return alive;
     }
 
+    /** True once new extents may be placed here: alive, and no ledger report still to come. */
+    public boolean isPlaceable()
+    {
+        return placeable && alive;
+    }
+
+    void markPlaceable()
+    {
+        placeable = true;
+    }
+
     /** @return the offset, or {@link ExtentAllocator#NO_SPACE}. */
     public long allocate(final long lengthBytes)
     {
         return alive ? allocation.allocate(Math.max(1, lengthBytes)) : ExtentAllocator.NO_SPACE;
     }
 
+    /** Takes the extent at {@code offset} a node reported as holding data; false if any of it is taken. */
+    public boolean reserve(final long offset, final long lengthBytes)
+    {
+        return alive && allocation.allocateAt(offset, Math.max(1, lengthBytes));
+    }
+
     /** Returns an extent; ignored once the segment is gone (its allocator is discarded with it). */
     public void free(final long offset)
+    {
+        free(offset, 0);
+    }
+
+    /**
+     * Returns an extent that held {@code version} of an object, and queues the free for the node (version 0:
+     * the extent never held a committed object, nothing to tell).
+     */
+    public void free(final long offset, final long version)
     {
         if (alive)
         {
             allocation.free(offset);
+            if (version != 0 && freed != null)
+            {
+                freed.add(segmentId, offset, version);
+            }
         }
     }
 

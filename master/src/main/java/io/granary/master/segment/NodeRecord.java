@@ -14,6 +14,7 @@ public final class NodeRecord
     private final long registeredNs;
     private volatile long lastHeartbeatNs;
     private final Map<Integer, MountedSegment> segments = new LinkedHashMap<>(); // guarded by the registry
+    private final FreedExtents freed = new FreedExtents();
 
     NodeRecord(final String nodeId, final String name, final String endpoint, final long nowNs)
     {
@@ -47,6 +48,12 @@ public final class NodeRecord
     public long lastHeartbeatNs()
     {
         return lastHeartbeatNs;
+    }
+
+    /** Frees waiting to be told to this node in heartbeat answers. */
+    public FreedExtents freed()
+    {
+        return freed;
     }
 
     void touch(final long nowNs)

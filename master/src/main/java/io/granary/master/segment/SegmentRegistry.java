@@ -58,13 +58,29 @@ public final class SegmentRegistry
      * (node, segment id) again is idempotent. A different node id on the same endpoint is a restarted
      * node: the old incarnation's segments are removed at once and returned in {@link MountResult#replaced}.
      */
-    public synchronized MountResult mount(
+    public MountResult mount(
         final String nodeId,
         final String nodeName,
         final String endpoint,
         final int segmentId,
         final String segmentName,
         final long sizeBytes)
+    {
+        return mount(nodeId, nodeName, endpoint, segmentId, segmentName, sizeBytes, false);
+    }
+
+    /**
+     * {@link #mount(String, String, String, int, String, long)}; with {@code ledgerFollows} a new segment takes
+     * no new extents until {@link #markPlaceable} (the node's ledger report is still to come).
+     */
+    public synchronized MountResult mount(
+        final String nodeId,
+        final String nodeName,
+        final String endpoint,
+        final int segmentId,
+        final String segmentName,
+        final long sizeBytes,
+        final boolean ledgerFollows)
     {
         final long now = clock.nanoTime();
         final List<MountedSegment> replaced = new ArrayList<>();
@@ -104,12 +120,42 @@ public final class SegmentRegistry
             }
             final MountedSegment segment = new MountedSegment(
                 nodeId, nodeName, endpoint, segmentId, segmentName, sizeBytes,
-                allocationFactory.create(segmentId, segmentName, sizeBytes));
+                allocationFactory.create(segmentId, segmentName, sizeBytes), node.freed(), !ledgerFollows);
             node.segmentMap().put(segmentId, segment);
             LOG.info("segment mounted: {} ({} bytes) on {}", segment, sizeBytes, nodeName);
         }
         rebuildSnapshot();
         return new MountResult(io.granary.proto.ErrorCode.OK_VALUE, replaced);
+    }
+
+    /** The segment's ledger report ended: it takes new extents from now on. */
+    public synchronized void markPlaceable(final MountedSegment segment)
+    {
+        if (segment.isAlive() && !segment.isPlaceable())
+        {
+            segment.markPlaceable();
+            rebuildSnapshot();
+        }
+    }
+
+    /** The mounted segment {@code segmentId} of node {@code nodeId}, or null. */
+    public MountedSegment segment(final String nodeId, final int segmentId)
+    {
+        final NodeRecord node = nodes.get(nodeId);
+        if (node == null)
+        {
+            return null;
+        }
+        synchronized (node)
+        {
+            return node.segmentMap().get(segmentId);
+        }
+    }
+
+    /** The registered node {@code nodeId}, or null. */
+    public NodeRecord node(final String nodeId)
+    {
+        return nodes.get(nodeId);
     }
 
     /** @return true when the node is known (its liveness refreshed), false when it must mount again. */
@@ -208,13 +254,19 @@ public final class SegmentRegistry
         {
             synchronized (node)
             {
-                all.addAll(node.segmentMap().values());
+                for (final MountedSegment s : node.segmentMap().values())
+                {
+                    if (s.isPlaceable())
+                    {
+                        all.add(s);
+                    }
+                }
             }
         }
         live = all.toArray(new MountedSegment[0]);
     }
 
-    /** Segments of live nodes; an immutable snapshot, do not modify. */
+    /** Placeable segments of live nodes; an immutable snapshot, do not modify. */
     public MountedSegment[] liveSegments()
     {
         return live;

@@ -1,0 +1,255 @@
+package io.granary.master.meta;
+
+import io.granary.master.segment.MountedSegment;
+import io.granary.master.segment.NodeRecord;
+import io.granary.proto.FreedExtent;
+import io.granary.proto.LedgerEntry;
+import io.granary.proto.PutOptions;
+import io.granary.proto.Replica;
+import io.granary.protocol.CommitRecord;
+import org.junit.jupiter.api.Test;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+
+import static io.granary.master.meta.MetadataFixture.CLIENT;
+import static io.granary.master.meta.MetadataFixture.T;
+import static io.granary.master.meta.MetadataStore.Adoption.*;
+import static io.granary.proto.ErrorCode.OK_VALUE;
+import static org.assertj.core.api.Assertions.assertThat;
+
+/** Rebuilding metadata from the ledgers storage nodes report to a restarted master. */
+class LedgerAdoptionTest
+{
+    private static final long MIB = 1 << 20;
+    private final MetadataFixture f = new MetadataFixture(16);
+
+    private MountedSegment mount(final String node, final int segmentId, final boolean ledgerFollows)
+    {
+        assertThat(f.registry.mount(node, node, "127.0.0.1:" + (7000 + segmentId), segmentId, node + "/seg0", MIB,
+            ledgerFollows).code).isEqualTo(OK_VALUE);
+        return f.registry.segment(node, segmentId);
+    }
+
+    private static LedgerEntry entry(final String key, final long offset, final long length, final long version)
+    {
+        return LedgerEntry.newBuilder().setTenant(T).setKey(key).setOffset(offset).setValueLength(length)
+            .setVersion(version).build();
+    }
+
+    private List<Replica> replicas(final String key)
+    {
+        final MetadataStore.Lookup out = new MetadataStore.Lookup();
+        f.store.getReplicaList(T, key, out);
+        assertThat(out.code).as("lookup of " + key).isEqualTo(OK_VALUE);
+        return out.replicas;
+    }
+
+    private List<FreedExtent> freed(final String node)
+    {
+        final NodeRecord record = f.registry.node(node);
+        return record.freed().drain(1000);
+    }
+
+    @Test
+    void shouldRebuildAReadableObjectAndTakeItsExtentInTheAllocator()
+    {
+        final MountedSegment seg = mount("a", 11, true);
+        assertThat(f.registry.liveSegments()).as("no placement before the report ends").isEmpty();
+
+        assertThat(f.store.adopt(seg, entry("k", 4096, 1000, 77))).isEqualTo(OBJECT);
+        f.registry.markPlaceable(seg);
+
+        assertThat(f.present("k")).isTrue();
+        assertThat(replicas("k")).singleElement().satisfies(r ->
+        {
+            assertThat(r.getSegmentId()).isEqualTo(11);
+            assertThat(r.getOffset()).isEqualTo(4096);
+            assertThat(r.getLength()).isEqualTo(1000);
+        });
+        assertThat(seg.stats().allocationCount()).isEqualTo(1);
+        assertThat(f.registry.liveSegments()).containsExactly(seg);
+        // New puts fill around the rebuilt extent, never over it.
+        for (int i = 0; i < 200; i++)
+        {
+            final List<Replica> placed = new ArrayList<>();
+            if (f.store.putStart(T, CLIENT, "new-" + i, 4000, PutOptions.getDefaultInstance(), placed) != OK_VALUE)
+            {
+                break;
+            }
+            final long off = placed.get(0).getOffset();
+            assertThat(off + 4000 <= 4096 || off >= 4096 + 1024).as("new extent at %d", off).isTrue();
+        }
+        assertThat(f.store.rebuildCounters().objects()).isEqualTo(1);
+    }
+
+    @Test
+    void shouldTreatEqualVersionsOnTwoNodesAsReplicasAndRepeatedReportsAsDuplicates()
+    {
+        final MountedSegment a = mount("a", 11, true);
+        final MountedSegment b = mount("b", 12, true);
+
+        assertThat(f.store.adopt(a, entry("k", 0, 500, 5))).isEqualTo(OBJECT);
+        assertThat(f.store.adopt(b, entry("k", 640, 500, 5))).isEqualTo(REPLICA);
+        assertThat(f.store.adopt(b, entry("k", 640, 500, 5))).isEqualTo(DUPLICATE);
+
+        assertThat(replicas("k")).extracting(Replica::getSegmentId).containsExactly(11, 12);
+        assertThat(f.store.rebuildCounters().replicas()).isEqualTo(2);
+        assertThat(f.store.objectCount()).isEqualTo(1);
+    }
+
+    @Test
+    void shouldKeepTheNewestVersionWhicheverNodeReportsFirst()
+    {
+        final MountedSegment a = mount("a", 11, true);
+        final MountedSegment b = mount("b", 12, true);
+        assertThat(f.store.adopt(a, entry("old-first", 0, 100, 1))).isEqualTo(OBJECT);
+        assertThat(f.store.adopt(b, entry("old-first", 0, 100, 2))).isEqualTo(OBJECT);
+        assertThat(f.store.adopt(b, entry("new-first", 4096, 100, 4))).isEqualTo(OBJECT);
+        assertThat(f.store.adopt(a, entry("new-first", 4096, 100, 3))).isEqualTo(REJECTED_STALE);
+
+        assertThat(replicas("old-first")).extracting(Replica::getSegmentId).containsExactly(12);
+        assertThat(replicas("new-first")).extracting(Replica::getSegmentId).containsExactly(12);
+        assertThat(a.stats().allocationCount()).as("the older extent went back").isZero();
+        assertThat(freed("a")).as("node a is told to forget the replaced version")
+            .singleElement().satisfies(x ->
+            {
+                assertThat(x.getOffset()).isZero();
+                assertThat(x.getVersion()).isEqualTo(1);
+            });
+        assertThat(f.store.rebuildCounters().replacedOlder()).isEqualTo(1);
+    }
+
+    @Test
+    void shouldNeverDisplaceAnObjectPutOnThisMasterAndIssueLargerVersionsThanAnyReported()
+    {
+        final MountedSegment a = mount("a", 11, false);
+        final long reported = f.store.nextVersion() + 1_000_000_000L;
+        final MountedSegment b = mount("b", 12, true);
+        assertThat(f.store.adopt(b, entry("seen", 0, 64, reported))).isEqualTo(OBJECT);
+
+        final long[] version = new long[1];
+        assertThat(f.store.putStart(T, CLIENT, "fresh", 64, PutOptions.getDefaultInstance(), Set.of(),
+            new ArrayList<>(), version)).isEqualTo(OK_VALUE);
+        assertThat(version[0]).isGreaterThan(reported);
+        assertThat(f.store.adopt(b, entry("fresh", 4096, 64, version[0] + 5))).as("a put of this master")
+            .isEqualTo(REJECTED_STALE);
+        assertThat(a.isPlaceable()).isTrue();
+    }
+
+    @Test
+    void shouldRefuseOverlappingAndInvalidEntries()
+    {
+        final MountedSegment a = mount("a", 11, true);
+        assertThat(f.store.adopt(a, entry("k1", 0, 1000, 1))).isEqualTo(OBJECT);
+
+        assertThat(f.store.adopt(a, entry("k2", 512, 100, 1))).isEqualTo(REJECTED_OVERLAP);
+        assertThat(f.store.adopt(a, entry("", 4096, 10, 1))).as("empty key").isEqualTo(REJECTED_INVALID);
+        assertThat(f.store.adopt(a, entry("k3", 4096, 10, 0))).as("version 0").isEqualTo(REJECTED_INVALID);
+        assertThat(f.store.adopt(a, entry("k4", MIB - 64, 128, 1))).as("past the end").isEqualTo(REJECTED_INVALID);
+        assertThat(f.store.adopt(a, entry("k5", 100, 10, 1))).as("misaligned").isEqualTo(REJECTED_OVERLAP);
+        assertThat(f.store.adopt(a, entry("k6", 8192, 10, 1).toBuilder().setTenant("-bad").build()))
+            .as("bad tenant").isEqualTo(REJECTED_INVALID);
+        final MountedSegment b = mount("b", 12, true);
+        assertThat(f.store.adopt(b, entry("k1", 0, 999, 1))).as("same version, other length")
+            .isEqualTo(REJECTED_INVALID);
+
+        assertThat(f.store.objectCount()).isEqualTo(1);
+        assertThat(a.stats().allocationCount()).isEqualTo(1);
+        assertThat(b.stats().allocationCount()).isZero();
+    }
+
+    @Test
+    void shouldNotBringBackARebuiltObjectRemovedBeforeItsOtherReplicaWasReported()
+    {
+        final MountedSegment a = mount("a", 11, true);
+        final MountedSegment b = mount("b", 12, true);
+        assertThat(f.store.adopt(a, entry("gone", 0, 100, 9))).isEqualTo(OBJECT);
+
+        assertThat(f.store.remove(T, "gone", false)).isEqualTo(OK_VALUE);
+
+        assertThat(f.store.adopt(b, entry("gone", 0, 100, 9))).isEqualTo(REJECTED_REMOVED);
+        assertThat(f.present("gone")).isFalse();
+        assertThat(freed("a")).extracting(FreedExtent::getVersion).containsExactly(9L);
+        assertThat(f.store.adopt(b, entry("gone", 0, 100, 10))).as("a newer version is another object")
+            .isEqualTo(OBJECT);
+    }
+
+    @Test
+    void shouldKeepPinsGroupsAndWhatIsLeftOfASoftPin()
+    {
+        final MountedSegment a = mount("a", 11, true);
+        final LedgerEntry soft = entry("soft", 0, 100, 1).toBuilder()
+            .setFlags(CommitRecord.FLAG_SOFT_PIN).setSoftPinTtlMs(60_000).setAgeMs(20_000).build();
+        final LedgerEntry hard = entry("hard", 4096, 100, 1).toBuilder()
+            .setFlags(CommitRecord.FLAG_HARD_PIN).setGroupId("blk-1").build();
+
+        assertThat(f.store.adopt(a, soft)).isEqualTo(OBJECT);
+        assertThat(f.store.adopt(a, hard)).isEqualTo(OBJECT);
+
+        final ObjectMeta s = f.store.lockForKey(T, "soft");
+        try
+        {
+            assertThat(s.isSoftPinned(f.clock.nanoTime())).isTrue();
+            assertThat(s.softPinDeadlineNs() - f.clock.nanoTime()).isEqualTo(TimeUnit.SECONDS.toNanos(40));
+            assertThat(s.isAdopted()).isTrue();
+        }
+        finally
+        {
+            f.store.unlockOwner(s);
+        }
+        final ObjectMeta h = f.store.lockForKey(T, "hard");
+        try
+        {
+            assertThat(h.isHardPinned()).isTrue();
+            assertThat(h.group().groupId()).isEqualTo("blk-1");
+        }
+        finally
+        {
+            f.store.unlockOwner(h);
+        }
+    }
+
+    @Test
+    void shouldTellNodesAboutEveryFreedVersionedExtent()
+    {
+        final MountedSegment a = mount("a", 11, false);
+        final List<Replica> placed = new ArrayList<>();
+        final long[] version = new long[1];
+        assertThat(f.store.putStart(T, CLIENT, "k", 100, PutOptions.getDefaultInstance(), Set.of(), placed, version))
+            .isEqualTo(OK_VALUE);
+        assertThat(f.store.putEnd(T, CLIENT, "k")).isEqualTo(OK_VALUE);
+        assertThat(freed("a")).isEmpty();
+
+        assertThat(f.store.remove(T, "k", false)).isEqualTo(OK_VALUE);
+
+        assertThat(freed("a")).singleElement().satisfies(x ->
+        {
+            assertThat(x.getSegmentId()).isEqualTo(11);
+            assertThat(x.getOffset()).isEqualTo(placed.get(0).getOffset());
+            assertThat(x.getVersion()).isEqualTo(version[0]);
+        });
+        assertThat(a.stats().allocationCount()).isZero();
+    }
+
+    @Test
+    void shouldPlaceRetriesAwayFromTheNodesToAvoid()
+    {
+        mount("a", 11, false);
+        mount("b", 12, false);
+        mount("c", 13, false);
+        for (int i = 0; i < 20; i++)
+        {
+            final List<Replica> placed = new ArrayList<>();
+            assertThat(f.store.putStart(T, CLIENT, "k" + i, 100, PutOptions.newBuilder().setReplicas(2).build(),
+                Set.of("b"), placed, null)).isEqualTo(OK_VALUE);
+            assertThat(placed).extracting(Replica::getNodeId).containsExactlyInAnyOrder("a", "c");
+        }
+        final List<Replica> three = new ArrayList<>();
+        assertThat(f.store.putStart(T, CLIENT, "three", 100, PutOptions.newBuilder().setReplicas(3).build(),
+            Set.of("b"), three, null)).isEqualTo(OK_VALUE);
+        assertThat(three).as("the avoided node when nothing else is left").hasSize(3);
+    }
+}
