@@ -15,6 +15,10 @@ import java.util.UUID;
 public final class ClientConfig
 {
     public static final Duration DEFAULT_RPC_TIMEOUT = Duration.ofSeconds(5);
+    public static final int DEFAULT_PUT_RETRIES = 2;
+    public static final int MAX_PUT_RETRIES = 16;
+    public static final Duration DEFAULT_RECONNECT_BACKOFF = Duration.ofMillis(100);
+    public static final Duration DEFAULT_RECONNECT_BACKOFF_MAX = Duration.ofSeconds(5);
 
     private final String masterAddress;
     private final String tenant;
@@ -31,6 +35,9 @@ public final class ClientConfig
     private final String clientId;
     private final String localHost;
     private final boolean fastLookups;
+    private final int putRetries;
+    private final Duration reconnectBackoff;
+    private final Duration reconnectBackoffMax;
 
     private ClientConfig(final Builder b)
     {
@@ -49,6 +56,9 @@ public final class ClientConfig
         this.clientId = b.clientId == null ? UUID.randomUUID().toString() : b.clientId;
         this.localHost = b.localHost;
         this.fastLookups = b.fastLookups;
+        this.putRetries = b.putRetries;
+        this.reconnectBackoff = b.reconnectBackoff;
+        this.reconnectBackoffMax = b.reconnectBackoffMax;
     }
 
     public static Builder builder()
@@ -75,7 +85,34 @@ public final class ClientConfig
         b.clientId = clientId;
         b.localHost = localHost;
         b.fastLookups = fastLookups;
+        b.putRetries = putRetries;
+        b.reconnectBackoff = reconnectBackoff;
+        b.reconnectBackoffMax = reconnectBackoffMax;
         return b;
+    }
+
+    /**
+     * How many times a put whose replica writes failed (node unreachable, timed out, restarted) is revoked and
+     * started again, placed away from the nodes that failed (default 2; 0 = fail at once).
+     */
+    public int putRetries()
+    {
+        return putRetries;
+    }
+
+    /**
+     * First pause before this client tries to reconnect to a master it could not reach (gRPC channel and lookup
+     * port); it doubles on each failure up to {@link #reconnectBackoffMax()}, with jitter. Calls made meanwhile
+     * fail at once (gRPC) or go over gRPC (lookups); none waits longer than {@link #rpcTimeout()}.
+     */
+    public Duration reconnectBackoff()
+    {
+        return reconnectBackoff;
+    }
+
+    public Duration reconnectBackoffMax()
+    {
+        return reconnectBackoffMax;
     }
 
     /**
@@ -189,7 +226,8 @@ public final class ClientConfig
             ", transferTimeout=" + transferTimeout + ", connectTimeout=" + connectTimeout +
             ", ioThreads=" + ioThreads + ", maxQueuedTransfersPerPeer=" + maxQueuedTransfersPerPeer +
             ", maxPendingAdmissionsPerPeer=" + maxPendingAdmissionsPerPeer + ", admissionTimeout=" + admissionTimeout +
-            ", clientId=" + clientId + ", localHost=" + (localHost == null ? "<this machine>" : localHost) + "]";
+            ", clientId=" + clientId + ", localHost=" + (localHost == null ? "<this machine>" : localHost) +
+            ", putRetries=" + putRetries + ", reconnectBackoff=" + reconnectBackoff + ".." + reconnectBackoffMax + "]";
     }
 
     @Override
@@ -210,7 +248,8 @@ public final class ClientConfig
             ioThreads == c.ioThreads && maxQueuedTransfersPerPeer == c.maxQueuedTransfersPerPeer &&
             maxPendingAdmissionsPerPeer == c.maxPendingAdmissionsPerPeer &&
             admissionTimeout.equals(c.admissionTimeout) &&
-            clientId.equals(c.clientId) && Objects.equals(localHost, c.localHost);
+            clientId.equals(c.clientId) && Objects.equals(localHost, c.localHost) && putRetries == c.putRetries &&
+            reconnectBackoff.equals(c.reconnectBackoff) && reconnectBackoffMax.equals(c.reconnectBackoffMax);
     }
 
     @Override
@@ -237,6 +276,9 @@ public final class ClientConfig
         private String clientId;
         private String localHost;
         private boolean fastLookups = true;
+        private int putRetries = DEFAULT_PUT_RETRIES;
+        private Duration reconnectBackoff = DEFAULT_RECONNECT_BACKOFF;
+        private Duration reconnectBackoffMax = DEFAULT_RECONNECT_BACKOFF_MAX;
 
         private Builder()
         {
@@ -339,6 +381,27 @@ public final class ClientConfig
             return this;
         }
 
+        /** See {@link ClientConfig#putRetries()}; 0..16. */
+        public Builder putRetries(final int putRetries)
+        {
+            this.putRetries = putRetries;
+            return this;
+        }
+
+        /** See {@link ClientConfig#reconnectBackoff()}. */
+        public Builder reconnectBackoff(final Duration reconnectBackoff)
+        {
+            this.reconnectBackoff = reconnectBackoff;
+            return this;
+        }
+
+        /** See {@link ClientConfig#reconnectBackoffMax()}; at least {@code reconnectBackoff}. */
+        public Builder reconnectBackoffMax(final Duration reconnectBackoffMax)
+        {
+            this.reconnectBackoffMax = reconnectBackoffMax;
+            return this;
+        }
+
         /** @throws IllegalArgumentException naming the bad setting. */
         public ClientConfig build()
         {
@@ -360,6 +423,17 @@ public final class ClientConfig
             requirePositive("transferTimeout", transferTimeout);
             requirePositive("connectTimeout", connectTimeout);
             requirePositive("admissionTimeout", admissionTimeout);
+            requirePositive("reconnectBackoff", reconnectBackoff);
+            requirePositive("reconnectBackoffMax", reconnectBackoffMax);
+            if (reconnectBackoffMax.compareTo(reconnectBackoff) < 0)
+            {
+                throw new IllegalArgumentException("reconnectBackoffMax (" + reconnectBackoffMax +
+                    ") must be at least reconnectBackoff (" + reconnectBackoff + ")");
+            }
+            if (putRetries < 0 || putRetries > MAX_PUT_RETRIES)
+            {
+                throw new IllegalArgumentException("putRetries must be in 0.." + MAX_PUT_RETRIES + ", was " + putRetries);
+            }
             if (clientId != null && clientId.isBlank())
             {
                 throw new IllegalArgumentException("clientId must not be blank");

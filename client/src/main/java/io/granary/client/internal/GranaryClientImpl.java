@@ -34,6 +34,7 @@ import io.granary.proto.PutStartResponse;
 import io.granary.proto.RemoveAllRequest;
 import io.granary.proto.RemoveByRegexRequest;
 import io.granary.proto.RemoveRequest;
+import io.granary.protocol.CommitRecord;
 import io.granary.protocol.Limits;
 import io.granary.transfer.TransferEngine;
 import io.granary.transfer.TransferEngines;
@@ -44,8 +45,10 @@ import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Objects;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -138,7 +141,8 @@ public final class GranaryClientImpl implements GranaryClient
         }
         try
         {
-            return new GranaryClientImpl(config, new MasterClient(config.masterAddress(), config.rpcTimeout(), config.fastLookups()), engine,
+            return new GranaryClientImpl(config, new MasterClient(config.masterAddress(), config.rpcTimeout(),
+                config.fastLookups(), config.reconnectBackoff(), config.reconnectBackoffMax()), engine,
                 Objects.requireNonNull(clock, "clock"));
         }
         catch (final RuntimeException ex)
@@ -288,8 +292,10 @@ public final class GranaryClientImpl implements GranaryClient
     }
 
     /**
-     * PutStart on this thread, then the replica writes; PutEnd (or PutRevoke) runs on {@code steps} once every
-     * write finished, and the future completes there.
+     * PutStart on this thread, then the replica writes (each followed by its COMMIT); PutEnd (or PutRevoke) runs
+     * on {@code steps} once every write finished, and the future completes there. A put whose writes failed on
+     * a node (unreachable, timed out, restarted) is revoked and started again, up to
+     * {@link ClientConfig#putRetries()} times, asking the master to place it away from the nodes that failed.
      *
      * @param data the value between position and limit, in a buffer of the client's own (a duplicate).
      * @throws GranaryException when the put fails before any transfer starts.
@@ -299,12 +305,24 @@ public final class GranaryClientImpl implements GranaryClient
     {
         ensureOpen();
         Keys.check(key);
+        return putAttempt(key, data, ProtoMapping.toProto(options), steps, Set.of(), config.putRetries());
+    }
+
+    private CompletableFuture<Void> putAttempt(
+        final String key,
+        final ByteBuffer data,
+        final io.granary.proto.PutOptions options,
+        final Executor steps,
+        final Set<String> avoidNodes,
+        final int retriesLeft)
+    {
         final PutStartResponse started = master.putStart(PutStartRequest.newBuilder()
             .setTenant(tenant)
             .setClientId(clientId)
             .setKey(key)
             .setValueLength(data.remaining())
-            .setOptions(ProtoMapping.toProto(options))
+            .setOptions(options)
+            .addAllAvoidNodeIds(avoidNodes)
             .build());
         if (started.getCode() == OBJECT_ALREADY_EXISTS)
         {
@@ -317,14 +335,67 @@ public final class GranaryClientImpl implements GranaryClient
         final WriteOperation write;
         try
         {
-            write = WriteOperation.plan(key, data, started.getReplicasList());
+            write = WriteOperation.plan(key, data, started.getReplicasList(),
+                commitRecord(tenant, key, data.remaining(), started.getVersion(), options));
         }
         catch (final GranaryException ex)
         {
             revokeQuietly(key, ex);
             throw ex;
         }
-        return write.start(transfers).thenApplyAsync(failure -> endPut(key, failure), steps);
+        return write.start(transfers).thenComposeAsync(failure ->
+        {
+            if (failure == null)
+            {
+                return CompletableFuture.completedFuture(endPut(key, null));
+            }
+            final GranaryException ex = failure.toException();
+            revokeQuietly(key, ex);
+            if (retriesLeft > 0 && retryable(failure.code()) && !closed.get())
+            {
+                final Set<String> avoid = new HashSet<>(avoidNodes);
+                avoid.addAll(write.failedNodes());
+                LOG.debug("put {} failed ({}); retrying away from {}", Keys.quote(key), failure.message(), avoid);
+                return putAttempt(key, data, options, steps, avoid, retriesLeft - 1);
+            }
+            throw ex;
+        }, steps);
+    }
+
+    /** Write failures another placement may not have: the node is gone, stalled, restarted or full. */
+    static boolean retryable(final ErrorCode code)
+    {
+        return code == ErrorCode.TRANSFER_FAIL || code == ErrorCode.RPC_TIMEOUT ||
+            code == ErrorCode.SEGMENT_NOT_FOUND || code == ErrorCode.UNAVAILABLE_IN_CURRENT_STATUS;
+    }
+
+    /**
+     * The COMMIT payload every replica's node gets after the value's bytes: what a restarted master needs to
+     * rebuild the object from the node's ledger. Null when the master issued no version (an older master).
+     */
+    static byte[] commitRecord(
+        final String tenant, final String key, final long length, final long version,
+        final io.granary.proto.PutOptions options)
+    {
+        if (version == 0)
+        {
+            return null;
+        }
+        int flags = options.getHardPin() ? CommitRecord.FLAG_HARD_PIN : 0;
+        long softPinTtlMs = 0;
+        if (options.getSoftPin() == io.granary.proto.SoftPinAction.SOFT_PIN_ENABLE)
+        {
+            if (!options.hasSoftPinTtlMs())
+            {
+                flags |= CommitRecord.FLAG_SOFT_PIN | CommitRecord.FLAG_SOFT_PIN_DEFAULT_TTL;
+            }
+            else if (options.getSoftPinTtlMs() > 0)
+            {
+                flags |= CommitRecord.FLAG_SOFT_PIN;
+                softPinTtlMs = options.getSoftPinTtlMs();
+            }
+        }
+        return new CommitRecord(flags, tenant, key, options.getGroupId(), length, version, softPinTtlMs, 0).encode();
     }
 
     private Void endPut(final String key, final OpFailure failure)
@@ -398,13 +469,29 @@ public final class GranaryClientImpl implements GranaryClient
             return CompletableFuture.completedFuture(List.of());
         }
         checkBatchSize("putBatch", n);
+        return putBatchRound(keys, data, ProtoMapping.toProto(options), steps, Set.of(), config.putRetries());
+    }
 
+    /**
+     * One round of a putBatch: BatchPutStart, every write, then BatchPutEnd/BatchPutRevoke; keys whose writes failed
+     * on a node go into another round (revoked first, placed away from the failed nodes) while retries are left.
+     */
+    private CompletableFuture<List<OpResult<Void>>> putBatchRound(
+        final List<String> keys,
+        final ByteBuffer[] data,
+        final io.granary.proto.PutOptions options,
+        final Executor steps,
+        final Set<String> avoidNodes,
+        final int retriesLeft)
+    {
+        final int n = keys.size();
         final OpResult<Void>[] results = newResults(n);
         final List<Integer> sent = new ArrayList<>(n);
         final BatchPutStartRequest.Builder request = BatchPutStartRequest.newBuilder()
             .setTenant(tenant)
             .setClientId(clientId)
-            .setOptions(ProtoMapping.toProto(options));
+            .setOptions(options)
+            .addAllAvoidNodeIds(avoidNodes);
         for (int i = 0; i < n; i++)
         {
             final OpFailure problem = Keys.problem(keys.get(i));
@@ -436,6 +523,7 @@ public final class GranaryClientImpl implements GranaryClient
 
         // Phase 2: every replica write of every key, all in flight together.
         final List<CompletableFuture<OpFailure>> writes = new ArrayList<>(sent.size());
+        final List<WriteOperation> operations = new ArrayList<>(sent.size());
         final List<Integer> writeIndex = new ArrayList<>(sent.size());
         final List<String> toRevoke = new ArrayList<>();
         for (int j = 0; j < sent.size(); j++)
@@ -455,7 +543,10 @@ public final class GranaryClientImpl implements GranaryClient
             }
             try
             {
-                writes.add(WriteOperation.plan(key, data[i], result.getReplicasList()).start(transfers));
+                final WriteOperation operation = WriteOperation.plan(key, data[i], result.getReplicasList(),
+                    commitRecord(tenant, key, data[i].remaining(), result.getVersion(), options));
+                writes.add(operation.start(transfers));
+                operations.add(operation);
                 writeIndex.add(i);
             }
             catch (final GranaryException ex)
@@ -464,21 +555,30 @@ public final class GranaryClientImpl implements GranaryClient
                 toRevoke.add(key);
             }
         }
-        return CompletableFuture.allOf(writes.toArray(new CompletableFuture<?>[0]))
-            .thenApplyAsync(ignored -> endPutBatch(keys, results, writes, writeIndex, toRevoke), steps);
+        return CompletableFuture.allOf(writes.toArray(new CompletableFuture<?>[0])).thenComposeAsync(ignored ->
+            endPutBatch(keys, data, options, steps, avoidNodes, retriesLeft, results, writes, operations, writeIndex,
+                toRevoke), steps);
     }
 
-    /** Phase 3: one PutEnd for the written keys, one PutRevoke for the rest. */
-    private List<OpResult<Void>> endPutBatch(
+    /** Phase 3: one PutEnd for the written keys, one PutRevoke for the rest, and a retry round if needed. */
+    private CompletableFuture<List<OpResult<Void>>> endPutBatch(
         final List<String> keys,
+        final ByteBuffer[] data,
+        final io.granary.proto.PutOptions options,
+        final Executor steps,
+        final Set<String> avoidNodes,
+        final int retriesLeft,
         final OpResult<Void>[] results,
         final List<CompletableFuture<OpFailure>> writes,
+        final List<WriteOperation> operations,
         final List<Integer> writeIndex,
         final List<String> toRevoke)
     {
         ensureOpen();
         final List<String> toEnd = new ArrayList<>(writes.size());
         final List<Integer> endIndex = new ArrayList<>(writes.size());
+        final List<Integer> retry = new ArrayList<>();
+        final Set<String> avoid = new HashSet<>(avoidNodes);
         for (int w = 0; w < writes.size(); w++)
         {
             final OpFailure failure = writes.get(w).join(); // all complete: this does not wait
@@ -492,6 +592,11 @@ public final class GranaryClientImpl implements GranaryClient
             {
                 results[i] = failure.toResult();
                 toRevoke.add(keys.get(i));
+                if (retriesLeft > 0 && retryable(failure.code()))
+                {
+                    retry.add(i);
+                    avoid.addAll(operations.get(w).failedNodes());
+                }
             }
         }
         if (!toEnd.isEmpty())
@@ -502,7 +607,35 @@ public final class GranaryClientImpl implements GranaryClient
         {
             batchRevokeQuietly(toRevoke, null);
         }
-        return Arrays.asList(results);
+        if (retry.isEmpty() || closed.get())
+        {
+            return CompletableFuture.completedFuture(Arrays.asList(results));
+        }
+        final List<String> retryKeys = new ArrayList<>(retry.size());
+        final ByteBuffer[] retryData = new ByteBuffer[retry.size()];
+        for (int r = 0; r < retry.size(); r++)
+        {
+            retryKeys.add(keys.get(retry.get(r)));
+            retryData[r] = data[retry.get(r)];
+        }
+        LOG.debug("putBatch: retrying {} keys away from {}", retry.size(), avoid);
+        final CompletableFuture<List<OpResult<Void>>> again;
+        try
+        {
+            again = putBatchRound(retryKeys, retryData, options, steps, avoid, retriesLeft - 1);
+        }
+        catch (final GranaryException ex)
+        {
+            return CompletableFuture.completedFuture(Arrays.asList(results)); // the first round's failures stand
+        }
+        return again.thenApply(retried ->
+        {
+            for (int r = 0; r < retry.size(); r++)
+            {
+                results[retry.get(r)] = retried.get(r);
+            }
+            return Arrays.asList(results);
+        });
     }
 
     private void endBatch(

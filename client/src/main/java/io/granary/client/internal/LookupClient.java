@@ -23,7 +23,8 @@ import static io.granary.protocol.LookupDescriptor.*;
  * writes one frame and reads the reply on the calling thread — no event-loop hand-off, so a
  * lookup costs one loopback round trip plus the master's work. A connection that failed or timed
  * out is discarded; a call on a stale pooled connection is retried once on a fresh one (lookups
- * only read and lease, so a repeat is harmless). Thread safe.
+ * only read and lease, so a repeat is harmless). Every call keeps to one deadline, connects and
+ * retries included. Thread safe.
  */
 final class LookupClient implements AutoCloseable
 {
@@ -58,11 +59,35 @@ final class LookupClient implements AutoCloseable
     /** Sends {@code request} as {@code method} and parses the reply with {@code parser}. */
     <T> T call(final String rpc, final int method, final MessageLite request, final Parser<T> parser)
     {
-        return call(rpc, method, out -> out.writeMessage(request), parser);
+        return call(rpc, method, out -> out.writeMessage(request), parser, deadlineFromNow());
+    }
+
+    /** {@link #call(String, int, MessageLite, Parser)} finishing by {@code deadlineNs} (System.nanoTime). */
+    <T> T call(final String rpc, final int method, final MessageLite request, final Parser<T> parser,
+        final long deadlineNs)
+    {
+        return call(rpc, method, out -> out.writeMessage(request), parser, deadlineNs);
     }
 
     /** Sends a payload written by {@code request} as {@code method} and parses the reply. */
     <T> T call(final String rpc, final int method, final Payload request, final Parser<T> parser)
+    {
+        return call(rpc, method, request, parser, deadlineFromNow());
+    }
+
+    private long deadlineFromNow()
+    {
+        return System.nanoTime() + timeoutMs * 1_000_000L;
+    }
+
+    /**
+     * Sends a payload written by {@code request} as {@code method} and parses the reply, all by {@code deadlineNs}.
+     *
+     * @throws GranaryException RPC_TIMEOUT when the deadline passes, RPC_FAIL (cause: the IOException) when the
+     *                          port cannot be reached or the connection breaks.
+     */
+    <T> T call(final String rpc, final int method, final Payload request, final Parser<T> parser,
+        final long deadlineNs)
     {
         for (int attempt = 0; ; attempt++)
         {
@@ -75,7 +100,17 @@ final class LookupClient implements AutoCloseable
             Connection c = null;
             try
             {
-                c = reused ? pooled : new Connection();
+                final int remainingMs = remainingMs(deadlineNs);
+                if (remainingMs <= 0)
+                {
+                    if (pooled != null)
+                    {
+                        release(pooled);
+                    }
+                    throw new SocketTimeoutException("deadline passed");
+                }
+                c = reused ? pooled : new Connection(remainingMs);
+                c.timeout(remainingMs(deadlineNs));
                 final T reply = c.call(method, request, parser);
                 release(c);
                 return reply;
@@ -102,6 +137,12 @@ final class LookupClient implements AutoCloseable
                 throw ex;
             }
         }
+    }
+
+    private static int remainingMs(final long deadlineNs)
+    {
+        final long remainingNs = deadlineNs - System.nanoTime();
+        return remainingNs <= 0 ? 0 : (int)Math.min(Integer.MAX_VALUE, Math.max(1, remainingNs / 1_000_000L));
     }
 
     private void release(final Connection c)
@@ -150,14 +191,14 @@ final class LookupClient implements AutoCloseable
         private final WireBuffer frame = new WireBuffer(16 << 10);
         private long nextRequestId = 1;
 
-        Connection() throws IOException
+        Connection(final int connectTimeoutMs) throws IOException
         {
             socket = new Socket();
             try
             {
                 socket.setTcpNoDelay(true);
-                socket.setSoTimeout(timeoutMs);
-                socket.connect(new InetSocketAddress(host, port), timeoutMs);
+                socket.setSoTimeout(connectTimeoutMs);
+                socket.connect(new InetSocketAddress(host, port), connectTimeoutMs);
                 out = socket.getOutputStream();
                 final InputStream raw = socket.getInputStream();
                 in = raw;
@@ -167,6 +208,15 @@ final class LookupClient implements AutoCloseable
                 socket.close();
                 throw ex;
             }
+        }
+
+        void timeout(final int readTimeoutMs) throws IOException
+        {
+            if (readTimeoutMs <= 0)
+            {
+                throw new SocketTimeoutException("deadline passed");
+            }
+            socket.setSoTimeout(readTimeoutMs);
         }
 
         <T> T call(final int method, final Payload request, final Parser<T> parser) throws IOException

@@ -44,8 +44,11 @@ import java.util.function.Function;
 /**
  * The client's stub of the master's gRPC service: one channel, a blocking call per method with a
  * deadline of the RPC timeout, and gRPC failures translated into {@link GranaryException} (RPC_TIMEOUT
- * for an expired deadline, RPC_FAIL otherwise, the status kept as the cause). It never retries: PutStart
- * and friends are not idempotent. Thread safe.
+ * for an expired deadline, RPC_FAIL otherwise, the status kept as the cause). A call that goes over the
+ * lookup port and falls back to gRPC keeps to the same deadline. While the master is unreachable the
+ * client reconnects with capped, jittered backoff (the gRPC channel's own backoff is cut short at that
+ * pace, and the lookup port is rediscovered), so a restarted master is used again within one backoff
+ * step. It never retries a call itself. Thread safe.
  */
 final class MasterClient implements AutoCloseable
 {
@@ -60,7 +63,11 @@ final class MasterClient implements AutoCloseable
     private volatile LookupClient lookup;
     private volatile boolean lookupResolved;
     private volatile long fastPathRetryAtNs = System.nanoTime();
-    private static final long FAST_PATH_RETRY_NS = TimeUnit.SECONDS.toNanos(30);
+    private final Backoff lookupBackoff;
+    private volatile boolean lookupFailing;
+    private final Backoff reconnectBackoff;
+    private volatile boolean masterUnreachable;
+    private volatile long reconnectAtNs = System.nanoTime();
 
     MasterClient(final String address, final Duration rpcTimeout)
     {
@@ -69,6 +76,20 @@ final class MasterClient implements AutoCloseable
 
     MasterClient(final String address, final Duration rpcTimeout, final boolean fastLookups)
     {
+        this(address, rpcTimeout, fastLookups, io.granary.client.ClientConfig.DEFAULT_RECONNECT_BACKOFF,
+            io.granary.client.ClientConfig.DEFAULT_RECONNECT_BACKOFF_MAX);
+    }
+
+    /** @param reconnectBackoff first pause between reconnect attempts; doubles up to {@code reconnectBackoffMax}. */
+    MasterClient(
+        final String address,
+        final Duration rpcTimeout,
+        final boolean fastLookups,
+        final Duration reconnectBackoff,
+        final Duration reconnectBackoffMax)
+    {
+        this.lookupBackoff = new Backoff(reconnectBackoff.toNanos(), reconnectBackoffMax.toNanos());
+        this.reconnectBackoff = new Backoff(reconnectBackoff.toNanos(), reconnectBackoffMax.toNanos());
         this.address = address;
         this.fastLookups = fastLookups;
         this.rpcTimeoutMs = rpcTimeout.toMillis();
@@ -153,16 +174,20 @@ final class MasterClient implements AutoCloseable
      */
     BatchExistKeyResponse batchExistKey(final String tenant, final List<String> keys)
     {
-        final LookupClient fast = lookup();
+        final long deadlineNs = deadline();
+        final LookupClient fast = lookup(deadlineNs);
         if (fast != null)
         {
             try
             {
-                return fast.call("BatchExistKey", LookupDescriptor.METHOD_BATCH_EXIST_KEY, out ->
-                {
-                    out.writeStringField(1, tenant);
-                    out.writeStrings(3, keys);
-                }, BatchExistKeyResponse.parser());
+                final BatchExistKeyResponse reply = fast.call("BatchExistKey", LookupDescriptor.METHOD_BATCH_EXIST_KEY,
+                    out ->
+                    {
+                        out.writeStringField(1, tenant);
+                        out.writeStrings(3, keys);
+                    }, BatchExistKeyResponse.parser(), deadlineNs);
+                lookupReachable();
+                return reply;
             }
             catch (final GranaryException ex)
             {
@@ -170,25 +195,29 @@ final class MasterClient implements AutoCloseable
             }
         }
         final BatchKeysRequest request = BatchKeysRequest.newBuilder().setTenant(tenant).addAllKeys(keys).build();
-        return call("BatchExistKey", s -> s.batchExistKey(request));
+        return call("BatchExistKey", s -> s.batchExistKey(request), deadlineNs);
     }
 
     /** BatchProbeKey for plain keys, written like {@link #batchExistKey(String, List)}. */
     BatchProbeKeyResponse batchProbeKey(
         final String tenant, final LeaseMode mode, final int candidateSize, final List<String> keys)
     {
-        final LookupClient fast = lookup();
+        final long deadlineNs = deadline();
+        final LookupClient fast = lookup(deadlineNs);
         if (fast != null)
         {
             try
             {
-                return fast.call("BatchProbeKey", LookupDescriptor.METHOD_BATCH_PROBE_KEY, out ->
-                {
-                    out.writeStringField(1, tenant);
-                    out.writeVarintField(2, mode.getNumber());
-                    out.writeVarintField(3, candidateSize & 0xFFFFFFFFL);
-                    out.writeStrings(4, keys);
-                }, BatchProbeKeyResponse.parser());
+                final BatchProbeKeyResponse reply = fast.call("BatchProbeKey", LookupDescriptor.METHOD_BATCH_PROBE_KEY,
+                    out ->
+                    {
+                        out.writeStringField(1, tenant);
+                        out.writeVarintField(2, mode.getNumber());
+                        out.writeVarintField(3, candidateSize & 0xFFFFFFFFL);
+                        out.writeStrings(4, keys);
+                    }, BatchProbeKeyResponse.parser(), deadlineNs);
+                lookupReachable();
+                return reply;
             }
             catch (final GranaryException ex)
             {
@@ -197,7 +226,7 @@ final class MasterClient implements AutoCloseable
         }
         final BatchProbeKeyRequest request = BatchProbeKeyRequest.newBuilder()
             .setTenant(tenant).setMode(mode).setCandidateSize(candidateSize).addAllKeys(keys).build();
-        return call("BatchProbeKey", s -> s.batchProbeKey(request));
+        return call("BatchProbeKey", s -> s.batchProbeKey(request), deadlineNs);
     }
 
     CodeResponse remove(final RemoveRequest request)
@@ -238,26 +267,43 @@ final class MasterClient implements AutoCloseable
         final com.google.protobuf.Parser<T> parser,
         final Function<MasterServiceGrpc.MasterServiceBlockingStub, T> grpc)
     {
-        final LookupClient fast = lookup();
+        final long deadlineNs = deadline();
+        final LookupClient fast = lookup(deadlineNs);
         if (fast != null)
         {
             try
             {
-                return fast.call(rpc, method, request, parser);
+                final T reply = fast.call(rpc, method, request, parser, deadlineNs);
+                lookupReachable();
+                return reply;
             }
             catch (final GranaryException ex)
             {
                 fallBackToGrpc(ex);
             }
         }
-        return call(rpc, grpc);
+        return call(rpc, grpc, deadlineNs);
+    }
+
+    private long deadline()
+    {
+        return System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(rpcTimeoutMs);
+    }
+
+    private void lookupReachable()
+    {
+        if (lookupFailing)
+        {
+            lookupFailing = false;
+            lookupBackoff.reset();
+        }
     }
 
     /**
      * The framed lookup client, discovered once through GetServerInfo; null when fast lookups are
      * off, the master advertises no lookup port, or discovery failed (gRPC then carries lookups).
      */
-    private LookupClient lookup()
+    private LookupClient lookup(final long deadlineNs)
     {
         if (!fastLookups || System.nanoTime() - fastPathRetryAtNs < 0)
         {
@@ -274,10 +320,13 @@ final class MasterClient implements AutoCloseable
                 try
                 {
                     final ServerInfoResponse info = call("GetServerInfo", s -> s.getServerInfo(
-                        ServerInfoRequest.getDefaultInstance()));
-                    if (info.getLookupPort() > 0)
+                        ServerInfoRequest.getDefaultInstance()), deadlineNs);
+                    final LookupClient previous = lookup;
+                    lookup = info.getLookupPort() > 0 ?
+                        new LookupClient(hostOf(address), info.getLookupPort(), rpcTimeoutMs) : null;
+                    if (previous != null)
                     {
-                        lookup = new LookupClient(hostOf(address), info.getLookupPort(), rpcTimeoutMs);
+                        previous.close();
                     }
                     lookupResolved = true;
                 }
@@ -296,8 +345,10 @@ final class MasterClient implements AutoCloseable
     }
 
     /**
-     * The lookup port failed (not a timeout): carry on over gRPC and leave the fast path alone for
-     * a while, so an unreachable lookup port costs one failed connect per interval, not per call.
+     * The lookup port failed (not a timeout): carry on over gRPC and leave the fast path alone for a
+     * backoff step (doubling up to the cap while it keeps failing), so an unreachable lookup port costs
+     * one failed connect per step, not per call; then discover the port again (a restarted master may
+     * have another one).
      */
     private void fallBackToGrpc(final GranaryException ex)
     {
@@ -305,7 +356,9 @@ final class MasterClient implements AutoCloseable
         {
             throw ex;
         }
-        fastPathRetryAtNs = System.nanoTime() + FAST_PATH_RETRY_NS;
+        lookupFailing = true;
+        fastPathRetryAtNs = System.nanoTime() + lookupBackoff.nextDelayNs();
+        lookupResolved = false;
     }
 
     /** The host part of host:port or [v6]:port. */
@@ -317,13 +370,50 @@ final class MasterClient implements AutoCloseable
 
     private <R> R call(final String rpc, final Function<MasterServiceGrpc.MasterServiceBlockingStub, R> body)
     {
+        return call(rpc, body, deadline());
+    }
+
+    private <R> R call(
+        final String rpc, final Function<MasterServiceGrpc.MasterServiceBlockingStub, R> body, final long deadlineNs)
+    {
+        final long remainingNs = deadlineNs - System.nanoTime();
+        if (remainingNs <= 0)
+        {
+            throw new GranaryException(ErrorCode.RPC_TIMEOUT,
+                rpc + " to master " + address + ": no answer within " + rpcTimeoutMs + " ms");
+        }
         try
         {
-            return body.apply(stub.withDeadlineAfter(rpcTimeoutMs, TimeUnit.MILLISECONDS));
+            final R reply = body.apply(stub.withDeadlineAfter(remainingNs, TimeUnit.NANOSECONDS));
+            if (masterUnreachable)
+            {
+                masterUnreachable = false;
+                reconnectBackoff.reset();
+            }
+            return reply;
         }
         catch (final StatusRuntimeException ex)
         {
+            if (ex.getStatus().getCode() == Status.Code.UNAVAILABLE)
+            {
+                reconnectSoon();
+            }
             throw translate(rpc, ex);
+        }
+    }
+
+    /**
+     * The master could not be reached: let the channel try again now rather than after its own backoff
+     * (which grows to two minutes), but at most once per backoff step of ours.
+     */
+    private void reconnectSoon()
+    {
+        masterUnreachable = true;
+        final long now = System.nanoTime();
+        if (now - reconnectAtNs >= 0)
+        {
+            reconnectAtNs = now + reconnectBackoff.nextDelayNs();
+            channel.resetConnectBackoff();
         }
     }
 
@@ -333,7 +423,10 @@ final class MasterClient implements AutoCloseable
         final boolean timedOut = status.getCode() == Status.Code.DEADLINE_EXCEEDED;
         final String detail = timedOut ?
             "no answer within " + rpcTimeoutMs + " ms" :
-            status.getCode() + (status.getDescription() == null ? "" : " " + status.getDescription());
+            status.getCode() == Status.Code.UNAVAILABLE ?
+                "master unreachable (" + status.getCode() +
+                    (status.getDescription() == null ? "" : " " + status.getDescription()) + ")" :
+                status.getCode() + (status.getDescription() == null ? "" : " " + status.getDescription());
         return new GranaryException(
             timedOut ? ErrorCode.RPC_TIMEOUT : ErrorCode.RPC_FAIL, rpc + " to master " + address + ": " + detail, ex);
     }

@@ -6,13 +6,16 @@ import io.granary.transfer.TransferRequest;
 
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 
 /**
  * Writes one value into every replica extent the master handed out, all in parallel, straight from the
- * caller's buffer (each request gets its own duplicate, so no position is ever moved). Started once; the
- * outcome arrives through the future {@link #start} returns.
+ * caller's buffer (each request gets its own duplicate, so no position is ever moved), each followed by
+ * the COMMIT that puts the extent in its node's ledger (when the master issued a version). Started once;
+ * the outcome arrives through the future {@link #start} returns.
  */
 final class WriteOperation
 {
@@ -21,12 +24,17 @@ final class WriteOperation
     private final String key;
     private final ByteBuffer value;
     private final List<ReplicaExtent> replicas;
+    private final byte[] commit;
+    /** Node ids whose write failed; written before the future completes, read after. */
+    private final Set<String> failedNodes = new HashSet<>();
 
-    private WriteOperation(final String key, final ByteBuffer value, final List<ReplicaExtent> replicas)
+    private WriteOperation(
+        final String key, final ByteBuffer value, final List<ReplicaExtent> replicas, final byte[] commit)
     {
         this.key = key;
         this.value = value;
         this.replicas = replicas;
+        this.commit = commit;
     }
 
     /**
@@ -37,6 +45,16 @@ final class WriteOperation
      *                                            length differs from the value's.
      */
     static WriteOperation plan(final String key, final ByteBuffer value, final List<Replica> replicas)
+    {
+        return plan(key, value, replicas, null);
+    }
+
+    /**
+     * {@link #plan(String, ByteBuffer, List)} with the COMMIT payload ({@code io.granary.protocol.CommitRecord})
+     * each replica's node gets once its bytes are in place; null sends none.
+     */
+    static WriteOperation plan(final String key, final ByteBuffer value, final List<Replica> replicas,
+        final byte[] commit)
     {
         if (replicas.isEmpty())
         {
@@ -54,7 +72,13 @@ final class WriteOperation
             }
             extents.add(extent);
         }
-        return new WriteOperation(key, value.duplicate(), extents);
+        return new WriteOperation(key, value.duplicate(), extents, commit);
+    }
+
+    /** Node ids of the replicas whose write failed; valid once the future of {@link #start} completed. */
+    Set<String> failedNodes()
+    {
+        return failedNodes;
     }
 
     String key()
@@ -71,7 +95,7 @@ final class WriteOperation
     CompletableFuture<OpFailure> start(final TransferDispatcher transfers)
     {
         final int length = value.remaining();
-        if (length == 0)
+        if (length == 0 && commit == null)
         {
             return NO_FAILURE;
         }
@@ -81,7 +105,7 @@ final class WriteOperation
             final ReplicaExtent extent = replicas.get(i);
             writes[i] = transfers.submit(new TransferRequest(
                 TransferRequest.Op.WRITE, extent.endpoint(), extent.segmentId(), extent.offset(), value.duplicate(),
-                length, extent.accessToken()));
+                length, extent.accessToken(), commit));
         }
         if (writes.length == 1)
         {
@@ -103,6 +127,7 @@ final class WriteOperation
                 {
                     firstCode = ProtoMapping.code(code);
                 }
+                failedNodes.add(replicas.get(i).nodeId());
                 failed.append(failed.length() == 0 ? "" : ", ")
                     .append(replicas.get(i).describe()).append(": ").append(ProtoMapping.describeCode(code));
             }

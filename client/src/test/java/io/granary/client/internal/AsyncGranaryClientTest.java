@@ -276,7 +276,8 @@ class AsyncGranaryClientTest
 
         final GranaryException writeTimedOut = failureOf(async.put("k2", ByteBuffer.wrap(bytes(10, 1)), TWO_REPLICAS));
         assertThat(writeTimedOut.code()).isEqualTo(ErrorCode.TRANSFER_FAIL);
-        assertThat(master.requests(PutRevokeRequest.class)).extracting(PutRevokeRequest::getKey).containsExactly("k2");
+        assertThat(master.requests(PutRevokeRequest.class)).as("revoked, then retried twice").extracting(
+            PutRevokeRequest::getKey).containsExactly("k2", "k2", "k2");
         engine.heal(NODE_A);
         assertThat(failureOf(async.put("k3", ByteBuffer.wrap(bytes(10, 1)), TWO_REPLICAS)).code())
             .isEqualTo(ErrorCode.RPC_TIMEOUT);

@@ -75,6 +75,7 @@ final class ScriptedMaster extends MasterServiceGrpc.MasterServiceImplBase imple
         }
     }
 
+    private final java.util.concurrent.atomic.AtomicLong nextVersion = new java.util.concurrent.atomic.AtomicLong();
     private final List<Message> requests = new CopyOnWriteArrayList<>();
     private final Map<String, Function<Message, Message>> scripts = new ConcurrentHashMap<>();
     private final Set<String> hanging = ConcurrentHashMap.newKeySet();
@@ -87,7 +88,14 @@ final class ScriptedMaster extends MasterServiceGrpc.MasterServiceImplBase imple
 
     ScriptedMaster start() throws IOException
     {
-        server = NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", 0))
+        return start(0);
+    }
+
+    /** Starts on {@code port} (0: any), e.g. again on the port of a master a test stopped. */
+    ScriptedMaster start(final int port) throws IOException
+    {
+        server = NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", port))
+            .withOption(io.netty.channel.ChannelOption.SO_REUSEADDR, true)
             .addService(this)
             .directExecutor()
             .build()
@@ -177,9 +185,18 @@ final class ScriptedMaster extends MasterServiceGrpc.MasterServiceImplBase imple
     }
 
     @Override
+    public void getServerInfo(
+        final io.granary.proto.ServerInfoRequest request, final StreamObserver<io.granary.proto.ServerInfoResponse> out)
+    {
+        answer("GetServerInfo", request, out, r -> io.granary.proto.ServerInfoResponse.newBuilder()
+            .setVersion("scripted").setLeaseTtlMs(LEASE_TTL_MS).build());
+    }
+
+    @Override
     public void putStart(final PutStartRequest request, final StreamObserver<PutStartResponse> out)
     {
-        answer("PutStart", request, out, r -> start(r.getKey(), r.getValueLength(), r.getOptions().getReplicas()));
+        answer("PutStart", request, out, r -> start(r.getKey(), r.getValueLength(), r.getOptions().getReplicas(),
+            r.getAvoidNodeIdsList()));
     }
 
     @Override
@@ -202,7 +219,8 @@ final class ScriptedMaster extends MasterServiceGrpc.MasterServiceImplBase imple
             final BatchPutStartResponse.Builder b = BatchPutStartResponse.newBuilder();
             for (int i = 0; i < r.getKeysCount(); i++)
             {
-                b.addResults(start(r.getKeys(i), r.getValueLengths(i), r.getOptions().getReplicas()));
+                b.addResults(start(r.getKeys(i), r.getValueLengths(i), r.getOptions().getReplicas(),
+                    r.getAvoidNodeIdsList()));
             }
             return b.build();
         });
@@ -338,7 +356,8 @@ final class ScriptedMaster extends MasterServiceGrpc.MasterServiceImplBase imple
 
     // ------------------------------------------------------------------------------------------- mini master
 
-    private PutStartResponse start(final String key, final long length, final int replicas)
+    /** Places on the configured nodes in order, the ones to avoid last (as the real master does). */
+    private PutStartResponse start(final String key, final long length, final int replicas, final List<String> avoid)
     {
         final StoredObject existing = objects.get(key);
         if (existing != null)
@@ -346,7 +365,8 @@ final class ScriptedMaster extends MasterServiceGrpc.MasterServiceImplBase imple
             return PutStartResponse.newBuilder().setCode(existing.complete ?
                 ErrorCode.OBJECT_ALREADY_EXISTS_VALUE : ErrorCode.REPLICA_IS_NOT_READY_VALUE).build();
         }
-        final List<Placement> where = placements;
+        final List<Placement> where = new ArrayList<>(placements);
+        where.sort(java.util.Comparator.comparing(p -> avoid.contains(p.nodeId())));
         final int count = Math.min(Math.max(1, replicas), where.size());
         final List<Replica> extents = new ArrayList<>(count);
         final long offset = nextOffset.getAndAdd((length + 63) & ~63L);
@@ -363,7 +383,7 @@ final class ScriptedMaster extends MasterServiceGrpc.MasterServiceImplBase imple
                 .build());
         }
         objects.put(key, new StoredObject(length, extents));
-        return PutStartResponse.newBuilder().addAllReplicas(extents).build();
+        return PutStartResponse.newBuilder().addAllReplicas(extents).setVersion(nextVersion.incrementAndGet()).build();
     }
 
     private int end(final String key)
