@@ -104,6 +104,11 @@ final class MasterCommand implements Callable<Integer>
     @Option(names = "--list-keys-limit", paramLabel = "N", description = "Most keys one ListKeys answer carries.")
     private int listKeysLimit;
 
+    @Option(names = "--ready-after-nodes", paramLabel = "N",
+        description = "/ready answers 503 until N nodes have registered and reported their ledgers (a restarted "
+            + "master has then rebuilt what they hold); 0 = ready at once.")
+    private int readyAfterNodes;
+
     @Option(names = "--log-level", paramLabel = "LEVEL", defaultValue = "info",
         description = "Log level on stderr: " + Logging.LEVELS + ".")
     private String logLevel;
@@ -170,7 +175,8 @@ final class MasterCommand implements Callable<Integer>
             .putReleaseTimeout(putReleaseTimeout)
             .metadataShards(metadataShards)
             .allocationGranularity(allocationGranularity)
-            .listKeysLimit(listKeysLimit);
+            .listKeysLimit(listKeysLimit)
+            .readyAfterNodes(readyAfterNodes);
     }
 
     static String hostPort(final String host, final int port)

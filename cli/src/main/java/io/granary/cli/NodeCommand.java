@@ -46,6 +46,8 @@ final class NodeCommand implements Callable<Integer>
         {"name", "--name"},
         {"heartbeatIntervalMs", "--heartbeat-interval"},
         {"masterRpcTimeoutMs", "--master-rpc-timeout"},
+        {"reconnectBackoffMaxMs", "--reconnect-backoff-max"},
+        {"reconnectBackoffMs", "--reconnect-backoff"},
         {"maxFrameBytes", "--max-frame"},
         {"ioThreads", "--io-threads"}};
 
@@ -81,6 +83,14 @@ final class NodeCommand implements Callable<Integer>
     @Option(names = "--master-rpc-timeout", paramLabel = "DURATION",
         description = "Deadline of each call to the master.")
     private Duration masterRpcTimeout;
+
+    @Option(names = "--reconnect-backoff", paramLabel = "DURATION",
+        description = "First pause before retrying an unreachable or refusing master; doubles on each failure.")
+    private Duration reconnectBackoff;
+
+    @Option(names = "--reconnect-backoff-max", paramLabel = "DURATION",
+        description = "Cap of the doubling pause; every pause is drawn at random from [d/2, d].")
+    private Duration reconnectBackoffMax;
 
     @Option(names = "--max-frame", paramLabel = "SIZE", converter = Converters.SizeConverter.class,
         description = "Longest range one transfer frame may carry.")
@@ -176,6 +186,8 @@ final class NodeCommand implements Callable<Integer>
             .name(name)
             .heartbeatIntervalMs(heartbeatInterval.toMillis())
             .masterRpcTimeoutMs(masterRpcTimeout.toMillis())
+            .reconnectBackoffMs(reconnectBackoff.toMillis())
+            .reconnectBackoffMaxMs(reconnectBackoffMax.toMillis())
             .maxFrameBytes((int)maxFrameBytes)
             .ioThreads(ioThreads)
             .preTouch(preTouch);
@@ -230,6 +242,8 @@ final class NodeCommand implements Callable<Integer>
             defaults.put("--name", ctx.name());
             defaults.put("--heartbeat-interval", millis(ctx.heartbeatIntervalMs()));
             defaults.put("--master-rpc-timeout", millis(ctx.masterRpcTimeoutMs()));
+            defaults.put("--reconnect-backoff", millis(ctx.reconnectBackoffMs()));
+            defaults.put("--reconnect-backoff-max", millis(ctx.reconnectBackoffMaxMs()));
             defaults.put("--max-frame", Converters.formatSize(ctx.maxFrameBytes()));
             defaults.put("--io-threads", Integer.toString(ctx.ioThreads()));
             defaults.put("--pre-touch", Boolean.toString(ctx.preTouch()));

@@ -65,6 +65,14 @@ final class StatCommand extends ClientCommand
         out.println("capacity: " + Units.formatBytes(status.capacityBytes()) + ", used " +
             Units.formatBytes(status.allocatedBytes()) + " (" +
             percent(status.allocatedBytes(), status.capacityBytes()) + ")");
+        final ClusterStatus.Rebuild r = status.rebuild();
+        if (!r.masterId().isEmpty())
+        {
+            out.println("master: id " + r.masterId() + ", up " + Converters.humanDuration(r.uptimeMs()) +
+                (r.ready() ? ", ready" : ", not ready") + "; rebuilt from node ledgers: " + r.objectsRebuilt() +
+                " objects, " + r.replicasRebuilt() + " replicas from " + r.ledgerReports() + " segment report(s), " +
+                r.entriesRejected() + " entries refused");
+        }
     }
 
     private static <T> List<T> sorted(final List<T> items, final Function<T, String> name)

@@ -14,6 +14,7 @@ import java.util.Objects;
  * @param allocatedBytes bytes held by extents.
  * @param leaseTtlMs     read-lease TTL the master grants.
  * @param version        the master's version string.
+ * @param rebuild        what this master incarnation rebuilt from its nodes' ledgers.
  */
 public record ClusterStatus(
     List<Node> nodes,
@@ -22,8 +23,46 @@ public record ClusterStatus(
     long capacityBytes,
     long allocatedBytes,
     long leaseTtlMs,
-    String version)
+    String version,
+    Rebuild rebuild)
 {
+    /** A status without rebuild figures (an older master). */
+    public ClusterStatus(
+        final List<Node> nodes,
+        final List<Segment> segments,
+        final long objects,
+        final long capacityBytes,
+        final long allocatedBytes,
+        final long leaseTtlMs,
+        final String version)
+    {
+        this(nodes, segments, objects, capacityBytes, allocatedBytes, leaseTtlMs, version, Rebuild.NONE);
+    }
+
+    /**
+     * What the master rebuilt from the ledgers its storage nodes reported when they registered (after a master
+     * restart: every object that was complete on a node that came back).
+     *
+     * @param masterId         random id of the master process.
+     * @param ready            the master's readiness ({@code --ready-after-nodes} reached).
+     * @param ledgerReports    segment ledgers reported and adopted.
+     * @param objectsRebuilt   objects created from reports.
+     * @param replicasRebuilt  replicas adopted, the objects' first ones included.
+     * @param entriesRejected  reported extents refused (older version, overlap, invalid, removed).
+     * @param uptimeMs         milliseconds since the master started.
+     */
+    public record Rebuild(
+        String masterId,
+        boolean ready,
+        long ledgerReports,
+        long objectsRebuilt,
+        long replicasRebuilt,
+        long entriesRejected,
+        long uptimeMs)
+    {
+        public static final Rebuild NONE = new Rebuild("", true, 0, 0, 0, 0, 0);
+    }
+
     /** One storage node. */
     public record Node(String nodeId, String nodeName, String endpoint, long lastHeartbeatAgoMs, int segments)
     {
@@ -48,5 +87,6 @@ public record ClusterStatus(
         nodes = List.copyOf(Objects.requireNonNull(nodes, "nodes"));
         segments = List.copyOf(Objects.requireNonNull(segments, "segments"));
         Objects.requireNonNull(version, "version");
+        Objects.requireNonNull(rebuild, "rebuild");
     }
 }

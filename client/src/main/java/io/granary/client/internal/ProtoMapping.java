@@ -124,8 +124,13 @@ final class ProtoMapping
                 s.getNodeId(), s.getNodeName(), s.getEndpoint(), s.getSegmentId(), s.getName(), s.getSizeBytes(),
                 s.getAllocatedBytes(), s.getAllocations(), s.getLargestFreeBytes()));
         }
+        final io.granary.proto.RebuildStatus r = response.getRebuild();
+        final ClusterStatus.Rebuild rebuild = response.hasRebuild() ? new ClusterStatus.Rebuild(r.getMasterId(),
+            r.getReady(), r.getLedgerReports(), r.getObjectsRebuilt(), r.getReplicasRebuilt(),
+            r.getRejectedStale() + r.getRejectedOverlap() + r.getRejectedInvalid() + r.getRejectedRemoved(),
+            r.getUptimeMs()) : ClusterStatus.Rebuild.NONE;
         return new ClusterStatus(
             nodes, segments, response.getObjects(), response.getCapacityBytes(), response.getAllocatedBytes(),
-            response.getLeaseTtlMs(), response.getVersion());
+            response.getLeaseTtlMs(), response.getVersion(), rebuild);
     }
 }
