@@ -6,6 +6,8 @@ import org.junit.jupiter.api.TestInfo;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -16,6 +18,7 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.UnaryOperator;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
 
@@ -45,6 +48,8 @@ final class ProcessCluster implements AutoCloseable
     private final List<ServiceProcess> processes = new ArrayList<>();
     private final List<GranaryClient> clients = new ArrayList<>();
     private final Map<String, Integer> starts = new HashMap<>();
+    private final Map<String, String[]> nodeFlags = new HashMap<>();
+    private String[] masterFlags = new String[0];
     private ServiceProcess master;
 
     /** A cluster with no process yet; its logs go to a fresh directory named after the test. */
@@ -74,6 +79,7 @@ final class ProcessCluster implements AutoCloseable
     /** Starts the master without waiting for it; {@link #masterAddress()} is known once it is ready. */
     ServiceProcess launchMaster(final String... flags)
     {
+        masterFlags = flags.clone();
         final Map<String, String> defaults = new LinkedHashMap<>();
         defaults.put("--host", "127.0.0.1");
         defaults.put("--port", "0");
@@ -81,6 +87,80 @@ final class ProcessCluster implements AutoCloseable
         defaults.put("--admin-port", "0");
         master = launch("master", List.of(), "master", defaults, flags);
         return master;
+    }
+
+    /**
+     * Starts the master again (after a kill) on the ports the last one had, with the same flags, and waits for
+     * its ready line.
+     */
+    ServiceProcess restartMaster()
+    {
+        final ServiceProcess previous = master();
+        final List<String> flags = new ArrayList<>(List.of(masterFlags));
+        flags.addAll(List.of("--port", port(previous.ready("grpc")), "--lookup-port", port(previous.ready("lookup")),
+            "--admin-port", port(previous.ready("admin"))));
+        final Map<String, String> defaults = new LinkedHashMap<>();
+        defaults.put("--host", "127.0.0.1");
+        master = launch("master", List.of(), "master", defaults, flags.toArray(new String[0]));
+        return master.awaitReady(MASTER_READY, START_TIMEOUT);
+    }
+
+    private static String port(final String hostPort)
+    {
+        return hostPort.substring(hostPort.lastIndexOf(':') + 1);
+    }
+
+    /** A TCP port nothing listens on right now, for a process that must keep its port across restarts. */
+    static int freePort()
+    {
+        try (ServerSocket socket = new ServerSocket(0, 1, InetAddress.getLoopbackAddress()))
+        {
+            return socket.getLocalPort();
+        }
+        catch (final IOException ex)
+        {
+            throw new UncheckedIOException(ex);
+        }
+    }
+
+    /**
+     * Starts storage nodes on fixed free ports (so that a restart keeps each node's endpoint), all at once, and
+     * waits for every ready line; {@code flags} apply to each.
+     */
+    List<ServiceProcess> startNodesOnFixedPorts(final List<String> names, final String... flags)
+    {
+        final List<ServiceProcess> nodes = new ArrayList<>();
+        for (final String name : names)
+        {
+            final List<String> all = new ArrayList<>(List.of(flags));
+            all.addAll(List.of("--port", Integer.toString(freePort())));
+            nodeFlags.put(name, all.toArray(new String[0]));
+            nodes.add(launchNode(masterAddress(), name, nodeFlags.get(name)));
+        }
+        for (final ServiceProcess node : nodes)
+        {
+            node.awaitReady(NODE_READY, START_TIMEOUT);
+        }
+        return nodes;
+    }
+
+    /** Starts node {@code name} again with the flags (and port) of {@link #startNodesOnFixedPorts}; no wait. */
+    ServiceProcess relaunchNode(final String name)
+    {
+        final String[] flags = nodeFlags.get(name);
+        if (flags == null)
+        {
+            throw new IllegalStateException("node " + name + " was not started on a fixed port");
+        }
+        return launchNode(masterAddress(), name, flags);
+    }
+
+    /** Starts {@code mainClass} (on the test class path) with {@code args}, without waiting. */
+    ServiceProcess startProcess(final String name, final String mainClass, final String... args)
+    {
+        final ServiceProcess process = ServiceProcess.start(label(name), mainClass, CLI_JVM_FLAGS, List.of(args), logDir);
+        processes.add(process);
+        return process;
     }
 
     /** The running master (the last one started). */
@@ -139,8 +219,14 @@ final class ProcessCluster implements AutoCloseable
     /** A client of the master in this JVM; closed by {@link #close()}. */
     GranaryClient newClient()
     {
-        final GranaryClient client = GranaryClient.connect(ClientConfig.builder()
-            .masterAddress(masterAddress())
+        return newClient(UnaryOperator.identity());
+    }
+
+    /** A client of the master in this JVM with settings of the test's choosing; closed by {@link #close()}. */
+    GranaryClient newClient(final UnaryOperator<ClientConfig.Builder> settings)
+    {
+        final GranaryClient client = GranaryClient.connect(settings.apply(ClientConfig.builder()
+            .masterAddress(masterAddress()))
             .build());
         clients.add(client);
         return client;

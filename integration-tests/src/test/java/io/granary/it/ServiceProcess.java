@@ -79,13 +79,21 @@ final class ServiceProcess implements AutoCloseable
     static ServiceProcess start(
         final String label, final List<String> extraJvmFlags, final List<String> args, final Path logDir)
     {
+        return start(label, MAIN_CLASS, extraJvmFlags, args, logDir);
+    }
+
+    /** Like {@link #start(String, List, List, Path)} for another main class on this JVM's class path. */
+    static ServiceProcess start(
+        final String label, final String mainClass, final List<String> extraJvmFlags, final List<String> args,
+        final Path logDir)
+    {
         final List<String> command = new ArrayList<>();
         command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         command.addAll(JVM_FLAGS);
         command.addAll(extraJvmFlags);
         command.add("-cp");
         command.add(System.getProperty("java.class.path"));
-        command.add(MAIN_CLASS);
+        command.add(mainClass);
         command.addAll(args);
 
         final Path stdoutFile = logDir.resolve(label + ".stdout.log");
@@ -167,6 +175,74 @@ final class ServiceProcess implements AutoCloseable
         return Duration.ofNanos(System.nanoTime() - startNs);
     }
 
+    /** SIGSTOP: the process freezes (its sockets stay open, nothing is read or answered) until {@link #resume()}. */
+    void pause()
+    {
+        signal("STOP");
+    }
+
+    /** SIGCONT after {@link #pause()}. */
+    void resume()
+    {
+        signal("CONT");
+    }
+
+    private void signal(final String name)
+    {
+        try
+        {
+            final Process kill = new ProcessBuilder("kill", "-" + name, Long.toString(process.pid()))
+                .redirectErrorStream(true).start();
+            if (!kill.waitFor(10, TimeUnit.SECONDS) || kill.exitValue() != 0)
+            {
+                throw new AssertionError("kill -" + name + " " + process.pid() + " failed: " +
+                    new String(kill.getInputStream().readAllBytes(), StandardCharsets.UTF_8));
+            }
+        }
+        catch (final IOException ex)
+        {
+            throw new UncheckedIOException("cannot send SIG" + name + " to " + label, ex);
+        }
+        catch (final InterruptedException ex)
+        {
+            Thread.currentThread().interrupt();
+            throw new AssertionError("interrupted sending SIG" + name + " to " + label, ex);
+        }
+    }
+
+    /** Lines of stdout so far that match {@code pattern}, in order. */
+    List<Matcher> lines(final Pattern pattern)
+    {
+        final List<Matcher> found = new ArrayList<>();
+        final String out = stdout();
+        final int end = out.lastIndexOf('\n');
+        if (end < 0)
+        {
+            return found;
+        }
+        for (final String line : out.substring(0, end).split("\n"))
+        {
+            final Matcher matcher = pattern.matcher(line);
+            if (matcher.matches())
+            {
+                found.add(matcher);
+            }
+        }
+        return found;
+    }
+
+    /** How many times {@code text} occurs in the process's stderr so far. */
+    int countInStderr(final String text)
+    {
+        final String err = stderr();
+        int count = 0;
+        for (int at = err.indexOf(text); at >= 0; at = err.indexOf(text, at + text.length()))
+        {
+            count++;
+        }
+        return count;
+    }
+
     /** SIGKILL (Process.destroyForcibly on Linux) and wait for the process to be gone. */
     void kill9()
     {
@@ -234,7 +310,7 @@ final class ServiceProcess implements AutoCloseable
         final StringBuilder text = new StringBuilder();
         text.append("--- ").append(label).append(" (pid ").append(process.pid()).append(", ")
             .append(process.isAlive() ? "running" : "exit code " + process.exitValue()).append(")\n");
-        text.append("command: ").append(String.join(" ", command.subList(command.indexOf(MAIN_CLASS),
+        text.append("command: ").append(String.join(" ", command.subList(command.indexOf("-cp") + 2,
             command.size()))).append('\n');
         text.append("stdout (").append(stdoutFile).append("):\n").append(tail(stdout(), 10));
         text.append("stderr (").append(stderrFile).append("):\n").append(tail(stderr(), 40));

@@ -427,6 +427,7 @@ public final class MasterServer implements AutoCloseable
             .bossEventLoopGroup(bossGroup)
             .workerEventLoopGroup(workerGroup)
             .directExecutor()
+            .withOption(io.netty.channel.ChannelOption.SO_REUSEADDR, true) // restart on the same port at once
             .maxInboundMessageSize(64 << 20)
             .permitKeepAliveTime(10, TimeUnit.SECONDS)
             .permitKeepAliveWithoutCalls(true)

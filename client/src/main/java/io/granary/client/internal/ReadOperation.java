@@ -30,6 +30,8 @@ final class ReadOperation
     private final List<ReplicaExtent> untried;
     private final long leaseDeadlineNs;
     private final StringBuilder failures = new StringBuilder();
+    /** Every replica tried so far timed out (a stalled node): the read then fails with RPC_TIMEOUT. */
+    private boolean allTimedOut = true;
     private final CompletableFuture<OpFailure> outcome = new CompletableFuture<>();
     private ByteBuffer dst;
     private ReplicaExtent current;
@@ -202,10 +204,11 @@ final class ReadOperation
         }
         failures.append(failures.length() == 0 ? "" : ", ")
             .append(current.describe()).append(": ").append(ProtoMapping.describeCode(code));
+        allTimedOut &= code == ErrorCode.RPC_TIMEOUT.code();
         if (untried.isEmpty())
         {
-            fail(new OpFailure(ErrorCode.TRANSFER_FAIL, "get " + Keys.quote(key) + ": every replica failed: " +
-                failures));
+            fail(new OpFailure(allTimedOut ? ErrorCode.RPC_TIMEOUT : ErrorCode.TRANSFER_FAIL, "get " +
+                Keys.quote(key) + ": every replica failed: " + failures));
         }
     }
 }

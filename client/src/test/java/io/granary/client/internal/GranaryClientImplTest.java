@@ -845,6 +845,19 @@ class GranaryClientImplTest
     // ------------------------------------------------------------------------------------------- failures, lifecycle
 
     @Test
+    void shouldFailAReadWithRpcTimeoutWhenEveryReplicaTimedOut()
+    {
+        client.put("k1", ByteBuffer.wrap(bytes(100, 1)), TWO_REPLICAS);
+        engine.fail(NODE_A, ErrorCode.RPC_TIMEOUT);
+        engine.fail(NODE_B, ErrorCode.RPC_TIMEOUT);
+
+        final GranaryException ex = thrown(() -> client.get("k1"));
+
+        assertThat(ex.code()).as("stalled nodes: a timeout code").isEqualTo(ErrorCode.RPC_TIMEOUT);
+        assertThat(ex.getMessage()).contains("node-a").contains("node-b");
+    }
+
+    @Test
     void shouldFailWithRpcFailWhenTheMasterIsDown() throws IOException
     {
         final int port;

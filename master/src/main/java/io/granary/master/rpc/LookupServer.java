@@ -59,6 +59,7 @@ public final class LookupServer implements AutoCloseable
             .group(bossGroup, workerGroup)
             .channel(channelType)
             .option(ChannelOption.SO_BACKLOG, 256)
+            .option(ChannelOption.SO_REUSEADDR, true) // a restarted master binds its port again at once
             .childOption(ChannelOption.TCP_NODELAY, true)
             // A 640-key request is ~20 KiB: read it in one syscall instead of growing from 2 KiB.
             .childOption(ChannelOption.RECVBUF_ALLOCATOR, new AdaptiveRecvByteBufAllocator(4096, 64 << 10, 1 << 20))
