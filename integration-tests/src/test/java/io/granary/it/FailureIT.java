@@ -64,7 +64,7 @@ class FailureIT
         {
             final ServiceProcess master = cluster.startMaster("--node-ttl", "3s", "--heartbeat-interval", "500ms");
             final List<ServiceProcess> nodes = cluster.startNodesOnFixedPorts(
-                List.of("node-0", "node-1", "node-2"), "--segment-size", "128m");
+                List.of("node-0", "node-1", "node-2"), "--segment-size", "128m", "--pre-touch", "false");
             final GranaryClient client = cluster.newClient(b -> b.rpcTimeout(Duration.ofSeconds(3))
                 .transferTimeout(Duration.ofSeconds(2)).connectTimeout(Duration.ofSeconds(1)));
             final Workload.Generations generations = new Workload.Generations();
@@ -72,7 +72,7 @@ class FailureIT
             final Workload workload = new Workload(client, cluster.masterAddress(), "k", 3, 40, TWO, generations,
                 60_000);
             workload.start();
-            workload.awaitOps(150, RECOVERY);
+            workload.awaitOps(60, RECOVERY);
 
             final ServiceProcess victim = nodes.get(1);
             victim.kill9();
@@ -81,7 +81,7 @@ class FailureIT
             Await.until(RECOVERY, () -> !nodeNames(client.clusterStatus()).contains("node-1"),
                 () -> "the master to drop node-1 (node TTL 3 s)\n" + master.describe());
             final double dropSeconds = secondsSince(killedNs);
-            workload.awaitOps(150, RECOVERY);
+            workload.awaitOps(60, RECOVERY);
 
             final ServiceProcess reborn = cluster.relaunchNode("node-1")
                 .awaitReady(ProcessCluster.NODE_READY, ProcessCluster.START_TIMEOUT);
@@ -89,7 +89,7 @@ class FailureIT
                 .contains(", 0 ledger entries reported");
             Await.until(RECOVERY, () -> nodeNames(client.clusterStatus()).contains("node-1"),
                 () -> "node-1 listed again");
-            workload.awaitOps(150, RECOVERY);
+            workload.awaitOps(60, RECOVERY);
             workload.stop();
 
             final Workload.Verification verification = workload.verifyBook(Duration.ofSeconds(30));
@@ -116,7 +116,7 @@ class FailureIT
         {
             final ServiceProcess master = cluster.startMaster("--node-ttl", "6s", "--heartbeat-interval", "500ms");
             final List<ServiceProcess> nodes = cluster.startNodesOnFixedPorts(
-                List.of("node-0", "node-1"), "--segment-size", "64m");
+                List.of("node-0", "node-1"), "--segment-size", "64m", "--pre-touch", "false");
             final ServiceProcess stalled = nodes.get(1);
             final GranaryClient client = cluster.newClient(b -> b.rpcTimeout(Duration.ofSeconds(3))
                 .transferTimeout(Duration.ofSeconds(1)).connectTimeout(Duration.ofSeconds(1)).putRetries(0));
@@ -196,7 +196,7 @@ class FailureIT
         {
             final ServiceProcess master = cluster.startMaster("--put-discard-timeout", "3s",
                 "--put-release-timeout", "6s", "--heartbeat-interval", "500ms");
-            cluster.startNodesOnFixedPorts(List.of("node-0"), "--segment-size", "64m");
+            cluster.startNodesOnFixedPorts(List.of("node-0"), "--segment-size", "64m", "--pre-touch", "false");
             final GranaryClient client = cluster.newClient();
             final Page page = new Page("abandoned", 256 * 1024);
 
@@ -244,7 +244,7 @@ class FailureIT
         {
             cluster.startMaster("--ready-after-nodes", "3", "--heartbeat-interval", "500ms");
             cluster.startNodesOnFixedPorts(List.of("node-0", "node-1", "node-2"), "--segment-size", "128m",
-                "--reconnect-backoff", "50ms", "--reconnect-backoff-max", "500ms");
+                "--pre-touch", "false", "--reconnect-backoff", "50ms", "--reconnect-backoff-max", "500ms");
             final GranaryClient client = cluster.newClient(b -> b.rpcTimeout(Duration.ofSeconds(3))
                 .reconnectBackoff(Duration.ofMillis(50)).reconnectBackoffMax(Duration.ofMillis(500)));
             final List<Page> pages = Pages.mixed("page-", 600, SEED);

@@ -439,6 +439,11 @@ final class Workload
                 {
                     problem = stored.key() + " (replicas " + stored.replicas() + "): " + ex.getMessage();
                 }
+                if (!book.containsKey(stored.key()))
+                {
+                    checked--; // the workload removed it meanwhile (it leaves the book before the remove is sent)
+                    break;
+                }
                 if (System.nanoTime() - deadlineNs > 0)
                 {
                     lost++;
