@@ -118,13 +118,17 @@ class FailureIT
             final List<ServiceProcess> nodes = cluster.startNodesOnFixedPorts(
                 List.of("node-0", "node-1"), "--segment-size", "64m", "--pre-touch", "false");
             final ServiceProcess stalled = nodes.get(1);
+            // Puts with the default timeouts (a freshly started node may be slow to answer at first), reads during
+            // the stalls with a 1 s transfer timeout.
+            final GranaryClient setup = cluster.newClient();
             final GranaryClient client = cluster.newClient(b -> b.rpcTimeout(Duration.ofSeconds(3))
-                .transferTimeout(Duration.ofSeconds(1)).connectTimeout(Duration.ofSeconds(1)).putRetries(0));
+                .transferTimeout(Duration.ofSeconds(1)).connectTimeout(Duration.ofSeconds(1)));
             final PutOptions onStalled = PutOptions.builder().replicas(1).preferredSegment("node-1/seg0").build();
             final List<Page> solo = Pages.uniform("solo-", 10, 100_003);
             final List<Page> pairs = Pages.mixed("pair-", 40, SEED);
-            putAll(client, solo, onStalled);
-            putAll(client, pairs, TWO);
+            putAll(setup, solo, onStalled);
+            putAll(setup, pairs, TWO);
+            verify(client, solo, "single-replica pages before the stall");
 
             // 1. A stall longer than the transfer timeout, shorter than the node TTL.
             stalled.pause();
@@ -159,13 +163,14 @@ class FailureIT
                 ex -> assertThat(ex.code()).isEqualTo(ErrorCode.OBJECT_NOT_FOUND));
             verify(client, pairs, "two-replica pages while node-1 is expelled");
             stalled.resume();
+            Await.until(RECOVERY, () -> stalled.stderr().contains("had expired node node-1: cleared"),
+                () -> "node-1 to register again after SIGCONT, clearing its ledger\n" + stalled.describe());
             Await.until(RECOVERY, () -> nodeNames(client.clusterStatus()).contains("node-1"),
-                () -> "node-1 to register again after SIGCONT\n" + stalled.describe());
-            assertThat(stalled.stderr()).as(stalled.describe()).contains("had expired node node-1: cleared");
+                () -> "node-1 listed again");
             final int segmentAfter = segmentId(client.clusterStatus(), "node-1/seg0");
             assertThat(segmentAfter).as("fresh segment id after the expulsion").isNotEqualTo(segmentBefore);
             final List<Page> fresh = Pages.uniform("fresh-", 10, 100_003);
-            putAll(client, fresh, onStalled);
+            putAll(setup, fresh, onStalled);
             verify(client, fresh, "pages put on node-1 after it came back");
             try (NettyTransferEngine engine = new NettyTransferEngine(new TransferConfig()))
             {
