@@ -28,12 +28,12 @@ import static org.assertj.core.api.Assertions.assertThat;
  * (a replica on a node incarnation that is still alive) is read back. Prints one summary line and fails on any
  * wrong read, lost complete object or hang.
  *
- * <p>{@code -Dgranary.chaos.rounds=N} runs N faults (default 12: two to three minutes on two cores; pass it to
+ * <p>{@code -Dgranary.chaos.rounds=N} runs N faults (default 16: two to three minutes on two loaded cores; pass it to
  * failsafe as {@code mvn verify -Dgranary.chaos.rounds=100} for a longer run).
  */
 class ChaosIT
 {
-    private static final int ROUNDS = Integer.getInteger("granary.chaos.rounds", 12);
+    private static final int ROUNDS = Integer.getInteger("granary.chaos.rounds", 16);
     private static final Duration RECOVERY = Duration.ofSeconds(90);
     private static final String NODE_TTL = "4s";
     private static final long SHORT_STALL_MS = 2_500;   // above the client's 2 s transfer timeout, below the TTL
