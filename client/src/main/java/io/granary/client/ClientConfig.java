@@ -432,7 +432,8 @@ public final class ClientConfig
             }
             if (putRetries < 0 || putRetries > MAX_PUT_RETRIES)
             {
-                throw new IllegalArgumentException("putRetries must be in 0.." + MAX_PUT_RETRIES + ", was " + putRetries);
+                throw new IllegalArgumentException(
+                    "putRetries must be in 0.." + MAX_PUT_RETRIES + ", was " + putRetries);
             }
             if (clientId != null && clientId.isBlank())
             {

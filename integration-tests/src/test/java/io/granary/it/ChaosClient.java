@@ -15,8 +15,8 @@ import java.util.concurrent.locks.LockSupport;
 
 /**
  * The client process of the chaos test: puts fresh keys (two replicas) and reads back its own, checking every
- * byte, until it is killed (keeping its 40 newest keys). Prints {@code ok <key>} after each successful put and {@code WRONG <what>} for a read
- * that returned wrong bytes. Arguments: master address, key prefix, seed.
+ * byte, until it is killed (keeping its 40 newest keys). Prints {@code ok <key>} after each successful put and
+ * {@code WRONG <what>} for a read that returned wrong bytes. Arguments: master address, key prefix, seed.
  */
 public final class ChaosClient
 {

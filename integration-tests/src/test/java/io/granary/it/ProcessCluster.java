@@ -158,7 +158,8 @@ final class ProcessCluster implements AutoCloseable
     /** Starts {@code mainClass} (on the test class path) with {@code args}, without waiting. */
     ServiceProcess startProcess(final String name, final String mainClass, final String... args)
     {
-        final ServiceProcess process = ServiceProcess.start(label(name), mainClass, CLI_JVM_FLAGS, List.of(args), logDir);
+        final ServiceProcess process =
+            ServiceProcess.start(label(name), mainClass, CLI_JVM_FLAGS, List.of(args), logDir);
         processes.add(process);
         return process;
     }

@@ -135,6 +135,7 @@ public final class TransferRequest
     @Override
     public String toString()
     {
-        return op + (commit != null ? "+COMMIT " : " ") + endpoint + " seg=" + Integer.toUnsignedString(segmentId) + " off=" + remoteOffset + " len=" + length;
+        return op + (commit != null ? "+COMMIT " : " ") + endpoint + " seg=" + Integer.toUnsignedString(segmentId) +
+            " off=" + remoteOffset + " len=" + length;
     }
 }

@@ -150,6 +150,51 @@ class StorageNodeLedgerTest
     }
 
     @Test
+    void shouldRekeyForAnotherMasterOnlyWhenAnEarlierOneMayHaveHandedOutItsSegments() throws Exception
+    {
+        final FakeMaster first = FakeMaster.start(0);
+        final int port = first.port();
+        final StorageNode node = track(StorageNode.launch(new StorageNode.Context()
+            .masterAddress(first.address()).segmentSizeBytes(MIB).segmentCount(2).heartbeatIntervalMs(50)
+            .masterRpcTimeoutMs(2_000).reconnectBackoffMs(10).reconnectBackoffMaxMs(50).ioThreads(1)));
+        final List<Integer> ids = node.segments().stream().map(Segment::id).collect(Collectors.toList());
+        // The first master takes seg0's report (seg0 may now get extents from it) and keeps refusing seg1's.
+        first.refuseReportsOf(ids.get(1));
+        Await.until("seg1's report refused twice", () -> first.reports.stream()
+            .filter(r -> r.getSegmentId() == ids.get(1)).count() >= 2);
+        assertThat(node.masterLink().isRegistered()).isFalse();
+        first.close();
+
+        final FakeMaster second = track(FakeMaster.start(port));
+        Await.until("registered with the second master", () -> node.masterLink().isRegistered());
+
+        assertThat(node.masterLink().rekeys()).isEqualTo(1);
+        assertThat(node.segments()).extracting(Segment::id).doesNotContainAnyElementsOf(ids);
+        assertThat(second.mounts).extracting(m -> m.getSegment().getSegmentId()).doesNotContainAnyElementsOf(ids);
+        assertThat(node.masterLink().masterId()).isEqualTo(second.masterId);
+    }
+
+    @Test
+    void shouldNotRekeyForAMasterWhenNoneHadTheSegmentsBefore() throws Exception
+    {
+        final FakeMaster first = FakeMaster.start(0);
+        final int port = first.port();
+        first.mountCode(io.granary.proto.ErrorCode.INTERNAL_ERROR_VALUE);
+        final StorageNode node = track(StorageNode.launch(new StorageNode.Context()
+            .masterAddress(first.address()).segmentSizeBytes(MIB).segmentCount(2).heartbeatIntervalMs(50)
+            .masterRpcTimeoutMs(2_000).reconnectBackoffMs(10).reconnectBackoffMaxMs(50).ioThreads(1)));
+        final List<Integer> ids = node.segments().stream().map(Segment::id).collect(Collectors.toList());
+        Await.until("mounts refused", () -> first.mounts.size() >= 2);
+        first.close();
+
+        final FakeMaster second = track(FakeMaster.start(port));
+        Await.until("registered with the second master", () -> node.masterLink().isRegistered());
+
+        assertThat(node.masterLink().rekeys()).isZero();
+        assertThat(node.segments()).extracting(Segment::id).containsExactlyElementsOf(ids);
+    }
+
+    @Test
     void shouldClearItsLedgerWhenTheMasterHadExpiredIt() throws Exception
     {
         final FakeMaster master = track(FakeMaster.start(0));

@@ -577,6 +577,7 @@ public final class MasterRequestHandler
             .setLookupPort(Math.max(0, server.lookupPort()))
             .setLeaseTtlMs(store.settings().leaseTtlNs / 1_000_000L)
             .setNodeTtlMs(server.context().nodeTtl().toMillis())
+            .setMasterId(server.masterId())
             .build();
     }
 

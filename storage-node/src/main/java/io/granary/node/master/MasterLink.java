@@ -16,6 +16,7 @@ import io.granary.proto.MountSegmentResponse;
 import io.granary.proto.ReportLedgerRequest;
 import io.granary.proto.ReportLedgerResponse;
 import io.granary.proto.SegmentInfo;
+import io.granary.proto.ServerInfoRequest;
 import io.granary.proto.UnmountSegmentRequest;
 import io.grpc.ManagedChannel;
 import io.grpc.ManagedChannelBuilder;
@@ -87,6 +88,11 @@ public final class MasterLink implements AutoCloseable
     private boolean everMounted;
     /** The master forgot this node: give the segments fresh ids before registering again. */
     private boolean rekeyBeforeMount;
+    /**
+     * The master that may have handed out extents of the segments under their current ids ("" if none): a
+     * registration with any other master re-keys first, even when an earlier attempt failed half way.
+     */
+    private String exposedTo = "";
     private long effectiveHeartbeatMs;
     private long backoffMs;
     private long lostContactNs;
@@ -248,7 +254,8 @@ public final class MasterLink implements AutoCloseable
      */
     private void register()
     {
-        if (rekeyBeforeMount)
+        final String current = currentMasterId();
+        if (rekeyBeforeMount || (!exposedTo.isEmpty() && !current.isEmpty() && !exposedTo.equals(current)))
         {
             for (final Segment segment : segments)
             {
@@ -259,6 +266,7 @@ public final class MasterLink implements AutoCloseable
             }
             rekeys.incrementAndGet();
             rekeyBeforeMount = false;
+            exposedTo = "";
         }
         mountAll();
         String reportedTo = masterId;
@@ -271,6 +279,7 @@ public final class MasterLink implements AutoCloseable
                 break; // a master without ReportLedger: nothing to rebuild there
             }
             reportedTo = outcome.masterId;
+            exposedTo = outcome.masterId; // the segment takes new extents from this master now
             entries += outcome.entries;
         }
         masterId = reportedTo;
@@ -284,6 +293,23 @@ public final class MasterLink implements AutoCloseable
 
     private record ReportOutcome(String masterId, int entries)
     {
+    }
+
+    /** The id of the master answering now, or "" when it does not say (an older master). */
+    private String currentMasterId()
+    {
+        try
+        {
+            return stub().getServerInfo(ServerInfoRequest.getDefaultInstance()).getMasterId();
+        }
+        catch (final StatusRuntimeException ex)
+        {
+            if (ex.getStatus().getCode() == Status.Code.UNIMPLEMENTED)
+            {
+                return "";
+            }
+            throw ex;
+        }
     }
 
     /** Sends one segment's ledger in chunks; null when the master does not know ReportLedger. */

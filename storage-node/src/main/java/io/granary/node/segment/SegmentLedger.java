@@ -162,7 +162,8 @@ public final class SegmentLedger
     {
         final long end = offset + length;
         final Long before = entries.floorKey(offset);
-        final Long from = before != null && before + entries.get(before).span() > offset ? before : Long.valueOf(offset);
+        final Long from =
+            before != null && before + entries.get(before).span() > offset ? before : Long.valueOf(offset);
         int removed = 0;
         final Iterator<Map.Entry<Long, Entry>> it = entries.subMap(from, true, end, false).entrySet().iterator();
         while (it.hasNext())

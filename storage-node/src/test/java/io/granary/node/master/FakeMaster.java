@@ -45,6 +45,7 @@ public final class FakeMaster extends MasterServiceGrpc.MasterServiceImplBase im
     private final Queue<FreedExtent> freed = new ConcurrentLinkedQueue<>();
     private final Set<Long> rejectOffsets = ConcurrentHashMap.newKeySet();
     private volatile boolean discardAll;
+    private volatile int refusedReportSegment;
     private Server server;
 
     public static FakeMaster start(final int port) throws IOException
@@ -91,6 +92,12 @@ public final class FakeMaster extends MasterServiceGrpc.MasterServiceImplBase im
         rejectOffsets.add(offset);
     }
 
+    /** Ledger reports of this segment id are refused (INTERNAL_ERROR); 0 refuses none. */
+    public void refuseReportsOf(final int segmentId)
+    {
+        refusedReportSegment = segmentId;
+    }
+
     /** Every ledger report is answered with discard_all. */
     public void discardAll(final boolean discard)
     {
@@ -121,9 +128,23 @@ public final class FakeMaster extends MasterServiceGrpc.MasterServiceImplBase im
     }
 
     @Override
+    public void getServerInfo(final io.granary.proto.ServerInfoRequest request,
+        final StreamObserver<io.granary.proto.ServerInfoResponse> response)
+    {
+        response.onNext(io.granary.proto.ServerInfoResponse.newBuilder().setMasterId(masterId).build());
+        response.onCompleted();
+    }
+
+    @Override
     public void reportLedger(final ReportLedgerRequest request, final StreamObserver<ReportLedgerResponse> response)
     {
         reports.add(request);
+        if (request.getSegmentId() == refusedReportSegment)
+        {
+            response.onNext(ReportLedgerResponse.newBuilder().setCode(ErrorCode.INTERNAL_ERROR_VALUE).build());
+            response.onCompleted();
+            return;
+        }
         final ReportLedgerResponse.Builder b = ReportLedgerResponse.newBuilder()
             .setCode(ErrorCode.OK_VALUE)
             .setMasterId(masterId)
