@@ -22,6 +22,7 @@ public final class ClientConfig
     private final Duration rpcTimeout;
     private final int lanesPerPeer;
     private final int sliceBytes;
+    private final int maxVectorEntries;
     private final Duration transferTimeout;
     private final Duration connectTimeout;
     private final int ioThreads;
@@ -40,6 +41,7 @@ public final class ClientConfig
         this.rpcTimeout = b.rpcTimeout;
         this.lanesPerPeer = b.lanesPerPeer;
         this.sliceBytes = b.sliceBytes;
+        this.maxVectorEntries = b.maxVectorEntries;
         this.transferTimeout = b.transferTimeout;
         this.connectTimeout = b.connectTimeout;
         this.ioThreads = b.ioThreads;
@@ -66,6 +68,7 @@ public final class ClientConfig
         b.rpcTimeout = rpcTimeout;
         b.lanesPerPeer = lanesPerPeer;
         b.sliceBytes = sliceBytes;
+        b.maxVectorEntries = maxVectorEntries;
         b.transferTimeout = transferTimeout;
         b.connectTimeout = connectTimeout;
         b.ioThreads = ioThreads;
@@ -117,6 +120,12 @@ public final class ClientConfig
     public int sliceBytes()
     {
         return sliceBytes;
+    }
+
+    /** Most small reads (up to 64 KiB each) sent together as one READV frame; 1 = every read in a frame of its own. */
+    public int maxVectorEntries()
+    {
+        return maxVectorEntries;
     }
 
     public Duration transferTimeout()
@@ -172,6 +181,7 @@ public final class ClientConfig
         return new TransferConfig()
             .lanesPerPeer(lanesPerPeer)
             .sliceBytes(sliceBytes)
+            .maxVectorEntries(maxVectorEntries)
             .transferTimeoutMs(transferTimeout.toMillis())
             .connectTimeoutMs(connectTimeout.toMillis())
             .ioThreads(ioThreads)
@@ -186,7 +196,8 @@ public final class ClientConfig
     {
         return "ClientConfig[master=" + masterAddress + ", tenant=" + tenant + ", transport=" + transport +
             ", rpcTimeout=" + rpcTimeout + ", lanesPerPeer=" + lanesPerPeer + ", sliceBytes=" + sliceBytes +
-            ", transferTimeout=" + transferTimeout + ", connectTimeout=" + connectTimeout +
+            ", maxVectorEntries=" + maxVectorEntries + ", transferTimeout=" + transferTimeout +
+            ", connectTimeout=" + connectTimeout +
             ", ioThreads=" + ioThreads + ", maxQueuedTransfersPerPeer=" + maxQueuedTransfersPerPeer +
             ", maxPendingAdmissionsPerPeer=" + maxPendingAdmissionsPerPeer + ", admissionTimeout=" + admissionTimeout +
             ", clientId=" + clientId + ", localHost=" + (localHost == null ? "<this machine>" : localHost) + "]";
@@ -206,6 +217,7 @@ public final class ClientConfig
         final ClientConfig c = (ClientConfig)o;
         return masterAddress.equals(c.masterAddress) && tenant.equals(c.tenant) && transport == c.transport &&
             rpcTimeout.equals(c.rpcTimeout) && lanesPerPeer == c.lanesPerPeer && sliceBytes == c.sliceBytes &&
+            maxVectorEntries == c.maxVectorEntries &&
             transferTimeout.equals(c.transferTimeout) && connectTimeout.equals(c.connectTimeout) &&
             ioThreads == c.ioThreads && maxQueuedTransfersPerPeer == c.maxQueuedTransfersPerPeer &&
             maxPendingAdmissionsPerPeer == c.maxPendingAdmissionsPerPeer &&
@@ -228,6 +240,7 @@ public final class ClientConfig
         private Duration rpcTimeout = DEFAULT_RPC_TIMEOUT;
         private int lanesPerPeer = TransferConfig.DEFAULT_LANES_PER_PEER;
         private int sliceBytes = TransferConfig.DEFAULT_SLICE_BYTES;
+        private int maxVectorEntries = TransferConfig.DEFAULT_MAX_VECTOR_ENTRIES;
         private Duration transferTimeout = Duration.ofMillis(TransferConfig.DEFAULT_TRANSFER_TIMEOUT_MS);
         private Duration connectTimeout = Duration.ofMillis(TransferConfig.DEFAULT_CONNECT_TIMEOUT_MS);
         private int ioThreads = new TransferConfig().ioThreads();
@@ -277,6 +290,13 @@ public final class ClientConfig
         public Builder sliceBytes(final int sliceBytes)
         {
             this.sliceBytes = sliceBytes;
+            return this;
+        }
+
+        /** Most small reads per READV frame (1..1024, default 256); 1 turns READV off. */
+        public Builder maxVectorEntries(final int maxVectorEntries)
+        {
+            this.maxVectorEntries = maxVectorEntries;
             return this;
         }
 

@@ -28,6 +28,11 @@ public final class FrameDescriptor
     public static final int TOKEN_MAC_OFFSET = 48;       // 16 bytes
     public static final int TOKEN_MAC_LENGTH = 16;
 
+    /** Most entries one READV frame may carry (each a 64-byte READ header). */
+    public static final int MAX_VECTOR_ENTRIES = 1024;
+    /** Bytes of one READV status in the response (int32, an ErrorCode number). */
+    public static final int VECTOR_STATUS_LENGTH = 4;
+
     /** Largest range a single frame may carry; nodes may configure a smaller limit. */
     public static final int MAX_FRAME_LENGTH_LIMIT = 1 << 30;
 

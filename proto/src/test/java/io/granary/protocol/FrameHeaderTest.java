@@ -177,6 +177,9 @@ class FrameHeaderTest
         assertThat(FrameHeader.carriesPayload(Opcode.WRITE_RESPONSE, 0)).isFalse();
         assertThat(FrameHeader.carriesPayload(Opcode.PING, 0)).isFalse();
         assertThat(FrameHeader.carriesPayload(Opcode.PING_RESPONSE, 0)).isFalse();
+        assertThat(FrameHeader.carriesPayload(Opcode.READV, 0)).isTrue();
+        assertThat(FrameHeader.carriesPayload(Opcode.READV_RESPONSE, 0)).isTrue();
+        assertThat(FrameHeader.carriesPayload(Opcode.READV_RESPONSE, -600)).isFalse();
     }
 
     @Test

@@ -31,6 +31,7 @@ final class PeerConnection
     private final int sliceBytes;
     private final int sliceWindow;
     private final long timeoutMs;
+    private final int maxVectorEntries;
     private final AtomicReferenceArray<Lane> lanes;
     private final AtomicInteger nextLane = new AtomicInteger();
     private final AdmissionControl admission;
@@ -50,6 +51,7 @@ final class PeerConnection
         this.sliceBytes = config.sliceBytes();
         this.sliceWindow = sliceWindow(config.lanesPerPeer(), config.sliceBytes());
         this.timeoutMs = config.transferTimeoutMs();
+        this.maxVectorEntries = config.maxVectorEntries();
         this.lanes = new AtomicReferenceArray<>(config.lanesPerPeer());
         this.admission = new AdmissionControl(
             endpoint, config.maxQueuedTransfersPerPeer(), config.maxPendingAdmissionsPerPeer(),
@@ -121,7 +123,7 @@ final class PeerConnection
             {
                 return lane;
             }
-            final Lane fresh = new Lane(this, group.next(), bootstrap, address, timeoutMs);
+            final Lane fresh = new Lane(this, group.next(), bootstrap, address, timeoutMs, maxVectorEntries);
             if (lanes.compareAndSet(index, lane, fresh))
             {
                 fresh.start();

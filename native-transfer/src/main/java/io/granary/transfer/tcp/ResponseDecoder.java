@@ -25,7 +25,7 @@ final class ResponseDecoder extends ChannelInboundHandlerAdapter implements InPl
     private final FrameHeader header = new FrameHeader();
     private HeaderAssembler headers;
     private long payloadRemaining;
-    private TransferSlice payloadTarget;
+    private InflightFrame payloadTarget;
     private ByteBuf inPlace;
     private long lastResponseId;
     private boolean broken;
@@ -64,7 +64,7 @@ final class ResponseDecoder extends ChannelInboundHandlerAdapter implements InPl
     @Override
     public ByteBuf inPlaceBuffer()
     {
-        final TransferSlice target = payloadTarget;
+        final InflightFrame target = payloadTarget;
         if (broken || payloadRemaining < InPlaceReceiveAllocator.MIN_IN_PLACE_BYTES || target == null ||
             target.isDone())
         {
@@ -131,24 +131,24 @@ final class ResponseDecoder extends ChannelInboundHandlerAdapter implements InPl
     private boolean onHeader(final ChannelHandlerContext ctx)
     {
         lastResponseId = header.requestId;
-        final TransferSlice slice = lane.takeInflight(header.requestId);
+        final InflightFrame frame = lane.takeInflight(header.requestId);
         final boolean hasPayload = header.hasPayload();
-        if (slice != null && (header.opcode != (slice.opcode | Opcode.RESPONSE_BIT) ||
-            (hasPayload && header.length != slice.length)))
+        if (frame != null && (header.opcode != (frame.opcode() | Opcode.RESPONSE_BIT) ||
+            (hasPayload && !frame.acceptsPayload(header.length))))
         {
-            slice.complete(TRANSFER_FAIL_VALUE);
-            protocolError(ctx, "response " + header + " does not match its request " + slice);
+            frame.complete(TRANSFER_FAIL_VALUE);
+            protocolError(ctx, "response " + header + " does not match its request " + frame);
             return false;
         }
 
         if (hasPayload && header.length > 0)
         {
             payloadRemaining = header.length;
-            payloadTarget = slice; // null: the request timed out, discard the bytes
+            payloadTarget = frame; // null: the request timed out, discard the bytes
         }
-        else if (slice != null)
+        else if (frame != null)
         {
-            slice.complete(header.status);
+            frame.complete(header.status);
         }
         return true;
     }
@@ -158,7 +158,7 @@ final class ResponseDecoder extends ChannelInboundHandlerAdapter implements InPl
     {
         final int count = in.readableBytes();
         in.release(); // a view: frees nothing
-        final TransferSlice target = payloadTarget;
+        final InflightFrame target = payloadTarget;
         if (broken || count == 0)
         {
             return;
@@ -173,7 +173,7 @@ final class ResponseDecoder extends ChannelInboundHandlerAdapter implements InPl
             payloadTarget = null;
             if (target != null)
             {
-                target.complete(0);
+                target.payloadComplete();
             }
         }
     }
@@ -181,7 +181,7 @@ final class ResponseDecoder extends ChannelInboundHandlerAdapter implements InPl
     private void readPayload(final ByteBuf in)
     {
         final int count = (int)Math.min(payloadRemaining, in.readableBytes());
-        final TransferSlice target = payloadTarget;
+        final InflightFrame target = payloadTarget;
         if (target != null && !target.isDone())
         {
             target.receive(in, count);
@@ -193,7 +193,7 @@ final class ResponseDecoder extends ChannelInboundHandlerAdapter implements InPl
             payloadTarget = null;
             if (target != null)
             {
-                target.complete(0);
+                target.payloadComplete();
             }
         }
     }

@@ -7,7 +7,6 @@ import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelFutureListener;
 
 import java.nio.ByteBuffer;
-import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
 
 /**
@@ -15,7 +14,7 @@ import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
  * with its own request id. Created when it is handed to a lane, then owned by that lane's event loop;
  * {@link #complete(int)} is safe from any thread and takes effect once.
  */
-final class TransferSlice implements Runnable, ChannelFutureListener
+final class TransferSlice extends InflightFrame implements ChannelFutureListener
 {
     private static final AtomicIntegerFieldUpdater<TransferSlice> DONE =
         AtomicIntegerFieldUpdater.newUpdater(TransferSlice.class, "done");
@@ -32,9 +31,6 @@ final class TransferSlice implements Runnable, ChannelFutureListener
     private final int localEnd;
 
     // Event-loop confined once handed to a lane.
-    long requestId;
-    Lane lane;
-    ScheduledFuture<?> timeout;
     boolean payloadWritten;
 
     private volatile int done;
@@ -60,9 +56,34 @@ final class TransferSlice implements Runnable, ChannelFutureListener
         this.tokenMac = tokenMac;
     }
 
+    @Override
+    int opcode()
+    {
+        return opcode;
+    }
+
+    @Override
     boolean isDone()
     {
         return done != 0;
+    }
+
+    @Override
+    boolean acceptsPayload(final long payloadBytes)
+    {
+        return payloadBytes == length;
+    }
+
+    @Override
+    void payloadComplete()
+    {
+        complete(0);
+    }
+
+    @Override
+    boolean payloadPending()
+    {
+        return !payloadWritten;
     }
 
     /** The WRITE payload: a zero-copy view of the caller's range. */
@@ -72,11 +93,18 @@ final class TransferSlice implements Runnable, ChannelFutureListener
     }
 
     /** Copies {@code count} READ response bytes from {@code in} (reader index untouched) into the caller's buffer. */
+    @Override
     void receive(final ByteBuf in, final int count)
+    {
+        receiveAt(in, in.readerIndex(), count);
+    }
+
+    /** Copies {@code count} READ response bytes of {@code in} from {@code index} into the caller's buffer. */
+    void receiveAt(final ByteBuf in, final int index, final int count)
     {
         final ByteBuffer dst = local;
         dst.limit(dst.position() + count);
-        in.getBytes(in.readerIndex(), dst);
+        in.getBytes(index, dst);
         dst.limit(localEnd);
     }
 
@@ -84,6 +112,7 @@ final class TransferSlice implements Runnable, ChannelFutureListener
      * A writable view of the next {@code maxBytes} (at most) of the caller's buffer for a READ payload to land
      * in, or null when the caller's buffer is on the heap (the bytes then go through a socket buffer).
      */
+    @Override
     ByteBuf inPlaceView(final int maxBytes)
     {
         if (!local.isDirect())
@@ -96,36 +125,22 @@ final class TransferSlice implements Runnable, ChannelFutureListener
     }
 
     /** {@code count} READ payload bytes landed in the caller's buffer through {@link #inPlaceView}. */
+    @Override
     void receivedInPlace(final int count)
     {
         local.position(local.position() + count);
     }
 
     /** Completes this slice once; later calls are ignored. */
+    @Override
     void complete(final int status)
     {
         if (!DONE.compareAndSet(this, 0, 1))
         {
             return;
         }
-        final ScheduledFuture<?> t = timeout;
-        if (t != null)
-        {
-            timeout = null;
-            t.cancel(false);
-        }
+        cancelTimeout();
         transfer.onSliceDone(status);
-    }
-
-    /** The per-slice timeout, run on the lane's event loop. */
-    @Override
-    public void run()
-    {
-        timeout = null;
-        if (!isDone())
-        {
-            lane.onTimeout(this);
-        }
     }
 
     /** Completion of the payload write: the kernel holds the bytes, the caller's buffer is no longer needed. */

@@ -160,7 +160,7 @@ class InPlaceReceiveTest
     @Test
     void shouldDecodePipelinedResponsesOfMixedSizesGluedTogether() throws Exception
     {
-        engine = new NettyTransferEngine(new TransferConfig().lanesPerPeer(1).sliceBytes(4 << 20));
+        engine = new NettyTransferEngine(new TransferConfig().lanesPerPeer(1).maxVectorEntries(1).sliceBytes(4 << 20));
         final int[] lengths = {1 << 20, 100, 64 << 10, 1, 2 << 20};
         final ByteBuffer[] buffers = new ByteBuffer[lengths.length];
         final CompletableFuture<?>[] futures = new CompletableFuture<?>[lengths.length];

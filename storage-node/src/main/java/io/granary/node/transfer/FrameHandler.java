@@ -45,6 +45,12 @@ final class FrameHandler extends ChannelInboundHandlerAdapter implements InPlace
     // A view over segment memory handed to the socket read; the next channelRead of it only counts bytes.
     private ByteBuf inPlace;
     private boolean lastWriteLarge;
+
+    // The READV whose entries are arriving; vectorEntries null means discard (malformed vector).
+    private final FrameHeader entry = new FrameHeader();
+    private long vectorRemaining;
+    private long vectorRequestId;
+    private ByteBuf vectorEntries;
     private final boolean receiveInPlace;
 
     /** @param receiveInPlace let WRITE payloads land in segment memory straight from the socket (not with TLS). */
@@ -97,6 +103,11 @@ final class FrameHandler extends ChannelInboundHandlerAdapter implements InPlace
             headers.release();
             headers = null;
         }
+        if (vectorEntries != null)
+        {
+            vectorEntries.release();
+            vectorEntries = null;
+        }
     }
 
     @Override
@@ -121,6 +132,11 @@ final class FrameHandler extends ChannelInboundHandlerAdapter implements InPlace
                 if (writeRemaining > 0)
                 {
                     consumeWritePayload(ctx, in);
+                    continue;
+                }
+                if (vectorRemaining > 0)
+                {
+                    consumeVectorEntries(ctx, in);
                     continue;
                 }
 
@@ -154,7 +170,10 @@ final class FrameHandler extends ChannelInboundHandlerAdapter implements InPlace
 
     private void onRequest(final ChannelHandlerContext ctx)
     {
-        server.onRequest();
+        if (header.opcode != Opcode.READV)
+        {
+            server.onRequest(); // a READV counts its entries once they are in
+        }
         switch (header.opcode)
         {
             case Opcode.READ:
@@ -163,6 +182,10 @@ final class FrameHandler extends ChannelInboundHandlerAdapter implements InPlace
 
             case Opcode.WRITE:
                 onWrite(ctx);
+                break;
+
+            case Opcode.READV:
+                onReadv(ctx);
                 break;
 
             default:
@@ -175,7 +198,7 @@ final class FrameHandler extends ChannelInboundHandlerAdapter implements InPlace
     {
         lastWriteLarge = false;
         final Segment segment = registry.get(header.segmentId);
-        final int status = check(segment);
+        final int status = check(segment, header);
         respond(ctx, Opcode.READ_RESPONSE, header.requestId, header.segmentId, status, header.offset, header.length);
         if (status == 0)
         {
@@ -188,7 +211,7 @@ final class FrameHandler extends ChannelInboundHandlerAdapter implements InPlace
     private void onWrite(final ChannelHandlerContext ctx)
     {
         final Segment segment = registry.get(header.segmentId);
-        writeStatus = check(segment);
+        writeStatus = check(segment, header);
         writeAddress = writeStatus == 0 ? segment.address() + header.offset : 0;
         writeRemaining = header.length;
         writeRequestId = header.requestId;
@@ -202,20 +225,121 @@ final class FrameHandler extends ChannelInboundHandlerAdapter implements InPlace
         }
     }
 
-    /** Validation before any byte moves: segment known, then range non-empty and inside it. */
-    private int check(final Segment segment)
+    /** Validation of one request before any byte moves: segment known, then range non-empty and inside it. */
+    private int check(final Segment segment, final FrameHeader request)
     {
         if (segment == null)
         {
             server.onErrorResponse();
             return SEGMENT_NOT_FOUND_VALUE;
         }
-        if (header.length == 0 || !segment.contains(header.offset, header.length))
+        if (request.length == 0 || !segment.contains(request.offset, request.length))
         {
             server.onErrorResponse();
             return INVALID_PARAMS_VALUE;
         }
         return 0;
+    }
+
+    /** A READV header: its payload is the entries, collected (at most 64 KiB) and answered once complete. */
+    private void onReadv(final ChannelHandlerContext ctx)
+    {
+        lastWriteLarge = false;
+        final long length = header.length;
+        vectorRequestId = header.requestId;
+        vectorRemaining = length;
+        final boolean wellFormed = length > 0 && length % FrameDescriptor.HEADER_LENGTH == 0 &&
+            length / FrameDescriptor.HEADER_LENGTH <= FrameDescriptor.MAX_VECTOR_ENTRIES;
+        vectorEntries = wellFormed ? ctx.alloc().buffer((int)length, (int)length) : null;
+        if (length == 0)
+        {
+            finishReadv(ctx);
+        }
+    }
+
+    private void consumeVectorEntries(final ChannelHandlerContext ctx, final ByteBuf in)
+    {
+        final int count = (int)Math.min(vectorRemaining, in.readableBytes());
+        if (vectorEntries != null)
+        {
+            vectorEntries.writeBytes(in, in.readerIndex(), count);
+        }
+        in.skipBytes(count);
+        vectorRemaining -= count;
+        if (vectorRemaining == 0)
+        {
+            finishReadv(ctx);
+        }
+    }
+
+    /**
+     * Checks every entry as a READ of its own, then answers: the status of each entry, then the bytes of the
+     * good ones straight from segment memory. A malformed vector, or one whose answer would exceed the frame
+     * limit, gets a header-only INVALID_PARAMS answer; the connection stays in sync either way.
+     */
+    private void finishReadv(final ChannelHandlerContext ctx)
+    {
+        final ByteBuf entries = vectorEntries;
+        vectorEntries = null;
+        server.onReadVector();
+        if (entries == null)
+        {
+            server.onErrorResponse();
+            respond(ctx, Opcode.READV_RESPONSE, vectorRequestId, 0, INVALID_PARAMS_VALUE, 0, 0);
+            return;
+        }
+        try
+        {
+            final int n = entries.readableBytes() / FrameDescriptor.HEADER_LENGTH;
+            final long[] addresses = new long[n];
+            final int[] lengths = new int[n];
+            final ByteBuf statuses = ctx.alloc().buffer(n * FrameDescriptor.VECTOR_STATUS_LENGTH);
+            long responseBytes = (long)n * FrameDescriptor.VECTOR_STATUS_LENGTH;
+            for (int i = 0; i < n; i++)
+            {
+                server.onRequest();
+                final int decoded = entry.decode(entries, maxFrameBytes);
+                int status = INVALID_PARAMS_VALUE;
+                if (decoded == FrameHeader.DECODE_OK && entry.opcode == Opcode.READ)
+                {
+                    final Segment segment = registry.get(entry.segmentId);
+                    status = check(segment, entry);
+                    if (status == 0)
+                    {
+                        addresses[i] = segment.address() + entry.offset;
+                        lengths[i] = (int)entry.length;
+                        responseBytes += lengths[i];
+                    }
+                }
+                else
+                {
+                    server.onErrorResponse();
+                }
+                statuses.writeInt(status);
+            }
+            if (responseBytes > maxFrameBytes)
+            {
+                statuses.release();
+                server.onErrorResponse();
+                respond(ctx, Opcode.READV_RESPONSE, vectorRequestId, 0, INVALID_PARAMS_VALUE, 0, 0);
+                return;
+            }
+            respond(ctx, Opcode.READV_RESPONSE, vectorRequestId, 0, 0, 0, responseBytes);
+            ctx.write(statuses, ctx.voidPromise());
+            server.onBytesOut(statuses.readableBytes());
+            for (int i = 0; i < n; i++)
+            {
+                if (lengths[i] > 0)
+                {
+                    ctx.write(MemoryCopier.readView(ctx.alloc(), addresses[i], lengths[i]), ctx.voidPromise());
+                    server.onBytesOut(lengths[i]);
+                }
+            }
+        }
+        finally
+        {
+            entries.release();
+        }
     }
 
     /** WRITE payload bytes the socket read put straight into segment memory: only count them. */

@@ -54,6 +54,7 @@ public final class TransferServer implements AutoCloseable
     private final LongAdder bytesIn = new LongAdder();
     private final LongAdder bytesOut = new LongAdder();
     private final LongAdder requests = new LongAdder();
+    private final LongAdder readVectors = new LongAdder();
     private final LongAdder errorResponses = new LongAdder();
     private final LongAdder protocolErrors = new LongAdder();
     private final LongAdder connectionsOpened = new LongAdder();
@@ -148,10 +149,16 @@ public final class TransferServer implements AutoCloseable
         return bytesOut.sum();
     }
 
-    /** Frames served (READ, WRITE, PING), including rejected ones. */
+    /** Requests served (READ, WRITE, PING frames and every entry of a READV), including rejected ones. */
     public long requests()
     {
         return requests.sum();
+    }
+
+    /** READV frames served (each also counts its entries as requests). */
+    public long readVectors()
+    {
+        return readVectors.sum();
     }
 
     /** Requests answered with a non-OK status. */
@@ -179,6 +186,11 @@ public final class TransferServer implements AutoCloseable
     void onBytesOut(final long bytes)
     {
         bytesOut.add(bytes);
+    }
+
+    void onReadVector()
+    {
+        readVectors.increment();
     }
 
     void onRequest()
