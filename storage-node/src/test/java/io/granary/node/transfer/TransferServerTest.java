@@ -471,7 +471,8 @@ class TransferServerTest
             assertThat(await(reads.get(i))).as("read %d", i).isEqualTo(i % 10 == 9 ? INVALID_PARAMS_VALUE : 0);
             if (i % 10 != 9)
             {
-                assertThat(contentOf(into, i * 1000, 999)).isEqualTo(Arrays.copyOfRange(content, i * 1000, i * 1000 + 999));
+                assertThat(contentOf(into, i * 1000, 999))
+                    .isEqualTo(Arrays.copyOfRange(content, i * 1000, i * 1000 + 999));
             }
         }
         assertThat(server.requests() - requestsBefore).isEqualTo(n);
