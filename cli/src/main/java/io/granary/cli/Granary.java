@@ -80,7 +80,7 @@ public final class Granary implements Runnable
      * reflection, which is most of a short command's start-up time), else all. Every command's flags take their
      * defaults from {@code env} and from the {@code --config} file named in {@code args}.
      */
-    static CommandLine newCommandLine(final String[] args, final Map<String, String> env)
+    public static CommandLine newCommandLine(final String[] args, final Map<String, String> env)
     {
         final String command = args != null && args.length > 0 ? args[0] : null;
         final CommandLine commandLine = new CommandLine(new Granary());
