@@ -60,7 +60,10 @@ final class ConfigDefaults implements IDefaultValueProvider
     private final Map<String, String> rawValues = new HashMap<>();
 
     ConfigDefaults(
-        final String command, final IDefaultValueProvider fallback, final Map<String, String> env, final String configPath)
+        final String command,
+        final IDefaultValueProvider fallback,
+        final Map<String, String> env,
+        final String configPath)
     {
         this.command = command;
         this.fallback = fallback;
@@ -438,6 +441,7 @@ final class ConfigDefaults implements IDefaultValueProvider
     /** The provider installed on {@code spec}, or null when it has none. */
     static ConfigDefaults of(final CommandSpec spec)
     {
-        return spec.defaultValueProvider() instanceof ConfigDefaults ? (ConfigDefaults)spec.defaultValueProvider() : null;
+        final IDefaultValueProvider provider = spec.defaultValueProvider();
+        return provider instanceof ConfigDefaults ? (ConfigDefaults)provider : null;
     }
 }

@@ -56,8 +56,8 @@ final class MasterCommand implements Callable<Integer>
     private int lookupPort;
 
     @Option(names = "--admin-port", paramLabel = "PORT",
-        description = "Admin HTTP port (/health, /ready, /status, /segments, /query, /keys, /metrics); 0 picks a free one, "
-            + "-1 disables it.")
+        description = "Admin HTTP port (/health, /ready, /status, /segments, /query, /keys, /metrics); "
+            + "0 picks a free one, -1 disables it.")
     private int adminPort;
 
     @Option(names = "--lease-ttl", paramLabel = "DURATION", description = "Read lease granted by exists/get.")

@@ -123,11 +123,12 @@ final class ClientConfigFile
         if (type == int.class || type == Integer.class || type == long.class || type == Long.class)
         {
             final long number = parseWhole(value);
-            if ((type == int.class || type == Integer.class) && (number < Integer.MIN_VALUE || number > Integer.MAX_VALUE))
+            final boolean isInt = type == int.class || type == Integer.class;
+            if (isInt && (number < Integer.MIN_VALUE || number > Integer.MAX_VALUE))
             {
                 throw new IllegalArgumentException("'" + value + "' is out of range for an int");
             }
-            return type == int.class || type == Integer.class ? (Object)(int)number : (Object)number;
+            return isInt ? (Object)(int)number : (Object)number;
         }
         if (type == Path.class)
         {

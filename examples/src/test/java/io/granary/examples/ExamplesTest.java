@@ -71,7 +71,8 @@ class ExamplesTest
 
         assertThat(result.storedBlocks()).isEqualTo(6);
         assertThat(result.loadedBlocks()).isEqualTo(6);
-        assertThat(result.loadedBytes()).isEqualTo(6L * PrefixBatchLoadExample.RANKS * PrefixBatchLoadExample.PAGE_BYTES);
+        assertThat(result.loadedBytes())
+            .isEqualTo(6L * PrefixBatchLoadExample.RANKS * PrefixBatchLoadExample.PAGE_BYTES);
     }
 
     @Test

@@ -322,7 +322,10 @@ final class MeteredGranaryClient implements GranaryClient
     }
 
     private static void onPutBatch(
-        final ClientMetrics metrics, final List<OpResult<Void>> results, final List<ByteBuffer> values, final long startNs)
+        final ClientMetrics metrics,
+        final List<OpResult<Void>> results,
+        final List<ByteBuffer> values,
+        final long startNs)
     {
         long bytes = 0;
         for (int i = 0, n = Math.min(results.size(), values.size()); i < n; i++)
@@ -334,7 +337,8 @@ final class MeteredGranaryClient implements GranaryClient
         metrics.succeeded(Op.PUT_BATCH, startNs);
     }
 
-    private static void onGetBatch(final ClientMetrics metrics, final List<OpResult<byte[]>> results, final long startNs)
+    private static void onGetBatch(
+        final ClientMetrics metrics, final List<OpResult<byte[]>> results, final long startNs)
     {
         long bytes = 0;
         for (int i = 0, n = results.size(); i < n; i++)

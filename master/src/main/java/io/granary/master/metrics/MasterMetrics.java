@@ -81,7 +81,7 @@ public final class MasterMetrics implements AutoCloseable
         counter(meters, "granary.master.eviction.rounds.on.demand",
             "Eviction rounds run because an allocation found no room", evictor, Evictor::onDemandRounds);
 
-        counter(meters, "granary.master.puts.started", "PutStart calls that reserved space", store,
+        counter(meters, "granary.master.puts.started", "Valid PutStart requests (those then refused for space too)", store,
             MetadataStore::putStarts);
         counter(meters, "granary.master.puts.completed", "Puts made readable by PutEnd", store,
             MetadataStore::putEnds);
