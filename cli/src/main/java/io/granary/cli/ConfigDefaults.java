@@ -42,7 +42,8 @@ final class ConfigDefaults implements IDefaultValueProvider
     static final String CONFIG_OPTION = "--config";
     /** Shown instead of the value of an option whose name says it holds a secret. */
     static final String MASK = "****";
-    private static final String[] SECRET_WORDS = {"key", "password", "secret", "token", "credential"};
+    private static final Set<String> SECRET_WORDS =
+        Set.of("key", "password", "passphrase", "secret", "token", "credential", "credentials");
 
     /** Where an option's value came from. */
     enum Source
@@ -135,13 +136,16 @@ final class ConfigDefaults implements IDefaultValueProvider
         return flag.substring(start);
     }
 
-    /** Whether an option's value is shown masked: its name contains key, password, secret, token or credential. */
+    /**
+     * Whether an option's value is shown masked: a word of its name (split at '-') is key, password, passphrase,
+     * secret, token or credential(s): {@code --token-key-file} and {@code --tls-key-password} are, {@code
+     * --list-keys-limit} is not.
+     */
     static boolean isSecret(final OptionSpec option)
     {
-        final String name = option.longestName().toLowerCase(Locale.ROOT);
-        for (final String word : SECRET_WORDS)
+        for (final String word : key(option.longestName()).toLowerCase(Locale.ROOT).split("[-_.]"))
         {
-            if (name.contains(word))
+            if (SECRET_WORDS.contains(word))
             {
                 return true;
             }

@@ -175,6 +175,7 @@ class ConfigurationSourcesTest
             .contains("port=0 (flag)")
             .contains("admin-port=9003 (default)")
             .contains("log-format=text (default)")
+            .contains("list-keys-limit=10000 (default)")
             .endsWith("[config file " + config + "]")
             .doesNotContain("help=").doesNotContain("config=");
     }
