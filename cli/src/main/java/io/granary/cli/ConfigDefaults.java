@@ -86,8 +86,8 @@ final class ConfigDefaults implements IDefaultValueProvider
                 .paramLabel("FILE")
                 .type(String.class)
                 .description("Read settings from FILE: Java properties, or YAML for .yaml/.yml; keys are flag names "
-                    + "without '--'. Precedence: flags > environment (" + envName(command, "--FLAG") + ") > file > "
-                    + "defaults.")
+                    + "without '--'. Precedence: flags > environment (GRANARY_" + command.toUpperCase(Locale.ROOT)
+                    + "_<FLAG>) > file > defaults.")
                 .build());
         }
         spec.defaultValueProvider(new ConfigDefaults(command, spec.defaultValueProvider(), env, configPath(args)));
