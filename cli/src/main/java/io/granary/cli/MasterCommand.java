@@ -2,6 +2,8 @@ package io.granary.cli;
 
 import io.granary.master.Configuration;
 import io.granary.master.MasterServer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.IDefaultValueProvider;
@@ -37,6 +39,8 @@ import java.util.concurrent.Callable;
             + "SIGTERM or SIGINT. Durations take ms/s/m/h."})
 final class MasterCommand implements Callable<Integer>
 {
+    private static final Logger LOG = LoggerFactory.getLogger(MasterCommand.class);
+
     @Spec
     private CommandSpec spec;
 
@@ -52,7 +56,8 @@ final class MasterCommand implements Callable<Integer>
     private int lookupPort;
 
     @Option(names = "--admin-port", paramLabel = "PORT",
-        description = "Admin HTTP port (/health, /ready, /status); 0 picks a free one, -1 disables it.")
+        description = "Admin HTTP port (/health, /ready, /status, /segments, /query, /keys, /metrics); "
+            + "0 picks a free one, -1 disables it.")
     private int adminPort;
 
     @Option(names = "--lease-ttl", paramLabel = "DURATION", description = "Read lease granted by exists/get.")
@@ -108,10 +113,15 @@ final class MasterCommand implements Callable<Integer>
         description = "Log level on stderr: " + Logging.LEVELS + ".")
     private String logLevel;
 
+    @Option(names = "--log-format", paramLabel = "FORMAT", defaultValue = "text",
+        description = "Log format on stderr: text lines, or json (one JSON object per line).")
+    private String logFormat;
+
     @Override
     public Integer call() throws InterruptedException
     {
         Logging.setLevel(spec, logLevel);
+        Logging.setFormat(spec, logFormat);
         final PrintWriter out = spec.commandLine().getOut();
         final PrintWriter err = spec.commandLine().getErr();
         final MasterServer.Context ctx = context();
@@ -121,11 +131,17 @@ final class MasterCommand implements Callable<Integer>
         }
         catch (final IllegalArgumentException ex)
         {
-            err.println("error: " + ex.getMessage());
+            final ConfigDefaults config = ConfigDefaults.of(spec);
+            err.println("error: " + (config == null ? ex.getMessage() : config.withOrigins(ex.getMessage(), spec)));
             err.flush();
             return Granary.EXIT_BAD_INPUT;
         }
 
+        final ConfigDefaults config = ConfigDefaults.of(spec);
+        if (config != null)
+        {
+            LOG.info("granary master {} configuration: {}", MasterServer.VERSION, config.describe(spec));
+        }
         final Termination termination = Termination.install();
         final MasterServer server;
         try

@@ -3,14 +3,20 @@ package io.granary.client;
 import io.granary.protocol.Limits;
 import io.granary.transfer.TransferConfig;
 import io.granary.transfer.TransportKind;
+import io.micrometer.core.instrument.MeterRegistry;
 
+import java.io.IOException;
+import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
 import java.util.Objects;
+import java.util.Properties;
 import java.util.UUID;
 
 /**
  * Settings of a {@link GranaryClient}: where the master is, which tenant, and how bytes move.
- * Immutable; build one with {@link #builder()}. Transfer defaults come from {@link TransferConfig}.
+ * Immutable; build one with {@link #builder()} or load one from a properties file ({@link #fromFile}).
+ * Transfer defaults come from {@link TransferConfig}.
  */
 public final class ClientConfig
 {
@@ -32,6 +38,7 @@ public final class ClientConfig
     private final String clientId;
     private final String localHost;
     private final boolean fastLookups;
+    private final MeterRegistry meterRegistry;
 
     private ClientConfig(final Builder b)
     {
@@ -51,11 +58,45 @@ public final class ClientConfig
         this.clientId = b.clientId == null ? UUID.randomUUID().toString() : b.clientId;
         this.localHost = b.localHost;
         this.fastLookups = b.fastLookups;
+        this.meterRegistry = b.meterRegistry;
     }
 
     public static Builder builder()
     {
         return new Builder();
+    }
+
+    /**
+     * Settings from a properties file (UTF-8): one key per builder setting in kebab case, e.g.
+     * {@code master-address=10.0.0.5:50051}, {@code rpc-timeout=2s}; see {@link #fileKeys()}. Settings not in the
+     * file keep their defaults. Add what a file cannot hold (a MeterRegistry) with {@link #toBuilder()}.
+     *
+     * @throws IllegalArgumentException naming the file and the key for an unknown key or a bad value.
+     */
+    public static ClientConfig fromFile(final Path file) throws IOException
+    {
+        return ClientConfigFile.load(file);
+    }
+
+    /** {@link #fromFile} over properties already loaded; every key must be a client setting. */
+    public static ClientConfig fromProperties(final Properties properties)
+    {
+        return ClientConfigFile.load(properties, "");
+    }
+
+    /**
+     * {@link #fromFile} over the keys of {@code properties} that start with {@code prefix} (e.g. "granary."), so that
+     * an engine can keep the client's settings in its own file; other keys are ignored.
+     */
+    public static ClientConfig fromProperties(final Properties properties, final String prefix)
+    {
+        return ClientConfigFile.load(properties, Objects.requireNonNull(prefix, "prefix"));
+    }
+
+    /** The keys a client properties file may hold, sorted. */
+    public static List<String> fileKeys()
+    {
+        return ClientConfigFile.keys();
     }
 
     /** A builder holding these settings (the client id included). */
@@ -78,7 +119,17 @@ public final class ClientConfig
         b.clientId = clientId;
         b.localHost = localHost;
         b.fastLookups = fastLookups;
+        b.meterRegistry = meterRegistry;
         return b;
+    }
+
+    /**
+     * Where the client records its metrics (per-operation latency, value bytes, misses, failed keys, transfer
+     * admission refusals), or null (the default) for none.
+     */
+    public MeterRegistry meterRegistry()
+    {
+        return meterRegistry;
     }
 
     /**
@@ -200,7 +251,8 @@ public final class ClientConfig
             ", connectTimeout=" + connectTimeout +
             ", ioThreads=" + ioThreads + ", maxQueuedTransfersPerPeer=" + maxQueuedTransfersPerPeer +
             ", maxPendingAdmissionsPerPeer=" + maxPendingAdmissionsPerPeer + ", admissionTimeout=" + admissionTimeout +
-            ", clientId=" + clientId + ", localHost=" + (localHost == null ? "<this machine>" : localHost) + "]";
+            ", clientId=" + clientId + ", localHost=" + (localHost == null ? "<this machine>" : localHost) +
+            ", metrics=" + (meterRegistry == null ? "off" : "on") + "]";
     }
 
     @Override
@@ -222,7 +274,8 @@ public final class ClientConfig
             ioThreads == c.ioThreads && maxQueuedTransfersPerPeer == c.maxQueuedTransfersPerPeer &&
             maxPendingAdmissionsPerPeer == c.maxPendingAdmissionsPerPeer &&
             admissionTimeout.equals(c.admissionTimeout) &&
-            clientId.equals(c.clientId) && Objects.equals(localHost, c.localHost);
+            clientId.equals(c.clientId) && Objects.equals(localHost, c.localHost) &&
+            meterRegistry == c.meterRegistry;
     }
 
     @Override
@@ -250,6 +303,7 @@ public final class ClientConfig
         private String clientId;
         private String localHost;
         private boolean fastLookups = true;
+        private MeterRegistry meterRegistry;
 
         private Builder()
         {
@@ -356,6 +410,13 @@ public final class ClientConfig
         public Builder fastLookups(final boolean fastLookups)
         {
             this.fastLookups = fastLookups;
+            return this;
+        }
+
+        /** Record the client's metrics in {@code meterRegistry}; null (the default) records none. */
+        public Builder meterRegistry(final MeterRegistry meterRegistry)
+        {
+            this.meterRegistry = meterRegistry;
             return this;
         }
 

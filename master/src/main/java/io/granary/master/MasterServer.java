@@ -8,12 +8,16 @@ import io.granary.master.alloc.TlsfExtentAllocator;
 import io.granary.master.evict.Evictor;
 import io.granary.master.meta.BatchProbe;
 import io.granary.master.meta.MetadataStore;
+import io.granary.master.metrics.MasterMetrics;
 import io.granary.master.rpc.LookupServer;
 import io.granary.master.rpc.MasterGrpcService;
 import io.granary.master.rpc.MasterRequestHandler;
+import io.granary.master.rpc.RpcMetrics;
 import io.granary.master.segment.MountedSegment;
 import io.granary.master.segment.SegmentRegistry;
 import io.grpc.Server;
+import io.micrometer.prometheusmetrics.PrometheusConfig;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import io.grpc.netty.NettyServerBuilder;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
@@ -46,6 +50,8 @@ public final class MasterServer implements AutoCloseable
 {
     private static final Logger LOG = LoggerFactory.getLogger(MasterServer.class);
     public static final String VERSION = "0.1.0";
+    /** At most one INFO line summing up evictions per this interval. */
+    private static final long EVICTION_SUMMARY_INTERVAL_NS = TimeUnit.SECONDS.toNanos(10);
 
     /** Master configuration (Aeron style): fluent accessors, defaults from {@link Configuration}. */
     public static final class Context
@@ -362,6 +368,9 @@ public final class MasterServer implements AutoCloseable
     private final MetadataStore store;
     private final Evictor evictor;
     private final MasterRequestHandler handler;
+    private final BatchProbe probe;
+    private final PrometheusMeterRegistry meters = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+    private final MasterMetrics metrics;
     private final EventLoopGroup bossGroup;
     private final EventLoopGroup workerGroup;
     private final Server grpcServer;
@@ -380,8 +389,10 @@ public final class MasterServer implements AutoCloseable
         this.store = new MetadataStore(ctx.storeSettings(), ctx.clock(), registry);
         this.evictor = new Evictor(store, registry, ctx.evictionHighWatermark(), ctx.evictionRatio(),
             ctx.allowEvictSoftPinned()).attach();
-        this.handler = new MasterRequestHandler(this, store, new BatchProbe(store), registry);
-        final MasterGrpcService service = new MasterGrpcService(handler);
+        this.probe = new BatchProbe(store);
+        this.handler = new MasterRequestHandler(this, store, probe, registry);
+        this.metrics = new MasterMetrics(meters, store, registry, evictor, probe);
+        final MasterGrpcService service = new MasterGrpcService(handler, new RpcMetrics(meters, "grpc"));
 
         final boolean epoll = Epoll.isAvailable();
         final Class<? extends ServerChannel> channelType =
@@ -411,6 +422,7 @@ public final class MasterServer implements AutoCloseable
         catch (final IOException ex)
         {
             shutdownGroups();
+            closeMetrics();
             throw new UncheckedIOException("cannot bind the master gRPC port " + ctx.host() + ":" + ctx.port(), ex);
         }
 
@@ -419,12 +431,14 @@ public final class MasterServer implements AutoCloseable
         {
             try
             {
-                lookup = new LookupServer(ctx.host(), ctx.lookupPort(), bossGroup, workerGroup, channelType, handler);
+                lookup = new LookupServer(ctx.host(), ctx.lookupPort(), bossGroup, workerGroup, channelType, handler,
+                    new RpcMetrics(meters, "lookup"));
             }
             catch (final RuntimeException ex)
             {
                 grpcServer.shutdownNow();
                 shutdownGroups();
+                closeMetrics();
                 throw ex;
             }
         }
@@ -435,7 +449,7 @@ public final class MasterServer implements AutoCloseable
         {
             try
             {
-                adminServer = new AdminHttpServer(ctx.host(), ctx.adminPort(), this);
+                adminServer = new AdminHttpServer(ctx.host(), ctx.adminPort(), this, metrics, meters);
             }
             catch (final RuntimeException ex)
             {
@@ -445,6 +459,7 @@ public final class MasterServer implements AutoCloseable
                 }
                 grpcServer.shutdownNow();
                 shutdownGroups();
+                closeMetrics();
                 throw ex;
             }
         }
@@ -470,7 +485,7 @@ public final class MasterServer implements AutoCloseable
     {
         ctx.conclude();
         final MasterServer server = new MasterServer(ctx);
-        LOG.info("master started: grpc={}:{} lookup={} admin={} shards={} lease-ttl={} node-ttl={}",
+        LOG.info("master ready: grpc={}:{} lookup={} admin={} shards={} lease-ttl={} node-ttl={}",
             ctx.host(), server.grpcPort(), server.lookupPort(), server.adminPort(), ctx.metadataShards(),
             Units.formatDuration(ctx.leaseTtl()), Units.formatDuration(ctx.nodeTtl()));
         return server;
@@ -520,6 +535,25 @@ public final class MasterServer implements AutoCloseable
         return admin == null ? -1 : admin.port();
     }
 
+    /** The admin endpoints, or null when the admin port is disabled. */
+    public AdminHttpServer admin()
+    {
+        return admin;
+    }
+
+    /** The master's metrics registry (what {@code /metrics} serves). */
+    public PrometheusMeterRegistry meterRegistry()
+    {
+        return meters;
+    }
+
+    /** The metrics in the Prometheus text format, as {@code /metrics} serves them (also with the port disabled). */
+    public String scrapeMetrics()
+    {
+        metrics.refresh();
+        return meters.scrape();
+    }
+
     public boolean isClosed()
     {
         return closed;
@@ -545,6 +579,7 @@ public final class MasterServer implements AutoCloseable
         try
         {
             evictor.maybeEvict();
+            evictor.logSummaryIfDue(ctx.clock().nanoTime(), EVICTION_SUMMARY_INTERVAL_NS);
         }
         catch (final Throwable t)
         {
@@ -600,7 +635,14 @@ public final class MasterServer implements AutoCloseable
             grpcServer.shutdownNow();
         }
         shutdownGroups();
+        closeMetrics();
         LOG.info("master stopped");
+    }
+
+    private void closeMetrics()
+    {
+        metrics.close();
+        meters.close();
     }
 
     private void shutdownGroups()

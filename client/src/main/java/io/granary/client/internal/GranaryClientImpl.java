@@ -107,10 +107,25 @@ public final class GranaryClientImpl implements GranaryClient
         this.async = new AsyncGranaryClientImpl(this);
     }
 
-    /** The production client: the engine from {@link TransferEngines#create}, the system clock. */
+    /**
+     * The production client: the engine from {@link TransferEngines#create}, the system clock, and metrics in the
+     * config's MeterRegistry when it has one.
+     */
     public static GranaryClient connect(final ClientConfig config)
     {
-        return connect(config, TransferEngines::create, Clock.SYSTEM);
+        Objects.requireNonNull(config, "config");
+        if (config.meterRegistry() == null)
+        {
+            return connect(config, TransferEngines::create, Clock.SYSTEM);
+        }
+        final ClientMetrics metrics = new ClientMetrics(config.meterRegistry(), config.tenant());
+        final GranaryClient client = connect(config, (kind, transferConfig) ->
+        {
+            final TransferEngine engine = TransferEngines.create(kind, transferConfig);
+            metrics.bindEngine(engine, config.tenant());
+            return engine;
+        }, Clock.SYSTEM);
+        return new MeteredGranaryClient(client, metrics);
     }
 
     /**

@@ -989,6 +989,41 @@ public final class MetadataStore
         return infos;
     }
 
+    /** What the master holds about {@code key}, without granting a lease; null when there is no such object. */
+    public ObjectSnapshot query(final String tenant, final String key)
+    {
+        if (checkKey(key) != OK_VALUE)
+        {
+            return null;
+        }
+        final ObjectMeta m = lockForKey(tenant, key);
+        if (m == null)
+        {
+            return null;
+        }
+        try
+        {
+            final long now = clock.nanoTime();
+            final List<ObjectSnapshot.Replica> replicas = new ArrayList<>(m.replicas.length);
+            for (final ReplicaRecord r : m.replicas)
+            {
+                final MountedSegment s = r.segment();
+                replicas.add(new ObjectSnapshot.Replica(
+                    s.name(), s.nodeName(), s.endpoint(), r.offset(), r.length(), s.isAlive()));
+            }
+            final long leaseLeftNs = m.leaseDeadlineNs() - now;
+            final boolean softPinned = m.isSoftPinned(now);
+            final long pinLeftNs = softPinned && m.softPinDeadlineNs() != 0 ? m.softPinDeadlineNs() - now : 0;
+            return new ObjectSnapshot(m.tenant, key, m.sizeBytes, m.complete, m.hardPinned, softPinned,
+                leaseLeftNs > 0 ? leaseLeftNs / 1_000_000L : 0, pinLeftNs > 0 ? pinLeftNs / 1_000_000L : 0,
+                m.group == null ? null : m.group.groupId, List.copyOf(replicas));
+        }
+        finally
+        {
+            unlockOwner(m);
+        }
+    }
+
     // ------------------------------------------------------------------------------------ housekeeping
 
     /**

@@ -42,6 +42,7 @@ final class FrameHandler extends ChannelInboundHandlerAdapter implements InPlace
     private int writeSegmentId;
     private long writeOffset;
     private long writeLength;
+    private long writeStartNs;
     // A view over segment memory handed to the socket read; the next channelRead of it only counts bytes.
     private ByteBuf inPlace;
     private boolean lastWriteLarge;
@@ -196,6 +197,7 @@ final class FrameHandler extends ChannelInboundHandlerAdapter implements InPlace
 
     private void onRead(final ChannelHandlerContext ctx)
     {
+        final long startNs = System.nanoTime();
         lastWriteLarge = false;
         final Segment segment = registry.get(header.segmentId);
         final int status = check(segment, header);
@@ -206,10 +208,12 @@ final class FrameHandler extends ChannelInboundHandlerAdapter implements InPlace
             ctx.write(MemoryCopier.readView(ctx.alloc(), segment.address() + header.offset, length), ctx.voidPromise());
             server.onBytesOut(length);
         }
+        server.metrics().recordRead(System.nanoTime() - startNs);
     }
 
     private void onWrite(final ChannelHandlerContext ctx)
     {
+        writeStartNs = System.nanoTime();
         final Segment segment = registry.get(header.segmentId);
         writeStatus = check(segment, header);
         writeAddress = writeStatus == 0 ? segment.address() + header.offset : 0;
@@ -378,6 +382,7 @@ final class FrameHandler extends ChannelInboundHandlerAdapter implements InPlace
 
     private void finishWrite(final ChannelHandlerContext ctx)
     {
+        server.metrics().recordWrite(System.nanoTime() - writeStartNs);
         writeAddress = 0;
         respond(ctx, Opcode.WRITE_RESPONSE, writeRequestId, writeSegmentId, writeStatus, writeOffset, writeLength);
     }
@@ -407,9 +412,10 @@ final class FrameHandler extends ChannelInboundHandlerAdapter implements InPlace
             flushPending = false;
             ctx.flush();
         }
-        if (!ctx.channel().isWritable())
+        if (!ctx.channel().isWritable() && ctx.channel().config().isAutoRead())
         {
             ctx.channel().config().setAutoRead(false);
+            server.onBackpressurePause();
         }
         ctx.fireChannelReadComplete();
     }

@@ -59,6 +59,8 @@ public final class TransferServer implements AutoCloseable
     private final LongAdder protocolErrors = new LongAdder();
     private final LongAdder connectionsOpened = new LongAdder();
     private final LongAdder connectionsClosed = new LongAdder();
+    private final LongAdder backpressurePauses = new LongAdder();
+    private final TransferMetrics metrics;
 
     /**
      * @param port          0 for an ephemeral port.
@@ -72,6 +74,20 @@ public final class TransferServer implements AutoCloseable
         final int ioThreads,
         final boolean preferEpoll)
     {
+        this(host, port, registry, maxFrameBytes, ioThreads, preferEpoll, TransferMetrics.NONE);
+    }
+
+    /** @param metrics the latency histograms the frame handlers record into. */
+    public TransferServer(
+        final String host,
+        final int port,
+        final SegmentRegistry registry,
+        final int maxFrameBytes,
+        final int ioThreads,
+        final boolean preferEpoll,
+        final TransferMetrics metrics)
+    {
+        this.metrics = metrics;
         this.host = host;
         this.requestedPort = port;
         this.registry = registry;
@@ -176,6 +192,39 @@ public final class TransferServer implements AutoCloseable
     public long openConnections()
     {
         return connectionsOpened.sum() - connectionsClosed.sum();
+    }
+
+    public long connectionsOpened()
+    {
+        return connectionsOpened.sum();
+    }
+
+    /** Times a connection stopped reading because its responses were not leaving fast enough. */
+    public long backpressurePauses()
+    {
+        return backpressurePauses.sum();
+    }
+
+    /** Response bytes queued on all connections and not yet written to their sockets (the node's queue depth). */
+    public long queuedBytes()
+    {
+        long bytes = 0;
+        for (final Channel ch : connections)
+        {
+            final io.netty.channel.ChannelOutboundBuffer buffer = ch.unsafe().outboundBuffer();
+            bytes += buffer == null ? 0 : buffer.totalPendingWriteBytes();
+        }
+        return bytes;
+    }
+
+    TransferMetrics metrics()
+    {
+        return metrics;
+    }
+
+    void onBackpressurePause()
+    {
+        backpressurePauses.increment();
     }
 
     void onBytesIn(final long bytes)
