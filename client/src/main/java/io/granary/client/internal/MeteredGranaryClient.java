@@ -12,6 +12,7 @@ import io.granary.client.internal.ClientMetrics.Op;
 import java.nio.ByteBuffer;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.function.ToLongFunction;
 
 /**
  * A {@link GranaryClient} that records {@link ClientMetrics} around another: used when the embedding application
@@ -242,6 +243,24 @@ final class MeteredGranaryClient implements GranaryClient
     }
 
     @Override
+    public List<OpResult<Integer>> getBatchInto(final List<String> keys, final List<ByteBuffer> dsts)
+    {
+        final long startNs = System.nanoTime();
+        final List<OpResult<Integer>> results;
+        try
+        {
+            results = client.getBatchInto(keys, dsts);
+        }
+        catch (final RuntimeException ex)
+        {
+            metrics.failed(Op.GET_BATCH, startNs, ex);
+            throw ex;
+        }
+        onBatchRead(metrics, results, Integer::longValue, startNs);
+        return results;
+    }
+
+    @Override
     public List<OpResult<Boolean>> existsBatch(final List<String> keys)
     {
         final long startNs = System.nanoTime();
@@ -340,11 +359,19 @@ final class MeteredGranaryClient implements GranaryClient
     private static void onGetBatch(
         final ClientMetrics metrics, final List<OpResult<byte[]>> results, final long startNs)
     {
+        onBatchRead(metrics, results, value -> value.length, startNs);
+    }
+
+    /** getBatch and getBatchInto: the bytes of the values read, per-key failures, latency. */
+    private static <T> void onBatchRead(
+        final ClientMetrics metrics, final List<OpResult<T>> results, final ToLongFunction<T> lengthOf,
+        final long startNs)
+    {
         long bytes = 0;
         for (int i = 0, n = results.size(); i < n; i++)
         {
-            final OpResult<byte[]> r = results.get(i);
-            bytes += r.ok() ? r.value().length : 0;
+            final OpResult<T> r = results.get(i);
+            bytes += r.ok() ? lengthOf.applyAsLong(r.value()) : 0;
         }
         metrics.read(bytes);
         metrics.batchResults(Op.GET_BATCH, results);
@@ -497,6 +524,26 @@ final class MeteredGranaryClient implements GranaryClient
                 else
                 {
                     onGetBatch(metrics, results, startNs);
+                }
+            });
+            return future;
+        }
+
+        @Override
+        public CompletableFuture<List<OpResult<Integer>>> getBatchInto(
+            final List<String> keys, final List<ByteBuffer> dsts)
+        {
+            final long startNs = System.nanoTime();
+            final CompletableFuture<List<OpResult<Integer>>> future = async.getBatchInto(keys, dsts);
+            future.whenComplete((results, ex) ->
+            {
+                if (ex != null)
+                {
+                    metrics.failed(Op.GET_BATCH, startNs, ex);
+                }
+                else
+                {
+                    onBatchRead(metrics, results, Integer::longValue, startNs);
                 }
             });
             return future;
