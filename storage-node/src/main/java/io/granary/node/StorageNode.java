@@ -4,6 +4,7 @@ import io.granary.common.Clock;
 import io.granary.node.master.MasterLink;
 import io.granary.node.segment.Segment;
 import io.granary.node.segment.SegmentRegistry;
+import io.granary.node.transfer.AccessTokenVerifier;
 import io.granary.node.transfer.TransferServer;
 import io.granary.protocol.FrameDescriptor;
 import org.slf4j.Logger;
@@ -35,8 +36,8 @@ public final class StorageNode implements AutoCloseable
     private StorageNode(final Context ctx)
     {
         this.ctx = ctx;
-        transferServer = new TransferServer(
-            ctx.host(), ctx.transferPort(), registry, ctx.maxFrameBytes(), ctx.ioThreads(), ctx.preferEpoll()).start();
+        transferServer = new TransferServer(ctx.host(), ctx.transferPort(), registry, ctx.maxFrameBytes(),
+            ctx.ioThreads(), ctx.preferEpoll(), new AccessTokenVerifier(ctx.clock())).start();
         MasterLink link = null;
         try
         {
@@ -52,6 +53,7 @@ public final class StorageNode implements AutoCloseable
             }
             link = new MasterLink(ctx.masterAddress(), nodeId, name, endpoint, registry.segments(),
                 ctx.heartbeatIntervalMs(), ctx.masterRpcTimeoutMs(), ctx.clock());
+            link.tokenKeyListener(transferServer.tokenVerifier()::updateKey);
             link.start();
         }
         catch (final RuntimeException | Error ex)

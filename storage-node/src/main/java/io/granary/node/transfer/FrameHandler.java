@@ -28,6 +28,7 @@ final class FrameHandler extends ChannelInboundHandlerAdapter
     private final SegmentRegistry registry;
     private final int maxFrameBytes;
     private final FrameHeader header = new FrameHeader();
+    private final AccessTokenVerifier.Checker tokens;
     private HeaderAssembler headers;
     private boolean broken;
     private boolean flushPending;
@@ -46,6 +47,7 @@ final class FrameHandler extends ChannelInboundHandlerAdapter
         this.server = server;
         this.registry = registry;
         this.maxFrameBytes = maxFrameBytes;
+        this.tokens = server.tokenVerifier().newChecker();
     }
 
     @Override
@@ -159,9 +161,15 @@ final class FrameHandler extends ChannelInboundHandlerAdapter
         }
     }
 
-    /** Validation before any byte moves: segment known, then range non-empty and inside it. */
+    /** Validation before any byte moves: access token, then segment known, then range non-empty and inside it. */
     private int check(final Segment segment)
     {
+        final int tokenStatus = checkToken();
+        if (tokenStatus != 0)
+        {
+            server.onErrorResponse();
+            return tokenStatus;
+        }
         if (segment == null)
         {
             server.onErrorResponse();
@@ -173,6 +181,15 @@ final class FrameHandler extends ChannelInboundHandlerAdapter
             return INVALID_PARAMS_VALUE;
         }
         return 0;
+    }
+
+    /**
+     * Access control (docs/protocol.md, "Access tokens"): once the master gave this node a key, the frame's token must
+     * grant this operation on a range holding the frame's; 0 or ACCESS_DENIED / TOKEN_EXPIRED.
+     */
+    private int checkToken()
+    {
+        return tokens.check(header);
     }
 
     private void consumeWritePayload(final ChannelHandlerContext ctx, final ByteBuf in)

@@ -1,5 +1,6 @@
 package io.granary.node.transfer;
 
+import io.granary.common.Clock;
 import io.granary.node.segment.SegmentRegistry;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.channel.Channel;
@@ -43,6 +44,7 @@ public final class TransferServer implements AutoCloseable
     private final int requestedPort;
     private final SegmentRegistry registry;
     private final int maxFrameBytes;
+    private final AccessTokenVerifier tokenVerifier;
     private final boolean epoll;
     private final EventLoopGroup group;
     private final ChannelGroup connections =
@@ -60,6 +62,8 @@ public final class TransferServer implements AutoCloseable
     private final LongAdder connectionsClosed = new LongAdder();
 
     /**
+     * A server without access control until a key is installed in {@link #tokenVerifier()}.
+     *
      * @param port          0 for an ephemeral port.
      * @param maxFrameBytes longest range a single frame may carry; longer frames close the connection.
      */
@@ -71,6 +75,24 @@ public final class TransferServer implements AutoCloseable
         final int ioThreads,
         final boolean preferEpoll)
     {
+        this(host, port, registry, maxFrameBytes, ioThreads, preferEpoll, new AccessTokenVerifier(Clock.SYSTEM));
+    }
+
+    /**
+     * @param port          0 for an ephemeral port.
+     * @param maxFrameBytes longest range a single frame may carry; longer frames close the connection.
+     * @param tokenVerifier checks every READ and WRITE frame's access token once it holds a key.
+     */
+    public TransferServer(
+        final String host,
+        final int port,
+        final SegmentRegistry registry,
+        final int maxFrameBytes,
+        final int ioThreads,
+        final boolean preferEpoll,
+        final AccessTokenVerifier tokenVerifier)
+    {
+        this.tokenVerifier = tokenVerifier;
         this.host = host;
         this.requestedPort = port;
         this.registry = registry;
@@ -136,6 +158,12 @@ public final class TransferServer implements AutoCloseable
     public int port()
     {
         return port;
+    }
+
+    /** The access-token check of this server's frames (install or remove the key there). */
+    public AccessTokenVerifier tokenVerifier()
+    {
+        return tokenVerifier;
     }
 
     public long bytesIn()
