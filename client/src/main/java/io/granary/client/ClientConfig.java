@@ -31,6 +31,7 @@ public final class ClientConfig
     private final String clientId;
     private final String localHost;
     private final boolean fastLookups;
+    private final boolean checksums;
 
     private ClientConfig(final Builder b)
     {
@@ -49,6 +50,7 @@ public final class ClientConfig
         this.clientId = b.clientId == null ? UUID.randomUUID().toString() : b.clientId;
         this.localHost = b.localHost;
         this.fastLookups = b.fastLookups;
+        this.checksums = b.checksums;
     }
 
     public static Builder builder()
@@ -75,6 +77,7 @@ public final class ClientConfig
         b.clientId = clientId;
         b.localHost = localHost;
         b.fastLookups = fastLookups;
+        b.checksums = checksums;
         return b;
     }
 
@@ -85,6 +88,16 @@ public final class ClientConfig
     public boolean fastLookups()
     {
         return fastLookups;
+    }
+
+    /**
+     * Whether puts record a CRC32C of every value with the master and gets check the bytes they receive against it
+     * (default true): a replica that returns other bytes is skipped, and a get whose every replica did fails with
+     * CHECKSUM_MISMATCH. Off, puts record no checksum and gets check none.
+     */
+    public boolean checksums()
+    {
+        return checksums;
     }
 
     /** host:port of the master's gRPC port. */
@@ -189,7 +202,8 @@ public final class ClientConfig
             ", transferTimeout=" + transferTimeout + ", connectTimeout=" + connectTimeout +
             ", ioThreads=" + ioThreads + ", maxQueuedTransfersPerPeer=" + maxQueuedTransfersPerPeer +
             ", maxPendingAdmissionsPerPeer=" + maxPendingAdmissionsPerPeer + ", admissionTimeout=" + admissionTimeout +
-            ", clientId=" + clientId + ", localHost=" + (localHost == null ? "<this machine>" : localHost) + "]";
+            ", clientId=" + clientId + ", localHost=" + (localHost == null ? "<this machine>" : localHost) +
+            ", checksums=" + checksums + "]";
     }
 
     @Override
@@ -210,7 +224,7 @@ public final class ClientConfig
             ioThreads == c.ioThreads && maxQueuedTransfersPerPeer == c.maxQueuedTransfersPerPeer &&
             maxPendingAdmissionsPerPeer == c.maxPendingAdmissionsPerPeer &&
             admissionTimeout.equals(c.admissionTimeout) &&
-            clientId.equals(c.clientId) && Objects.equals(localHost, c.localHost);
+            clientId.equals(c.clientId) && Objects.equals(localHost, c.localHost) && checksums == c.checksums;
     }
 
     @Override
@@ -237,6 +251,7 @@ public final class ClientConfig
         private String clientId;
         private String localHost;
         private boolean fastLookups = true;
+        private boolean checksums = true;
 
         private Builder()
         {
@@ -336,6 +351,13 @@ public final class ClientConfig
         public Builder fastLookups(final boolean fastLookups)
         {
             this.fastLookups = fastLookups;
+            return this;
+        }
+
+        /** See {@link ClientConfig#checksums()}. */
+        public Builder checksums(final boolean checksums)
+        {
+            this.checksums = checksums;
             return this;
         }
 
