@@ -35,7 +35,7 @@ import java.util.regex.Pattern;
 
 /**
  * {@code granary bench}: puts and gets {@code --count} values of each {@code --size} with {@code --concurrency}
- * callers sharing one client (one value per call, or {@code --batch} values per putBatch/getBatch), against a
+ * callers sharing one client (one value per call, or {@code --batch} values per putBatch/getBatchInto), against a
  * running cluster or an in-process one per size ({@code --local}), and prints one table with a row per size and
  * phase: ops/s (values per second), GB/s and latency percentiles per call. With {@code --baseline} it first
  * measures the loopback limit of the same shapes ({@link LoopbackBaseline}) and adds Granary's share of it. Values
@@ -104,7 +104,7 @@ final class BenchCommand implements Callable<Integer>
     private int concurrency;
 
     @Option(names = "--batch", paramLabel = "N", defaultValue = "1", description = "Values per call: above 1 each "
-        + "caller uses putBatch/getBatch of N values; latency is then per batch call.")
+        + "caller uses putBatch/getBatchInto of N values; latency is then per batch call.")
     private int batch;
 
     @Option(names = "--op", paramLabel = "OP", defaultValue = "both",
@@ -493,21 +493,27 @@ final class BenchCommand implements Callable<Integer>
             }
             return;
         }
+        // Batches land in the caller's direct memory, as an engine loading pages into its KV buffers does.
         final List<String> keys = new ArrayList<>(n);
-        for (int i = first; i < first + n; i++)
+        final List<ByteBuffer> dsts = new ArrayList<>(n);
+        final ByteBuffer region = Phase.buffer((long)n * size);
+        for (int i = 0; i < n; i++)
         {
-            keys.add(prefix + i);
+            keys.add(prefix + (first + i));
+            final ByteBuffer dst = region.duplicate();
+            dst.clear().position(i * size).limit((i + 1) * size);
+            dsts.add(dst.slice());
         }
-        final List<OpResult<byte[]>> results = client.getBatch(keys);
+        final List<OpResult<Integer>> results = client.getBatchInto(keys, dsts);
         for (int j = 0; j < results.size(); j++)
         {
-            final OpResult<byte[]> result = results.get(j);
+            final OpResult<Integer> result = results.get(j);
             outcome.onResult(result);
             final int index = first + j;
             if (result.ok() && (all || index % 10 == 0))
             {
-                final byte[] bytes = result.value();
-                outcome.onCompared(bytes.length == size && ByteBuffer.wrap(bytes).mismatch(value(index, size)) < 0);
+                final ByteBuffer landed = dsts.get(j).flip();
+                outcome.onCompared(result.value() == size && landed.mismatch(value(index, size)) < 0);
             }
         }
     }
@@ -578,7 +584,7 @@ final class BenchCommand implements Callable<Integer>
         table.print(out, "");
         if (batch > 1)
         {
-            out.println("ops = values; latency is per call of up to " + batch + " values (putBatch/getBatch)");
+            out.println("ops = values; latency is per call of up to " + batch + " values (putBatch/getBatchInto)");
         }
         if (withLimit)
         {

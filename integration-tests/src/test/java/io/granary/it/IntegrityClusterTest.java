@@ -112,6 +112,10 @@ class IntegrityClusterTest
             final List<OpResult<byte[]>> batch = client.getBatch(List.of("page", "intact"));
             assertThat(batch.get(0).error()).isEqualTo(ErrorCode.CHECKSUM_MISMATCH);
             assertThat(batch.get(1).ok()).isTrue();
+            final List<OpResult<Integer>> intoBatch = client.getBatchInto(List.of("page", "intact"),
+                List.of(ByteBuffer.allocateDirect(value.length), ByteBuffer.allocateDirect(4096)));
+            assertThat(intoBatch.get(0).error()).isEqualTo(ErrorCode.CHECKSUM_MISMATCH);
+            assertThat(intoBatch.get(1).value()).isEqualTo(4096);
             final Throwable async = catchThrowableOfType(Exception.class,
                 () -> client.async().get("page").get(10, TimeUnit.SECONDS));
             assertThat(((GranaryException)async.getCause()).code()).isEqualTo(ErrorCode.CHECKSUM_MISMATCH);

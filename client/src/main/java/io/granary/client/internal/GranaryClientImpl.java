@@ -788,6 +788,34 @@ public final class GranaryClientImpl implements GranaryClient
         return callHere(here -> startGetBatch(keys, here));
     }
 
+    @Override
+    public List<OpResult<Integer>> getBatchInto(final List<String> keys, final List<ByteBuffer> dsts)
+    {
+        final ByteBuffer[] windows = captureDestinations(Objects.requireNonNull(keys, "keys"), dsts);
+        return callHere(here -> startGetBatchInto(keys, dsts, windows, here));
+    }
+
+    /**
+     * Checks getBatchInto's buffers and returns a duplicate of each that keeps its position and limit as they are now.
+     *
+     * @throws IllegalArgumentException when the sizes differ or a buffer is read-only.
+     */
+    static ByteBuffer[] captureDestinations(final List<String> keys, final List<ByteBuffer> dsts)
+    {
+        Objects.requireNonNull(dsts, "dsts");
+        if (keys.size() != dsts.size())
+        {
+            throw new IllegalArgumentException(
+                "getBatchInto needs one buffer per key: " + keys.size() + " keys, " + dsts.size() + " buffers");
+        }
+        final ByteBuffer[] windows = new ByteBuffer[dsts.size()];
+        for (int i = 0; i < windows.length; i++)
+        {
+            windows[i] = captureDestination(dsts.get(i));
+        }
+        return windows;
+    }
+
     /**
      * BatchGetReplicaList on this thread, then the first read of every key, all submitted before any is waited
      * for; a failed read moves to its next replica at once (submitted from {@code steps}), and the results are
@@ -797,14 +825,83 @@ public final class GranaryClientImpl implements GranaryClient
      */
     CompletableFuture<List<OpResult<byte[]>>> startGetBatch(final List<String> keys, final Executor steps)
     {
+        final byte[][] values = new byte[keys.size()][];
+        return startBatchRead("getBatch", keys, steps, new BatchTarget<>()
+        {
+            @Override
+            public OpResult<byte[]> aim(final int i, final String key, final ReadOperation read)
+            {
+                if (read.length() > MAX_ARRAY_BYTES)
+                {
+                    return OpResult.failed(ErrorCode.BUFFER_OVERFLOW, "get " + Keys.quote(key) + ": a value of " +
+                        read.length() + " bytes does not fit a byte[]");
+                }
+                values[i] = new byte[(int)read.length()];
+                read.target(ByteBuffer.wrap(values[i]));
+                return null;
+            }
+
+            @Override
+            public OpResult<byte[]> succeeded(final int i)
+            {
+                return OpResult.ok(values[i]);
+            }
+        });
+    }
+
+    /** Like {@link #startGetBatch}, reading value i into {@code windows[i]} and advancing {@code dsts.get(i)}. */
+    CompletableFuture<List<OpResult<Integer>>> startGetBatchInto(
+        final List<String> keys, final List<ByteBuffer> dsts, final ByteBuffer[] windows, final Executor steps)
+    {
+        final int[] positions = new int[keys.size()];
+        return startBatchRead("getBatchInto", keys, steps, new BatchTarget<>()
+        {
+            @Override
+            public OpResult<Integer> aim(final int i, final String key, final ReadOperation read)
+            {
+                final ByteBuffer window = windows[i];
+                if (read.length() > window.remaining())
+                {
+                    return OpResult.failed(ErrorCode.BUFFER_OVERFLOW, "get " + Keys.quote(key) + ": the value has " +
+                        read.length() + " bytes, the buffer " + window.remaining() + " remaining");
+                }
+                positions[i] = window.position();
+                window.limit(positions[i] + (int)read.length());
+                read.target(window);
+                return null;
+            }
+
+            @Override
+            public OpResult<Integer> succeeded(final int i)
+            {
+                final int length = windows[i].limit() - positions[i];
+                dsts.get(i).position(positions[i] + length);
+                return OpResult.ok(length);
+            }
+        });
+    }
+
+    /** Where the values of a batch read land, and what a key's success yields. */
+    private interface BatchTarget<T>
+    {
+        /** Aims the read of key {@code index} at its destination and returns null, or returns why it cannot be read. */
+        OpResult<T> aim(int index, String key, ReadOperation read);
+
+        /** The result of key {@code index} once its read succeeded (runs on the step executor). */
+        OpResult<T> succeeded(int index);
+    }
+
+    private <T> CompletableFuture<List<OpResult<T>>> startBatchRead(
+        final String op, final List<String> keys, final Executor steps, final BatchTarget<T> targets)
+    {
         ensureOpen();
         final int n = keys.size();
         if (n == 0)
         {
             return CompletableFuture.completedFuture(List.of());
         }
-        checkBatchSize("getBatch", n);
-        final OpResult<byte[]>[] results = newResults(n);
+        checkBatchSize(op, n);
+        final OpResult<T>[] results = newResults(n);
         final List<Integer> sent = checkKeys(keys, results);
         if (sent.isEmpty())
         {
@@ -815,7 +912,7 @@ public final class GranaryClientImpl implements GranaryClient
         final BatchGetReplicaListResponse lists = master.batchGetReplicaList(batchKeys(select(keys, sent)));
         if (lists.getCode() != OK)
         {
-            throw batchRefused("getBatch", sent.size(), "BatchGetReplicaList", lists.getCode());
+            throw batchRefused(op, sent.size(), "BatchGetReplicaList", lists.getCode());
         }
         if (lists.getResultsCount() != sent.size())
         {
@@ -824,7 +921,6 @@ public final class GranaryClientImpl implements GranaryClient
         }
 
         final List<CompletableFuture<OpFailure>> reads = new ArrayList<>(sent.size());
-        final List<byte[]> values = new ArrayList<>(sent.size());
         final List<Integer> readIndex = new ArrayList<>(sent.size());
         for (int j = 0; j < sent.size(); j++)
         {
@@ -840,16 +936,13 @@ public final class GranaryClientImpl implements GranaryClient
                 results[i] = OpFailure.of(ex).toResult();
                 continue;
             }
-            if (read.length() > MAX_ARRAY_BYTES)
+            final OpResult<T> refused = targets.aim(i, key, read);
+            if (refused != null)
             {
-                results[i] = OpResult.failed(ErrorCode.BUFFER_OVERFLOW, "get " + Keys.quote(key) + ": a value of " +
-                    read.length() + " bytes does not fit a byte[]");
+                results[i] = refused;
                 continue;
             }
-            final byte[] value = new byte[(int)read.length()];
-            read.target(ByteBuffer.wrap(value));
             reads.add(read.run(transfers, selector, clock, steps, this::refreshReplicas));
-            values.add(value);
             readIndex.add(i);
         }
         return CompletableFuture.allOf(reads.toArray(new CompletableFuture<?>[0])).thenApplyAsync(ignored ->
@@ -858,7 +951,8 @@ public final class GranaryClientImpl implements GranaryClient
             for (int r = 0; r < reads.size(); r++)
             {
                 final OpFailure failure = reads.get(r).join(); // all complete: this does not wait
-                results[readIndex.get(r)] = failure == null ? OpResult.ok(values.get(r)) : failure.toResult();
+                final int i = readIndex.get(r);
+                results[i] = failure == null ? targets.succeeded(i) : failure.toResult();
                 failed |= failure != null;
             }
             if (failed)

@@ -144,9 +144,14 @@ class IntegrityClientTest
         final ByteBuffer into = ByteBuffer.allocateDirect(4096);
         assertThat(client.getInto("k", into)).isEqualTo(4096);
         assertThat(client.getBatch(List.of("k")).get(0).value()).isEqualTo(value);
+        final ByteBuffer batchInto = ByteBuffer.allocateDirect(4096);
+        assertThat(client.getBatchInto(List.of("k"), List.of(batchInto)).get(0).value()).isEqualTo(4096);
+        final byte[] landed = new byte[4096];
+        batchInto.flip().get(landed);
+        assertThat(landed).isEqualTo(value);
 
         assertThat(engine.requests(TransferRequest.Op.READ)).extracting(TransferRequest::endpoint)
-            .containsExactly(NODE_A, NODE_B, NODE_A, NODE_B, NODE_A, NODE_B);
+            .containsExactly(NODE_A, NODE_B, NODE_A, NODE_B, NODE_A, NODE_B, NODE_A, NODE_B);
     }
 
     @Test
@@ -166,6 +171,10 @@ class IntegrityClientTest
         final List<OpResult<byte[]>> batch = client.getBatch(List.of("k", "good"));
         assertThat(batch.get(0).error()).isEqualTo(ErrorCode.CHECKSUM_MISMATCH);
         assertThat(batch.get(1).value()).isEqualTo(bytes(100, 3));
+        final ByteBuffer batchInto = ByteBuffer.allocate(3000);
+        final List<OpResult<Integer>> intoBatch = client.getBatchInto(List.of("k"), List.of(batchInto));
+        assertThat(intoBatch.get(0).error()).isEqualTo(ErrorCode.CHECKSUM_MISMATCH);
+        assertThat(batchInto.position()).isZero();
 
         final CompletionException async = catchThrowableOfType(CompletionException.class,
             () -> client.async().get("k").orTimeout(10, TimeUnit.SECONDS).join());

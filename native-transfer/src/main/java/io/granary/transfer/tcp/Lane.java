@@ -130,7 +130,7 @@ final class Lane
             return;
         }
         final ChannelFuture connectFuture = bootstrap.clone(eventLoop)
-            .handler(new ResponseDecoder(this))
+            .handler(new ResponseDecoder(this, true))
             .connect(address);
         channel = connectFuture.channel();
         connectFuture.addListener((ChannelFuture f) -> onConnectComplete(f));
@@ -208,6 +208,13 @@ final class Lane
     TransferSlice takeInflight(final long requestId)
     {
         return inflight.remove(requestId);
+    }
+
+    /** True if request {@code requestId} is an outstanding READ of at least {@code minBytes} (event loop only). */
+    boolean expectsLargeRead(final long requestId, final int minBytes)
+    {
+        final TransferSlice slice = inflight.get(requestId);
+        return slice != null && slice.opcode == Opcode.READ && slice.length >= minBytes;
     }
 
     void onTimeout(final TransferSlice slice)

@@ -17,7 +17,7 @@ import static io.granary.proto.ErrorCode.TRANSFER_FAIL_VALUE;
  * (64 bytes); READ payload bytes go from the socket buffer straight into the caller's buffer. Runs on
  * the lane's event loop.
  */
-final class ResponseDecoder extends ChannelInboundHandlerAdapter
+final class ResponseDecoder extends ChannelInboundHandlerAdapter implements InPlaceReceiveAllocator.Receiver
 {
     private static final Logger LOG = LoggerFactory.getLogger(ResponseDecoder.class);
 
@@ -26,17 +26,52 @@ final class ResponseDecoder extends ChannelInboundHandlerAdapter
     private HeaderAssembler headers;
     private long payloadRemaining;
     private TransferSlice payloadTarget;
+    private ByteBuf inPlace;
+    private long lastResponseId;
     private boolean broken;
 
-    ResponseDecoder(final Lane lane)
+    private final boolean receiveInPlace;
+
+    /** @param receiveInPlace let READ payloads land in the caller's direct buffer (plain TCP only, never TLS). */
+    ResponseDecoder(final Lane lane, final boolean receiveInPlace)
     {
         this.lane = lane;
+        this.receiveInPlace = receiveInPlace;
     }
 
     @Override
     public void handlerAdded(final ChannelHandlerContext ctx)
     {
         headers = new HeaderAssembler(ctx.alloc());
+        if (receiveInPlace)
+        {
+            ctx.channel().config().setRecvByteBufAllocator(new InPlaceReceiveAllocator(this));
+        }
+    }
+
+    @Override
+    public int nextReadLimit()
+    {
+        // Responses come in request order: if the next one is a big READ, read its header alone.
+        if (payloadRemaining == 0 && !broken &&
+            lane.expectsLargeRead(lastResponseId + 1, InPlaceReceiveAllocator.MIN_IN_PLACE_BYTES))
+        {
+            return FrameDescriptor.HEADER_LENGTH;
+        }
+        return 0;
+    }
+
+    @Override
+    public ByteBuf inPlaceBuffer()
+    {
+        final TransferSlice target = payloadTarget;
+        if (broken || payloadRemaining < InPlaceReceiveAllocator.MIN_IN_PLACE_BYTES || target == null ||
+            target.isDone())
+        {
+            return null;
+        }
+        inPlace = target.inPlaceView((int)payloadRemaining);
+        return inPlace;
     }
 
     @Override
@@ -53,6 +88,12 @@ final class ResponseDecoder extends ChannelInboundHandlerAdapter
     public void channelRead(final ChannelHandlerContext ctx, final Object msg)
     {
         final ByteBuf in = (ByteBuf)msg;
+        if (in == inPlace)
+        {
+            inPlace = null;
+            receivedInPlace(in);
+            return;
+        }
         try
         {
             while (!broken && in.isReadable())
@@ -89,6 +130,7 @@ final class ResponseDecoder extends ChannelInboundHandlerAdapter
     /** @return false when the stream is broken and the lane was failed. */
     private boolean onHeader(final ChannelHandlerContext ctx)
     {
+        lastResponseId = header.requestId;
         final TransferSlice slice = lane.takeInflight(header.requestId);
         final boolean hasPayload = header.hasPayload();
         if (slice != null && (header.opcode != (slice.opcode | Opcode.RESPONSE_BIT) ||
@@ -109,6 +151,31 @@ final class ResponseDecoder extends ChannelInboundHandlerAdapter
             slice.complete(header.status);
         }
         return true;
+    }
+
+    /** Payload bytes the socket read put straight into the caller's buffer: only count them. */
+    private void receivedInPlace(final ByteBuf in)
+    {
+        final int count = in.readableBytes();
+        in.release(); // a view: frees nothing
+        final TransferSlice target = payloadTarget;
+        if (broken || count == 0)
+        {
+            return;
+        }
+        if (target != null)
+        {
+            target.receivedInPlace(count);
+        }
+        payloadRemaining -= count;
+        if (payloadRemaining == 0)
+        {
+            payloadTarget = null;
+            if (target != null)
+            {
+                target.complete(0);
+            }
+        }
     }
 
     private void readPayload(final ByteBuf in)

@@ -94,6 +94,27 @@ final class TransferSlice implements Runnable, ChannelFutureListener
         dst.limit(localEnd);
     }
 
+    /**
+     * A writable view of the next {@code maxBytes} (at most) of the caller's buffer for a READ payload to land
+     * in, or null when the caller's buffer is on the heap (the bytes then go through a socket buffer).
+     */
+    ByteBuf inPlaceView(final int maxBytes)
+    {
+        if (!local.isDirect())
+        {
+            return null;
+        }
+        final ByteBuffer view = local.duplicate();
+        view.limit(view.position() + Math.min(maxBytes, view.remaining()));
+        return Unpooled.wrappedBuffer(view.slice()).clear();
+    }
+
+    /** {@code count} READ payload bytes landed in the caller's buffer through {@link #inPlaceView}. */
+    void receivedInPlace(final int count)
+    {
+        local.position(local.position() + count);
+    }
+
     /** Completes this slice once; later calls are ignored. */
     void complete(final int status)
     {

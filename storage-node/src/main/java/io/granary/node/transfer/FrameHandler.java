@@ -6,7 +6,9 @@ import io.granary.protocol.FrameDescriptor;
 import io.granary.protocol.FrameHeader;
 import io.granary.protocol.HeaderAssembler;
 import io.granary.protocol.Opcode;
+import io.granary.transfer.tcp.InPlaceReceiveAllocator;
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import org.slf4j.Logger;
@@ -20,7 +22,7 @@ import static io.granary.proto.ErrorCode.SEGMENT_NOT_FOUND_VALUE;
  * segment and range before any byte moves, streams WRITE payloads straight into segment memory and
  * sends READ payloads from it without copying. Runs on the connection's event loop only.
  */
-final class FrameHandler extends ChannelInboundHandlerAdapter
+final class FrameHandler extends ChannelInboundHandlerAdapter implements InPlaceReceiveAllocator.Receiver
 {
     private static final Logger LOG = LoggerFactory.getLogger(FrameHandler.class);
 
@@ -41,12 +43,22 @@ final class FrameHandler extends ChannelInboundHandlerAdapter
     private int writeSegmentId;
     private long writeOffset;
     private long writeLength;
+    // A view over segment memory handed to the socket read; the next channelRead of it only counts bytes.
+    private ByteBuf inPlace;
+    private boolean lastWriteLarge;
+    private final boolean receiveInPlace;
 
-    FrameHandler(final TransferServer server, final SegmentRegistry registry, final int maxFrameBytes)
+    /** @param receiveInPlace let WRITE payloads land in segment memory straight from the socket (not with TLS). */
+    FrameHandler(
+        final TransferServer server,
+        final SegmentRegistry registry,
+        final int maxFrameBytes,
+        final boolean receiveInPlace)
     {
         this.server = server;
         this.registry = registry;
         this.maxFrameBytes = maxFrameBytes;
+        this.receiveInPlace = receiveInPlace && MemoryCopier.ZERO_COPY_READS;
         this.tokens = server.tokenVerifier().newChecker();
     }
 
@@ -54,6 +66,29 @@ final class FrameHandler extends ChannelInboundHandlerAdapter
     public void handlerAdded(final ChannelHandlerContext ctx)
     {
         headers = new HeaderAssembler(ctx.alloc());
+        if (receiveInPlace)
+        {
+            ctx.channel().config().setRecvByteBufAllocator(new InPlaceReceiveAllocator(this));
+        }
+    }
+
+    @Override
+    public int nextReadLimit()
+    {
+        // After a large WRITE the next frame is likely another one: read its header alone, then the
+        // payload in place. Streams of small frames keep reading in big batches.
+        return lastWriteLarge && writeRemaining == 0 && !broken ? FrameDescriptor.HEADER_LENGTH : 0;
+    }
+
+    @Override
+    public ByteBuf inPlaceBuffer()
+    {
+        if (broken || writeAddress == 0 || writeRemaining < InPlaceReceiveAllocator.MIN_IN_PLACE_BYTES)
+        {
+            return null;
+        }
+        inPlace = Unpooled.wrappedBuffer(writeAddress, (int)writeRemaining, false).clear();
+        return inPlace;
     }
 
     @Override
@@ -70,6 +105,12 @@ final class FrameHandler extends ChannelInboundHandlerAdapter
     public void channelRead(final ChannelHandlerContext ctx, final Object msg)
     {
         final ByteBuf in = (ByteBuf)msg;
+        if (in == inPlace)
+        {
+            inPlace = null;
+            receivedInPlace(ctx, in);
+            return;
+        }
         try
         {
             if (broken)
@@ -134,6 +175,7 @@ final class FrameHandler extends ChannelInboundHandlerAdapter
 
     private void onRead(final ChannelHandlerContext ctx)
     {
+        lastWriteLarge = false;
         final Segment segment = registry.get(header.segmentId);
         final int status = check(segment);
         respond(ctx, Opcode.READ_RESPONSE, header.requestId, header.segmentId, status, header.offset, header.length);
@@ -155,6 +197,7 @@ final class FrameHandler extends ChannelInboundHandlerAdapter
         writeSegmentId = header.segmentId;
         writeOffset = header.offset;
         writeLength = header.length;
+        lastWriteLarge = writeAddress != 0 && writeRemaining >= InPlaceReceiveAllocator.MIN_IN_PLACE_BYTES;
         if (writeRemaining == 0)
         {
             finishWrite(ctx);
@@ -190,6 +233,24 @@ final class FrameHandler extends ChannelInboundHandlerAdapter
     private int checkToken()
     {
         return tokens.check(header);
+    }
+
+    /** WRITE payload bytes the socket read put straight into segment memory: only count them. */
+    private void receivedInPlace(final ChannelHandlerContext ctx, final ByteBuf in)
+    {
+        final int count = in.readableBytes();
+        in.release(); // a view over segment memory: frees nothing
+        if (broken || count == 0)
+        {
+            return;
+        }
+        server.onBytesIn(count);
+        writeAddress += count;
+        writeRemaining -= count;
+        if (writeRemaining == 0)
+        {
+            finishWrite(ctx);
+        }
     }
 
     private void consumeWritePayload(final ChannelHandlerContext ctx, final ByteBuf in)

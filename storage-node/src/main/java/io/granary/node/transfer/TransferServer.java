@@ -125,7 +125,7 @@ public final class TransferServer implements AutoCloseable
                 protected void initChannel(final Channel ch)
                 {
                     connections.add(ch);
-                    ch.pipeline().addLast(new FrameHandler(TransferServer.this, registry, maxFrameBytes));
+                    ch.pipeline().addLast(new FrameHandler(TransferServer.this, registry, maxFrameBytes, true));
                 }
             });
         final ChannelFuture bound = bootstrap.bind(host, requestedPort).awaitUninterruptibly();

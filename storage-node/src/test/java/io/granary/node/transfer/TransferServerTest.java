@@ -15,6 +15,7 @@ import org.junit.jupiter.api.Test;
 
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Random;
 import java.util.concurrent.CompletableFuture;
@@ -325,6 +326,52 @@ class TransferServerTest
             assertThat(pong.requestId).isEqualTo(3);
             assertThat(pong.status).isZero();
         }
+    }
+
+    @Test
+    void shouldLandLargeWritesArrivingInUnevenPiecesExactlyInTheirRangeAndStayInSync() throws Exception
+    {
+        // Large WRITE payloads are read from the socket straight into segment memory; every piece must land
+        // at the right place, nothing around the range may change, and the frames behind must still decode.
+        final int size = (1 << 20) + 123;
+        final long offset = 8192;
+        final byte[] before = randomBytes((int)offset + size + 8192);
+        new UnsafeBuffer(segment.address(), before.length).putBytes(0, before);
+        final byte[] first = randomBytes(size);
+        final byte[] second = randomBytes(size);
+        try (RawClient client = new RawClient(server.port()))
+        {
+            client.send(RawClient.header(Opcode.WRITE, 1, segment.id(), offset, size));
+            int sent = 0;
+            for (final int piece : new int[]{1, 63, 4096, 100_000, 17, 300_000})
+            {
+                client.send(Arrays.copyOfRange(first, sent, sent + piece));
+                sent += piece;
+            }
+            client.send(Arrays.copyOfRange(first, sent, size));
+            // A second large WRITE over the same range, its header glued to its payload and to a READ request.
+            final byte[] glued = new byte[64 + size + 64];
+            System.arraycopy(RawClient.header(Opcode.WRITE, 2, segment.id(), offset, size), 0, glued, 0, 64);
+            System.arraycopy(second, 0, glued, 64, size);
+            System.arraycopy(RawClient.header(Opcode.READ, 3, segment.id(), offset, size), 0, glued, 64 + size, 64);
+            client.send(glued);
+
+            final FrameHeader one = client.readHeader();
+            assertThat(one.requestId).isEqualTo(1);
+            assertThat(one.status).isZero();
+            final FrameHeader two = client.readHeader();
+            assertThat(two.requestId).isEqualTo(2);
+            assertThat(two.status).isZero();
+            final FrameHeader three = client.readHeader();
+            assertThat(three.requestId).isEqualTo(3);
+            assertThat(three.status).isZero();
+            assertThat(client.readPayload(size)).isEqualTo(second);
+        }
+        assertThat(segmentBytes(segment, offset, size)).isEqualTo(second);
+        assertThat(segmentBytes(segment, 0, (int)offset))
+            .isEqualTo(Arrays.copyOfRange(before, 0, (int)offset));
+        assertThat(segmentBytes(segment, offset + size, 8192))
+            .isEqualTo(Arrays.copyOfRange(before, (int)offset + size, before.length));
     }
 
     @Test
