@@ -1,6 +1,7 @@
 package io.granary.cli;
 
 import io.granary.cli.LoopbackBaseline.Shape;
+import io.granary.client.ClientConfig;
 import io.granary.client.ErrorCode;
 import io.granary.client.GranaryClient;
 import io.granary.client.GranaryException;
@@ -125,6 +126,16 @@ final class BenchCommand implements Callable<Integer>
     @Option(names = "--verify", description = "Compare every value read (default: every 10th).")
     private boolean verifyAll;
 
+    @Option(names = "--checksums", arity = "1", paramLabel = "true|false", defaultValue = "true",
+        description = "Record a CRC32C of every value at put and check it on every get (the client's default); "
+            + "false measures without.")
+    private boolean checksums;
+
+    @Option(names = "--data-tokens", arity = "1", paramLabel = "true|false", defaultValue = "true",
+        description = "With --local: the master issues data-plane access tokens and the nodes check them (the "
+            + "master's default); false measures without.")
+    private boolean dataTokens;
+
     @Option(names = "--keep", description = "Leave the keys in the cluster.")
     private boolean keep;
 
@@ -175,7 +186,7 @@ final class BenchCommand implements Callable<Integer>
         {
             info.println("cluster: master " + clientOptions.master);
             info.flush();
-            try (GranaryClient client = clientOptions.connect(spec.commandLine(), clientOptions.master))
+            try (GranaryClient client = GranaryClient.connect(clientConfig(clientOptions.master)))
             {
                 for (final long size : sizes)
                 {
@@ -224,6 +235,14 @@ final class BenchCommand implements Callable<Integer>
         require(nodes >= 1 && nodes <= 64, "--nodes must be in 1..64, was " + nodes);
         require(warmupOption == null || warmupOption >= 0, "--warmup must not be negative, was " + warmupOption);
         require(replicas >= 1, "--replicas must be positive, was " + replicas);
+        require(local || !cmd.getParseResult().hasMatchedOption("--data-tokens"),
+            "--data-tokens applies to --local clusters; a running master has its own --data-tokens");
+    }
+
+    /** The client settings of the shared flags plus --checksums. */
+    private ClientConfig clientConfig(final String masterAddress)
+    {
+        return clientOptions.config(spec.commandLine(), masterAddress).toBuilder().checksums(checksums).build();
     }
 
     private void require(final boolean condition, final String message)
@@ -242,18 +261,18 @@ final class BenchCommand implements Callable<Integer>
         final long valuesStored = (long)count * (op == Op.mixed ? 2 : 1) + warmup;
         final long segmentSize = segmentSizeOption != null ? segmentSizeOption :
             localSegmentSize(valuesStored * size * replicas, nodes * segmentsPerNode);
-        info.printf(Locale.ROOT, "cluster: in-process, %d node(s) x %d segment(s) of %s%s%n", nodes,
-            segmentsPerNode, Units.formatBytes(segmentSize), preTouch ? ", pre-touched" : "");
+        info.printf(Locale.ROOT, "cluster: in-process, %d node(s) x %d segment(s) of %s%s, data tokens %s%n", nodes,
+            segmentsPerNode, Units.formatBytes(segmentSize), preTouch ? ", pre-touched" : "", dataTokens ? "on" : "off");
         info.flush();
         try (LocalCluster cluster = LocalCluster.builder()
             .nodes(nodes)
             .segmentsPerNode(segmentsPerNode)
             .segmentSizeBytes(segmentSize)
+            .masterContext(LocalCluster.defaultMasterContext().dataTokens(dataTokens))
             .nodeContext(ctx -> ctx.preTouch(preTouch))
             .start())
         {
-            final GranaryClient client = cluster.newClient(clientOptions.config(spec.commandLine(),
-                cluster.masterAddress()));
+            final GranaryClient client = cluster.newClient(clientConfig(cluster.masterAddress()));
             return runSize(client, size, warmup, runPrefix, rows, notes);
         }
     }
@@ -272,8 +291,8 @@ final class BenchCommand implements Callable<Integer>
         final String prefix = runPrefix + sizeLabel + "/";
         final PutOptions options = PutOptions.builder().replicas(replicas).build();
         info.printf(Locale.ROOT, "bench: %d x %s values, concurrency %d, batch %d, replicas %d, op %s%s, warmup %d, "
-                + "keys %s*%n", count, Units.formatBytes(size), concurrency, batch, replicas, op,
-            op == Op.mixed ? " (read ratio " + readRatio + ")" : "", warmup, prefix);
+                + "checksums %s, keys %s*%n", count, Units.formatBytes(size), concurrency, batch, replicas, op,
+            op == Op.mixed ? " (read ratio " + readRatio + ")" : "", warmup, checksums ? "on" : "off", prefix);
         info.flush();
 
         final Map<Shape, LoopbackBaseline.Result> limits = baseline ? measureBaseline(size) : Map.of();
@@ -774,6 +793,11 @@ final class BenchCommand implements Callable<Integer>
             fields.put("concurrency", bench.concurrency);
             fields.put("batch", bench.batch);
             fields.put("replicas", bench.replicas);
+            fields.put("checksums", bench.checksums);
+            if (bench.local)
+            {
+                fields.put("dataTokens", bench.dataTokens);
+            }
             fields.put("values", values);
             fields.put("errors", errors);
             fields.put("seconds", seconds);

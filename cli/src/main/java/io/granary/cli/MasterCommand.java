@@ -109,6 +109,17 @@ final class MasterCommand implements Callable<Integer>
     @Option(names = "--list-keys-limit", paramLabel = "N", description = "Most keys one ListKeys answer carries.")
     private int listKeysLimit;
 
+    @Option(names = "--data-tokens", arity = "1", paramLabel = "true|false",
+        showDefaultValue = CommandLine.Help.Visibility.ALWAYS,
+        description = "Issue data-plane access tokens with every extent and make nodes refuse frames without a "
+            + "valid one; false issues none (nodes then accept any frame).")
+    private boolean dataTokens;
+
+    @Option(names = "--token-key-file", paramLabel = "FILE",
+        description = "File with the 256-bit token key as 64 hex digits (e.g. 'openssl rand -hex 32'), so tokens "
+            + "survive a master restart; empty draws a random key at every start.")
+    private String tokenKeyFile;
+
     @Option(names = "--log-level", paramLabel = "LEVEL", defaultValue = "info",
         description = "Log level on stderr: " + Logging.LEVELS + ".")
     private String logLevel;
@@ -186,7 +197,9 @@ final class MasterCommand implements Callable<Integer>
             .putReleaseTimeout(putReleaseTimeout)
             .metadataShards(metadataShards)
             .allocationGranularity(allocationGranularity)
-            .listKeysLimit(listKeysLimit);
+            .listKeysLimit(listKeysLimit)
+            .dataTokens(dataTokens)
+            .tokenKeyFile(tokenKeyFile == null ? "" : tokenKeyFile);
     }
 
     static String hostPort(final String host, final int port)

@@ -39,6 +39,7 @@ public final class ClientConfig
     private final String localHost;
     private final boolean fastLookups;
     private final MeterRegistry meterRegistry;
+    private final boolean checksums;
 
     private ClientConfig(final Builder b)
     {
@@ -59,6 +60,7 @@ public final class ClientConfig
         this.localHost = b.localHost;
         this.fastLookups = b.fastLookups;
         this.meterRegistry = b.meterRegistry;
+        this.checksums = b.checksums;
     }
 
     public static Builder builder()
@@ -120,6 +122,7 @@ public final class ClientConfig
         b.localHost = localHost;
         b.fastLookups = fastLookups;
         b.meterRegistry = meterRegistry;
+        b.checksums = checksums;
         return b;
     }
 
@@ -139,6 +142,16 @@ public final class ClientConfig
     public boolean fastLookups()
     {
         return fastLookups;
+    }
+
+    /**
+     * Whether puts record a CRC32C of every value with the master and gets check the bytes they receive against it
+     * (default true): a replica that returns other bytes is skipped, and a get whose every replica did fails with
+     * CHECKSUM_MISMATCH. Off, puts record no checksum and gets check none.
+     */
+    public boolean checksums()
+    {
+        return checksums;
     }
 
     /** host:port of the master's gRPC port. */
@@ -252,7 +265,8 @@ public final class ClientConfig
             ", ioThreads=" + ioThreads + ", maxQueuedTransfersPerPeer=" + maxQueuedTransfersPerPeer +
             ", maxPendingAdmissionsPerPeer=" + maxPendingAdmissionsPerPeer + ", admissionTimeout=" + admissionTimeout +
             ", clientId=" + clientId + ", localHost=" + (localHost == null ? "<this machine>" : localHost) +
-            ", metrics=" + (meterRegistry == null ? "off" : "on") + "]";
+            ", metrics=" + (meterRegistry == null ? "off" : "on") +
+            ", checksums=" + checksums + "]";
     }
 
     @Override
@@ -275,7 +289,7 @@ public final class ClientConfig
             maxPendingAdmissionsPerPeer == c.maxPendingAdmissionsPerPeer &&
             admissionTimeout.equals(c.admissionTimeout) &&
             clientId.equals(c.clientId) && Objects.equals(localHost, c.localHost) &&
-            meterRegistry == c.meterRegistry;
+            meterRegistry == c.meterRegistry && checksums == c.checksums;
     }
 
     @Override
@@ -304,6 +318,7 @@ public final class ClientConfig
         private String localHost;
         private boolean fastLookups = true;
         private MeterRegistry meterRegistry;
+        private boolean checksums = true;
 
         private Builder()
         {
@@ -417,6 +432,13 @@ public final class ClientConfig
         public Builder meterRegistry(final MeterRegistry meterRegistry)
         {
             this.meterRegistry = meterRegistry;
+            return this;
+        }
+
+        /** See {@link ClientConfig#checksums()}. */
+        public Builder checksums(final boolean checksums)
+        {
+            this.checksums = checksums;
             return this;
         }
 

@@ -39,6 +39,18 @@ class ClientConfigTest
         assertThat(config.ioThreads()).isEqualTo(new TransferConfig().ioThreads());
         assertThat(config.localHost()).isNull();
         assertThat(config.clientId()).isNotBlank();
+        assertThat(config.checksums()).isTrue();
+    }
+
+    @Test
+    void shouldKeepTheChecksumsSwitchThroughToBuilder()
+    {
+        final ClientConfig off = valid().checksums(false).build();
+
+        assertThat(off.checksums()).isFalse();
+        assertThat(off.toBuilder().build()).isEqualTo(off);
+        assertThat(off.toBuilder().checksums(true).build()).isNotEqualTo(off);
+        assertThat(off.toString()).contains("checksums=false");
     }
 
     @Test

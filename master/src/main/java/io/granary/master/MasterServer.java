@@ -15,6 +15,10 @@ import io.granary.master.rpc.MasterRequestHandler;
 import io.granary.master.rpc.RpcMetrics;
 import io.granary.master.segment.MountedSegment;
 import io.granary.master.segment.SegmentRegistry;
+import io.granary.master.token.TokenIssuer;
+import io.granary.protocol.AccessTokenCodec;
+import io.granary.protocol.FrameDescriptor;
+import io.granary.protocol.Limits;
 import io.grpc.Server;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
@@ -34,8 +38,13 @@ import org.slf4j.LoggerFactory;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.InvalidPathException;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.HashSet;
+import java.util.HexFormat;
 import java.util.List;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -73,6 +82,9 @@ public final class MasterServer implements AutoCloseable
         private int metadataShards = Configuration.METADATA_SHARDS_DEFAULT;
         private int allocationGranularity = Configuration.ALLOCATION_GRANULARITY_DEFAULT;
         private int listKeysLimit = Configuration.LIST_KEYS_LIMIT_DEFAULT;
+        private boolean dataTokens = Configuration.DATA_TOKENS_DEFAULT;
+        private String tokenKeyFile = Configuration.TOKEN_KEY_FILE_DEFAULT;
+        private byte[] tokenKey;
         private boolean housekeeping = true;
         private Clock clock = Clock.SYSTEM;
 
@@ -267,6 +279,42 @@ public final class MasterServer implements AutoCloseable
             return this;
         }
 
+        public boolean dataTokens()
+        {
+            return dataTokens;
+        }
+
+        /**
+         * Whether the master issues data-plane access tokens with every extent it grants and hands each node a key
+         * to check them (default true); false issues none and nodes accept frames without one.
+         */
+        public Context dataTokens(final boolean dataTokens)
+        {
+            this.dataTokens = dataTokens;
+            return this;
+        }
+
+        public String tokenKeyFile()
+        {
+            return tokenKeyFile;
+        }
+
+        /**
+         * File holding the 256-bit token key as 64 hex digits (whitespace around them ignored), so that tokens stay
+         * valid across master restarts; empty (default) draws a random key at every start.
+         */
+        public Context tokenKeyFile(final String tokenKeyFile)
+        {
+            this.tokenKeyFile = tokenKeyFile;
+            return this;
+        }
+
+        /** The key read from {@link #tokenKeyFile()} by {@link #conclude()}, or null for a random one. */
+        public byte[] tokenKey()
+        {
+            return tokenKey == null ? null : tokenKey.clone();
+        }
+
         public boolean housekeeping()
         {
             return housekeeping;
@@ -326,8 +374,31 @@ public final class MasterServer implements AutoCloseable
                 Integer.bitCount(allocationGranularity) == 1,
                 "--allocation-granularity must be a power of two in 8..1048576, was " + allocationGranularity);
             require(listKeysLimit >= 1, "--list-keys-limit must be positive, was " + listKeysLimit);
+            require(tokenKeyFile != null, "--token-key-file must not be null (empty means a random key)");
+            tokenKey = tokenKeyFile.isBlank() ? null : readTokenKey(tokenKeyFile);
             require(clock != null, "clock must not be null");
             return this;
+        }
+
+        /** Reads a key file of 64 hex digits. @throws IllegalArgumentException naming the flag and the problem. */
+        static byte[] readTokenKey(final String file)
+        {
+            final String text;
+            try
+            {
+                final Path path = Path.of(file);
+                require(Files.size(path) <= 4096, "--token-key-file " + file + " is too large for a key file");
+                text = Files.readString(path, StandardCharsets.US_ASCII).strip();
+            }
+            catch (final IOException | InvalidPathException ex)
+            {
+                throw new IllegalArgumentException("--token-key-file " + file + " cannot be read: " + ex, ex);
+            }
+            require(text.length() == 2 * AccessTokenCodec.KEY_LENGTH && text.chars().allMatch(
+                c -> (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')),
+                "--token-key-file " + file + " must hold the key as " + 2 * AccessTokenCodec.KEY_LENGTH +
+                " hex digits (e.g. from 'openssl rand -hex 32')");
+            return HexFormat.of().parseHex(text);
         }
 
         private static void requirePositive(final Duration d, final String flag)
@@ -359,6 +430,9 @@ public final class MasterServer implements AutoCloseable
             s.putDiscardTimeoutNs = putDiscardTimeout.toNanos();
             s.putReleaseTimeoutNs = putReleaseTimeout.toNanos();
             s.listKeysLimit = listKeysLimit;
+            // A token's grant fields are 32-bit: with tokens, no value may be longer than a token can cover.
+            s.maxValueBytes = dataTokens ? Math.min(Limits.MAX_VALUE_BYTES, FrameDescriptor.MAX_GRANT_LENGTH) :
+                Limits.MAX_VALUE_BYTES;
             return s;
         }
     }
@@ -371,6 +445,7 @@ public final class MasterServer implements AutoCloseable
     private final BatchProbe probe;
     private final PrometheusMeterRegistry meters = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
     private final MasterMetrics metrics;
+    private final TokenIssuer tokenIssuer;
     private final EventLoopGroup bossGroup;
     private final EventLoopGroup workerGroup;
     private final Server grpcServer;
@@ -387,6 +462,9 @@ public final class MasterServer implements AutoCloseable
         this.registry = new SegmentRegistry(ctx.clock(), (id, name, size) ->
             new SegmentAllocation(id, name, new TlsfExtentAllocator(size, granularity)));
         this.store = new MetadataStore(ctx.storeSettings(), ctx.clock(), registry);
+        this.tokenIssuer = ctx.dataTokens() ?
+            new TokenIssuer(ctx.tokenKey() != null ? ctx.tokenKey() : AccessTokenCodec.newRandomKey()) : null;
+        store.replicaTokens(tokenIssuer);
         this.evictor = new Evictor(store, registry, ctx.evictionHighWatermark(), ctx.evictionRatio(),
             ctx.allowEvictSoftPinned()).attach();
         this.probe = new BatchProbe(store);
@@ -485,9 +563,11 @@ public final class MasterServer implements AutoCloseable
     {
         ctx.conclude();
         final MasterServer server = new MasterServer(ctx);
-        LOG.info("master ready: grpc={}:{} lookup={} admin={} shards={} lease-ttl={} node-ttl={}",
+        LOG.info("master ready: grpc={}:{} lookup={} admin={} shards={} lease-ttl={} node-ttl={} data-tokens={}",
             ctx.host(), server.grpcPort(), server.lookupPort(), server.adminPort(), ctx.metadataShards(),
-            Units.formatDuration(ctx.leaseTtl()), Units.formatDuration(ctx.nodeTtl()));
+            Units.formatDuration(ctx.leaseTtl()), Units.formatDuration(ctx.nodeTtl()),
+            !ctx.dataTokens() ? "off" : ctx.tokenKey() != null ? "on (key from " + ctx.tokenKeyFile() + ")" :
+            "on (random key)");
         return server;
     }
 
@@ -509,6 +589,12 @@ public final class MasterServer implements AutoCloseable
     public Evictor evictor()
     {
         return evictor;
+    }
+
+    /** The issuer of data-plane access tokens, or null when the master issues none ({@code --data-tokens=false}). */
+    public TokenIssuer tokenIssuer()
+    {
+        return tokenIssuer;
     }
 
     /** The bound gRPC port. */

@@ -6,6 +6,7 @@ import io.granary.node.admin.NodeMetrics;
 import io.granary.node.master.MasterLink;
 import io.granary.node.segment.Segment;
 import io.granary.node.segment.SegmentRegistry;
+import io.granary.node.transfer.AccessTokenVerifier;
 import io.granary.node.transfer.TransferMetrics;
 import io.granary.node.transfer.TransferServer;
 import io.granary.protocol.FrameDescriptor;
@@ -45,7 +46,8 @@ public final class StorageNode implements AutoCloseable
     {
         this.ctx = ctx;
         transferServer = new TransferServer(ctx.host(), ctx.transferPort(), registry, ctx.maxFrameBytes(),
-            ctx.ioThreads(), ctx.preferEpoll(), new TransferMetrics(meters)).start();
+            ctx.ioThreads(), ctx.preferEpoll(), new TransferMetrics(meters), new AccessTokenVerifier(ctx.clock()))
+            .start();
         metrics = new NodeMetrics(meters, transferServer, registry, this::masterLink);
         MasterLink link = null;
         NodeAdminServer adminServer = null;
@@ -63,6 +65,7 @@ public final class StorageNode implements AutoCloseable
             }
             link = new MasterLink(ctx.masterAddress(), nodeId, name, endpoint, registry.segments(),
                 ctx.heartbeatIntervalMs(), ctx.masterRpcTimeoutMs(), ctx.clock());
+            link.tokenKeyListener(transferServer.tokenVerifier()::updateKey);
             if (ctx.adminPort() >= 0)
             {
                 try

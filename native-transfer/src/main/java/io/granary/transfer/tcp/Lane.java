@@ -1,7 +1,6 @@
 package io.granary.transfer.tcp;
 
 import io.granary.protocol.FrameDescriptor;
-import io.granary.protocol.FrameHeader;
 import io.granary.protocol.Opcode;
 import io.netty.bootstrap.Bootstrap;
 import io.netty.buffer.ByteBuf;
@@ -240,9 +239,7 @@ final class Lane
         final long requestId = track(slice);
 
         final ByteBuf header = ch.alloc().directBuffer(FrameDescriptor.HEADER_LENGTH, FrameDescriptor.HEADER_LENGTH);
-        FrameHeader.encode(
-            header, slice.opcode, 0, requestId, slice.segmentId, 0, slice.remoteOffset, slice.length,
-            slice.tokenExpiryMs, slice.tokenMac);
+        slice.encodeHeader(header, requestId);
         if (slice.opcode == Opcode.WRITE && slice.length > 0)
         {
             ch.write(header, ch.voidPromise());

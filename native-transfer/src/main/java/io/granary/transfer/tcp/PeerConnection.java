@@ -83,10 +83,10 @@ final class PeerConnection
         return admission.pendingAdmissions();
     }
 
-    CompletableFuture<Integer> submit(final TransferRequest request, final long tokenExpiryMs, final byte[] tokenMac)
+    CompletableFuture<Integer> submit(final TransferRequest request, final FrameToken token)
     {
         final PendingTransfer transfer = new PendingTransfer(
-            this, request, sliceBytes, nextLane.getAndIncrement(), tokenExpiryMs, tokenMac);
+            this, request, sliceBytes, nextLane.getAndIncrement(), token);
         admission.submit(transfer);
         return transfer.future();
     }

@@ -1,5 +1,6 @@
 package io.granary.transfer.tcp;
 
+import io.granary.protocol.FrameHeader;
 import io.granary.protocol.Opcode;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
@@ -23,8 +24,8 @@ final class TransferSlice extends InflightFrame implements ChannelFutureListener
     final int segmentId;
     final long remoteOffset;
     final int length;
-    final long tokenExpiryMs;
-    final byte[] tokenMac;
+    /** The transfer's access token, or null. */
+    final FrameToken token;
 
     private final PendingTransfer transfer;
     private final ByteBuffer local;
@@ -42,8 +43,7 @@ final class TransferSlice extends InflightFrame implements ChannelFutureListener
         final long remoteOffset,
         final ByteBuffer local,
         final int length,
-        final long tokenExpiryMs,
-        final byte[] tokenMac)
+        final FrameToken token)
     {
         this.transfer = transfer;
         this.opcode = opcode;
@@ -52,8 +52,7 @@ final class TransferSlice extends InflightFrame implements ChannelFutureListener
         this.local = local;
         this.localEnd = local.limit();
         this.length = length;
-        this.tokenExpiryMs = tokenExpiryMs;
-        this.tokenMac = tokenMac;
+        this.token = token;
     }
 
     @Override
@@ -84,6 +83,21 @@ final class TransferSlice extends InflightFrame implements ChannelFutureListener
     boolean payloadPending()
     {
         return !payloadWritten;
+    }
+
+    /** Writes this slice's request header with {@code requestId}, its token placed in the transfer's grant. */
+    void encodeHeader(final ByteBuf out, final long requestId)
+    {
+        final FrameToken t = token;
+        if (t == null)
+        {
+            FrameHeader.encode(out, opcode, 0, requestId, segmentId, 0, remoteOffset, length, 0, null);
+        }
+        else
+        {
+            FrameHeader.encode(out, opcode, 0, requestId, segmentId, 0, remoteOffset, length, t.deltaOf(remoteOffset),
+                t.grantLength, t.expirySec, t.mac);
+        }
     }
 
     /** The WRITE payload: a zero-copy view of the caller's range. */

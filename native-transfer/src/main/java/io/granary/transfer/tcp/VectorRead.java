@@ -69,9 +69,7 @@ final class VectorRead extends InflightFrame
         FrameHeader.encode(out, Opcode.READV, 0, id, 0, 0, 0, (long)count * FrameDescriptor.HEADER_LENGTH, 0, null);
         for (int i = 0; i < count; i++)
         {
-            final TransferSlice s = slices[i];
-            FrameHeader.encode(out, Opcode.READ, 0, i, s.segmentId, 0, s.remoteOffset, s.length, s.tokenExpiryMs,
-                s.tokenMac);
+            slices[i].encodeHeader(out, i); // the READ request it would have been alone, token included
         }
     }
 

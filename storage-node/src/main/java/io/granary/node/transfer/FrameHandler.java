@@ -30,6 +30,7 @@ final class FrameHandler extends ChannelInboundHandlerAdapter implements InPlace
     private final SegmentRegistry registry;
     private final int maxFrameBytes;
     private final FrameHeader header = new FrameHeader();
+    private final AccessTokenVerifier.Checker tokens;
     private HeaderAssembler headers;
     private boolean broken;
     private boolean flushPending;
@@ -65,6 +66,7 @@ final class FrameHandler extends ChannelInboundHandlerAdapter implements InPlace
         this.registry = registry;
         this.maxFrameBytes = maxFrameBytes;
         this.receiveInPlace = receiveInPlace && MemoryCopier.ZERO_COPY_READS;
+        this.tokens = server.tokenVerifier().newChecker();
     }
 
     @Override
@@ -229,9 +231,18 @@ final class FrameHandler extends ChannelInboundHandlerAdapter implements InPlace
         }
     }
 
-    /** Validation of one request before any byte moves: segment known, then range non-empty and inside it. */
+    /**
+     * Validation of one request before any byte moves: access token, then segment known, then range non-empty and
+     * inside it.
+     */
     private int check(final Segment segment, final FrameHeader request)
     {
+        final int tokenStatus = checkToken(request);
+        if (tokenStatus != 0)
+        {
+            server.onErrorResponse();
+            return tokenStatus;
+        }
         if (segment == null)
         {
             server.onErrorResponse();
@@ -344,6 +355,15 @@ final class FrameHandler extends ChannelInboundHandlerAdapter implements InPlace
         {
             entries.release();
         }
+    }
+
+    /**
+     * Access control (docs/protocol.md, "Access tokens"): once the master gave this node a key, the frame's token must
+     * grant this operation on a range holding the frame's; 0 or ACCESS_DENIED / TOKEN_EXPIRED.
+     */
+    private int checkToken(final FrameHeader request)
+    {
+        return tokens.check(request);
     }
 
     /** WRITE payload bytes the socket read put straight into segment memory: only count them. */

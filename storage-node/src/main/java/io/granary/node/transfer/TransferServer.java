@@ -1,5 +1,6 @@
 package io.granary.node.transfer;
 
+import io.granary.common.Clock;
 import io.granary.node.segment.SegmentRegistry;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.channel.Channel;
@@ -43,6 +44,7 @@ public final class TransferServer implements AutoCloseable
     private final int requestedPort;
     private final SegmentRegistry registry;
     private final int maxFrameBytes;
+    private final AccessTokenVerifier tokenVerifier;
     private final boolean epoll;
     private final EventLoopGroup group;
     private final ChannelGroup connections =
@@ -63,6 +65,8 @@ public final class TransferServer implements AutoCloseable
     private final TransferMetrics metrics;
 
     /**
+     * A server without access control until a key is installed in {@link #tokenVerifier()}.
+     *
      * @param port          0 for an ephemeral port.
      * @param maxFrameBytes longest range a single frame may carry; longer frames close the connection.
      */
@@ -74,7 +78,8 @@ public final class TransferServer implements AutoCloseable
         final int ioThreads,
         final boolean preferEpoll)
     {
-        this(host, port, registry, maxFrameBytes, ioThreads, preferEpoll, TransferMetrics.NONE);
+        this(host, port, registry, maxFrameBytes, ioThreads, preferEpoll, TransferMetrics.NONE,
+            new AccessTokenVerifier(Clock.SYSTEM));
     }
 
     /** @param metrics the latency histograms the frame handlers record into. */
@@ -87,7 +92,40 @@ public final class TransferServer implements AutoCloseable
         final boolean preferEpoll,
         final TransferMetrics metrics)
     {
+        this(host, port, registry, maxFrameBytes, ioThreads, preferEpoll, metrics, new AccessTokenVerifier(Clock.SYSTEM));
+    }
+
+    /** @param tokenVerifier checks every READ and WRITE frame's access token once it holds a key. */
+    public TransferServer(
+        final String host,
+        final int port,
+        final SegmentRegistry registry,
+        final int maxFrameBytes,
+        final int ioThreads,
+        final boolean preferEpoll,
+        final AccessTokenVerifier tokenVerifier)
+    {
+        this(host, port, registry, maxFrameBytes, ioThreads, preferEpoll, TransferMetrics.NONE, tokenVerifier);
+    }
+
+    /**
+     * @param port          0 for an ephemeral port.
+     * @param maxFrameBytes longest range a single frame may carry; longer frames close the connection.
+     * @param metrics       the latency histograms the frame handlers record into.
+     * @param tokenVerifier checks every READ and WRITE frame's access token once it holds a key.
+     */
+    public TransferServer(
+        final String host,
+        final int port,
+        final SegmentRegistry registry,
+        final int maxFrameBytes,
+        final int ioThreads,
+        final boolean preferEpoll,
+        final TransferMetrics metrics,
+        final AccessTokenVerifier tokenVerifier)
+    {
         this.metrics = metrics;
+        this.tokenVerifier = tokenVerifier;
         this.host = host;
         this.requestedPort = port;
         this.registry = registry;
@@ -153,6 +191,12 @@ public final class TransferServer implements AutoCloseable
     public int port()
     {
         return port;
+    }
+
+    /** The access-token check of this server's frames (install or remove the key there). */
+    public AccessTokenVerifier tokenVerifier()
+    {
+        return tokenVerifier;
     }
 
     public long bytesIn()
