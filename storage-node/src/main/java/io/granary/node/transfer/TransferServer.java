@@ -92,7 +92,8 @@ public final class TransferServer implements AutoCloseable
         final boolean preferEpoll,
         final TransferMetrics metrics)
     {
-        this(host, port, registry, maxFrameBytes, ioThreads, preferEpoll, metrics, new AccessTokenVerifier(Clock.SYSTEM));
+        this(host, port, registry, maxFrameBytes, ioThreads, preferEpoll, metrics,
+            new AccessTokenVerifier(Clock.SYSTEM));
     }
 
     /** @param tokenVerifier checks every READ and WRITE frame's access token once it holds a key. */
