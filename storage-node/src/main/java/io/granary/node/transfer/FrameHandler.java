@@ -19,7 +19,7 @@ import static io.granary.proto.ErrorCode.SEGMENT_NOT_FOUND_VALUE;
 
 /**
  * Serves the frames of one client connection: a state machine that reads a 64-byte header, checks the
- * segment and range before any byte moves, streams WRITE payloads straight into segment memory and
+ * access token, segment and range before any byte moves, streams WRITE payloads straight into segment memory and
  * sends READ payloads from it without copying. Runs on the connection's event loop only.
  */
 final class FrameHandler extends ChannelInboundHandlerAdapter implements InPlaceReceiveAllocator.Receiver
