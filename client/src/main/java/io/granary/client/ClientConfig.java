@@ -1,5 +1,6 @@
 package io.granary.client;
 
+import io.granary.common.tls.TlsSettings;
 import io.granary.protocol.Limits;
 import io.granary.transfer.TransferConfig;
 import io.granary.transfer.TransportKind;
@@ -31,6 +32,7 @@ public final class ClientConfig
     private final String clientId;
     private final String localHost;
     private final boolean fastLookups;
+    private final TlsSettings tls;
 
     private ClientConfig(final Builder b)
     {
@@ -49,6 +51,7 @@ public final class ClientConfig
         this.clientId = b.clientId == null ? UUID.randomUUID().toString() : b.clientId;
         this.localHost = b.localHost;
         this.fastLookups = b.fastLookups;
+        this.tls = b.tls;
     }
 
     public static Builder builder()
@@ -75,6 +78,7 @@ public final class ClientConfig
         b.clientId = clientId;
         b.localHost = localHost;
         b.fastLookups = fastLookups;
+        b.tls = tls;
         return b;
     }
 
@@ -166,6 +170,16 @@ public final class ClientConfig
         return localHost;
     }
 
+    /**
+     * TLS towards the master (gRPC and lookup port) and every storage node (default off): servers'
+     * certificates are verified against the trust anchors ({@code --tls-ca}, else the JDK's CAs) and the
+     * address they are reached at; the client certificate, when configured, is presented to servers that ask.
+     */
+    public TlsSettings tls()
+    {
+        return tls;
+    }
+
     /** The transfer-engine settings these values stand for (a fresh, concluded copy). */
     public TransferConfig transferConfig()
     {
@@ -178,6 +192,7 @@ public final class ClientConfig
             .maxQueuedTransfersPerPeer(maxQueuedTransfersPerPeer)
             .maxPendingAdmissionsPerPeer(maxPendingAdmissionsPerPeer)
             .admissionTimeoutMs(admissionTimeout.toMillis())
+            .tls(tls)
             .conclude();
     }
 
@@ -189,7 +204,8 @@ public final class ClientConfig
             ", transferTimeout=" + transferTimeout + ", connectTimeout=" + connectTimeout +
             ", ioThreads=" + ioThreads + ", maxQueuedTransfersPerPeer=" + maxQueuedTransfersPerPeer +
             ", maxPendingAdmissionsPerPeer=" + maxPendingAdmissionsPerPeer + ", admissionTimeout=" + admissionTimeout +
-            ", clientId=" + clientId + ", localHost=" + (localHost == null ? "<this machine>" : localHost) + "]";
+            ", clientId=" + clientId + ", localHost=" + (localHost == null ? "<this machine>" : localHost) +
+            ", tls=" + tls + "]";
     }
 
     @Override
@@ -210,7 +226,7 @@ public final class ClientConfig
             ioThreads == c.ioThreads && maxQueuedTransfersPerPeer == c.maxQueuedTransfersPerPeer &&
             maxPendingAdmissionsPerPeer == c.maxPendingAdmissionsPerPeer &&
             admissionTimeout.equals(c.admissionTimeout) &&
-            clientId.equals(c.clientId) && Objects.equals(localHost, c.localHost);
+            clientId.equals(c.clientId) && Objects.equals(localHost, c.localHost) && tls.equals(c.tls);
     }
 
     @Override
@@ -237,6 +253,7 @@ public final class ClientConfig
         private String clientId;
         private String localHost;
         private boolean fastLookups = true;
+        private TlsSettings tls = TlsSettings.DISABLED;
 
         private Builder()
         {
@@ -339,7 +356,14 @@ public final class ClientConfig
             return this;
         }
 
-        /** @throws IllegalArgumentException naming the bad setting. */
+        /** See {@link ClientConfig#tls()}; null means plain text. */
+        public Builder tls(final TlsSettings tls)
+        {
+            this.tls = tls == null ? TlsSettings.DISABLED : tls;
+            return this;
+        }
+
+        /** @throws IllegalArgumentException naming the bad setting (for TLS: the flag and the file). */
         public ClientConfig build()
         {
             final String addressProblem = checkHostPort(masterAddress);
@@ -364,6 +388,12 @@ public final class ClientConfig
             {
                 throw new IllegalArgumentException("clientId must not be blank");
             }
+            final String clientIdProblem = clientId == null ? null : Limits.checkClientId(clientId);
+            if (clientIdProblem != null)
+            {
+                throw new IllegalArgumentException("clientId " + clientIdProblem);
+            }
+            tls.validateForClient();
             if (localHost != null && (localHost.isBlank() || hasPort(localHost)))
             {
                 throw new IllegalArgumentException("localHost must be a host name or address without a port, was '" +

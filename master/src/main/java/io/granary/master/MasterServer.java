@@ -2,6 +2,9 @@ package io.granary.master;
 
 import io.granary.common.Clock;
 import io.granary.common.Units;
+import io.granary.common.tls.GrpcTls;
+import io.granary.common.tls.TlsContexts;
+import io.granary.common.tls.TlsSettings;
 import io.granary.master.admin.AdminHttpServer;
 import io.granary.master.alloc.SegmentAllocation;
 import io.granary.master.alloc.TlsfExtentAllocator;
@@ -68,6 +71,7 @@ public final class MasterServer implements AutoCloseable
         private int allocationGranularity = Configuration.ALLOCATION_GRANULARITY_DEFAULT;
         private int listKeysLimit = Configuration.LIST_KEYS_LIMIT_DEFAULT;
         private boolean housekeeping = true;
+        private TlsSettings tls = TlsSettings.DISABLED;
         private Clock clock = Clock.SYSTEM;
 
         public String host()
@@ -273,6 +277,18 @@ public final class MasterServer implements AutoCloseable
             return this;
         }
 
+        /** TLS on the gRPC and lookup ports (default off); with client auth, clients must present certificates. */
+        public TlsSettings tls()
+        {
+            return tls;
+        }
+
+        public Context tls(final TlsSettings tls)
+        {
+            this.tls = tls == null ? TlsSettings.DISABLED : tls;
+            return this;
+        }
+
         public Clock clock()
         {
             return clock;
@@ -321,6 +337,7 @@ public final class MasterServer implements AutoCloseable
                 "--allocation-granularity must be a power of two in 8..1048576, was " + allocationGranularity);
             require(listKeysLimit >= 1, "--list-keys-limit must be positive, was " + listKeysLimit);
             require(clock != null, "clock must not be null");
+            tls.validateForServer(); // names the --tls-* flag and file at fault
             return this;
         }
 
@@ -394,7 +411,7 @@ public final class MasterServer implements AutoCloseable
             epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory());
 
         // Handlers never block (shard locks are short), so they run on the event loop: no hand-off.
-        this.grpcServer = NettyServerBuilder.forAddress(new InetSocketAddress(ctx.host(), ctx.port()))
+        final NettyServerBuilder grpcBuilder = NettyServerBuilder.forAddress(new InetSocketAddress(ctx.host(), ctx.port()))
             .channelType(channelType)
             .bossEventLoopGroup(bossGroup)
             .workerEventLoopGroup(workerGroup)
@@ -402,8 +419,22 @@ public final class MasterServer implements AutoCloseable
             .maxInboundMessageSize(64 << 20)
             .permitKeepAliveTime(10, TimeUnit.SECONDS)
             .permitKeepAliveWithoutCalls(true)
-            .addService(service)
-            .build();
+            .addService(service);
+        final io.netty.handler.ssl.SslContext lookupTls;
+        try
+        {
+            if (ctx.tls().isEnabled())
+            {
+                grpcBuilder.sslContext(GrpcTls.serverContext(ctx.tls()));
+            }
+            lookupTls = TlsContexts.serverContext(ctx.tls());
+        }
+        catch (final IllegalArgumentException ex)
+        {
+            shutdownGroups();
+            throw ex;
+        }
+        this.grpcServer = grpcBuilder.build();
         try
         {
             grpcServer.start();
@@ -419,7 +450,8 @@ public final class MasterServer implements AutoCloseable
         {
             try
             {
-                lookup = new LookupServer(ctx.host(), ctx.lookupPort(), bossGroup, workerGroup, channelType, handler);
+                lookup = new LookupServer(
+                    ctx.host(), ctx.lookupPort(), bossGroup, workerGroup, channelType, handler, lookupTls);
             }
             catch (final RuntimeException ex)
             {
@@ -470,9 +502,10 @@ public final class MasterServer implements AutoCloseable
     {
         ctx.conclude();
         final MasterServer server = new MasterServer(ctx);
-        LOG.info("master started: grpc={}:{} lookup={} admin={} shards={} lease-ttl={} node-ttl={}",
+        LOG.info("master started: grpc={}:{} lookup={} admin={} shards={} lease-ttl={} node-ttl={} tls={}",
             ctx.host(), server.grpcPort(), server.lookupPort(), server.adminPort(), ctx.metadataShards(),
-            Units.formatDuration(ctx.leaseTtl()), Units.formatDuration(ctx.nodeTtl()));
+            Units.formatDuration(ctx.leaseTtl()), Units.formatDuration(ctx.nodeTtl()),
+            ctx.tls().isEnabled() ? "on (client auth " + ctx.tls().clientAuth().flagValue() + ")" : "off");
         return server;
     }
 

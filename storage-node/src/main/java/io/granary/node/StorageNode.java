@@ -1,6 +1,7 @@
 package io.granary.node;
 
 import io.granary.common.Clock;
+import io.granary.common.tls.TlsSettings;
 import io.granary.node.master.MasterLink;
 import io.granary.node.segment.Segment;
 import io.granary.node.segment.SegmentRegistry;
@@ -35,8 +36,8 @@ public final class StorageNode implements AutoCloseable
     private StorageNode(final Context ctx)
     {
         this.ctx = ctx;
-        transferServer = new TransferServer(
-            ctx.host(), ctx.transferPort(), registry, ctx.maxFrameBytes(), ctx.ioThreads(), ctx.preferEpoll()).start();
+        transferServer = new TransferServer(ctx.host(), ctx.transferPort(), registry, ctx.maxFrameBytes(),
+            ctx.ioThreads(), ctx.preferEpoll(), ctx.tls()).start();
         MasterLink link = null;
         try
         {
@@ -51,7 +52,7 @@ public final class StorageNode implements AutoCloseable
                 }
             }
             link = new MasterLink(ctx.masterAddress(), nodeId, name, endpoint, registry.segments(),
-                ctx.heartbeatIntervalMs(), ctx.masterRpcTimeoutMs(), ctx.clock());
+                ctx.heartbeatIntervalMs(), ctx.masterRpcTimeoutMs(), ctx.clock(), ctx.tls());
             link.start();
         }
         catch (final RuntimeException | Error ex)
@@ -184,6 +185,7 @@ public final class StorageNode implements AutoCloseable
         private int ioThreads = Configuration.ioThreads();
         private boolean preTouch = Configuration.preTouch();
         private boolean preferEpoll = Configuration.preferEpoll();
+        private TlsSettings tls = Configuration.tls();
         private Clock clock = Clock.SYSTEM;
 
         /**
@@ -226,6 +228,8 @@ public final class StorageNode implements AutoCloseable
                 FrameDescriptor.MAX_FRAME_LENGTH_LIMIT + ", was " + maxFrameBytes);
             require(ioThreads >= 1 && ioThreads <= 256, "ioThreads must be in 1..256, was " + ioThreads);
             require(clock != null, "clock must not be null");
+            require(tls != null, "tls must not be null");
+            tls.validateForServer(); // names the --tls-* flag and file at fault
             return this;
         }
 
@@ -399,6 +403,22 @@ public final class StorageNode implements AutoCloseable
             return this;
         }
 
+        /**
+         * TLS (default off): the transfer server serves TLS with this certificate and key, and the node's link
+         * to the master speaks TLS too, presenting the same certificate and verifying the master's against the
+         * trust anchors.
+         */
+        public TlsSettings tls()
+        {
+            return tls;
+        }
+
+        public Context tls(final TlsSettings tls)
+        {
+            this.tls = tls == null ? TlsSettings.DISABLED : tls;
+            return this;
+        }
+
         public Clock clock()
         {
             return clock;
@@ -417,7 +437,7 @@ public final class StorageNode implements AutoCloseable
                 transferPort + ", segmentSizeBytes=" + segmentSizeBytes + ", segmentCount=" + segmentCount +
                 ", name=" + name + ", heartbeatIntervalMs=" + heartbeatIntervalMs + ", masterRpcTimeoutMs=" +
                 masterRpcTimeoutMs + ", maxFrameBytes=" + maxFrameBytes + ", ioThreads=" + ioThreads +
-                ", preTouch=" + preTouch + ", preferEpoll=" + preferEpoll + '}';
+                ", preTouch=" + preTouch + ", preferEpoll=" + preferEpoll + ", tls=" + tls + '}';
         }
     }
 }

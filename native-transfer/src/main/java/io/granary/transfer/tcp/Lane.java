@@ -131,7 +131,7 @@ final class Lane
             return;
         }
         final ChannelFuture connectFuture = bootstrap.clone(eventLoop)
-            .handler(new ResponseDecoder(this))
+            .handler(peer.laneHandler(this))
             .connect(address);
         channel = connectFuture.channel();
         connectFuture.addListener((ChannelFuture f) -> onConnectComplete(f));

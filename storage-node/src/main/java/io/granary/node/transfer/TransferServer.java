@@ -1,5 +1,7 @@
 package io.granary.node.transfer;
 
+import io.granary.common.tls.TlsContexts;
+import io.granary.common.tls.TlsSettings;
 import io.granary.node.segment.SegmentRegistry;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.channel.Channel;
@@ -18,6 +20,7 @@ import io.netty.channel.group.ChannelGroup;
 import io.netty.channel.group.DefaultChannelGroup;
 import io.netty.channel.nio.NioIoHandler;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
+import io.netty.handler.ssl.SslContext;
 import io.netty.util.concurrent.DefaultThreadFactory;
 import io.netty.util.concurrent.ImmediateEventExecutor;
 import org.slf4j.Logger;
@@ -44,6 +47,7 @@ public final class TransferServer implements AutoCloseable
     private final SegmentRegistry registry;
     private final int maxFrameBytes;
     private final boolean epoll;
+    private final SslContext sslContext;
     private final EventLoopGroup group;
     private final ChannelGroup connections =
         new DefaultChannelGroup("granary-transfer", ImmediateEventExecutor.INSTANCE);
@@ -71,6 +75,23 @@ public final class TransferServer implements AutoCloseable
         final int ioThreads,
         final boolean preferEpoll)
     {
+        this(host, port, registry, maxFrameBytes, ioThreads, preferEpoll, TlsSettings.DISABLED);
+    }
+
+    /**
+     * @param tls TLS for every connection ({@link TlsSettings#DISABLED}: plain text).
+     * @throws IllegalArgumentException when the TLS files are unusable.
+     */
+    public TransferServer(
+        final String host,
+        final int port,
+        final SegmentRegistry registry,
+        final int maxFrameBytes,
+        final int ioThreads,
+        final boolean preferEpoll,
+        final TlsSettings tls)
+    {
+        this.sslContext = TlsContexts.serverContext(tls);
         this.host = host;
         this.requestedPort = port;
         this.registry = registry;
@@ -104,6 +125,10 @@ public final class TransferServer implements AutoCloseable
                 {
                     connections.add(ch);
                     ch.pipeline().addLast(new FrameHandler(TransferServer.this, registry, maxFrameBytes));
+                    if (sslContext != null)
+                    {
+                        installTls(ch);
+                    }
                 }
             });
         final ChannelFuture bound = bootstrap.bind(host, requestedPort).awaitUninterruptibly();
@@ -122,9 +147,24 @@ public final class TransferServer implements AutoCloseable
             LOG.warn("READs copy once: start the JVM with --add-opens java.base/java.nio=ALL-UNNAMED " +
                 "-Dio.netty.tryReflectionSetAccessible=true to send segment memory without copying");
         }
-        LOG.info("transfer server listening on {}:{} ({} transport, max frame {} bytes)",
-            host, port, epoll ? "epoll" : "nio", maxFrameBytes);
+        LOG.info("transfer server listening on {}:{} ({} transport{}, max frame {} bytes)",
+            host, port, epoll ? "epoll" : "nio", sslContext == null ? "" : ", TLS", maxFrameBytes);
         return this;
+    }
+
+    /**
+     * Puts the TLS handler in front of the frame handler. Frames are then decrypted into the TLS handler's own
+     * buffers, so a receive path that reads the socket straight into segment memory must stay off here.
+     */
+    private void installTls(final Channel ch)
+    {
+        TlsContexts.addServerHandler(ch, sslContext, LOG, "transfer");
+    }
+
+    /** True when every connection speaks TLS. */
+    public boolean tlsEnabled()
+    {
+        return sslContext != null;
     }
 
     public String host()
