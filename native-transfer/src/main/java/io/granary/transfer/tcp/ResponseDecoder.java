@@ -1,5 +1,6 @@
 package io.granary.transfer.tcp;
 
+import io.granary.common.tls.TlsContexts;
 import io.granary.protocol.FrameDescriptor;
 import io.granary.protocol.FrameHeader;
 import io.granary.protocol.HeaderAssembler;
@@ -152,7 +153,14 @@ final class ResponseDecoder extends ChannelInboundHandlerAdapter
         if (!broken)
         {
             broken = true;
-            LOG.debug("transfer lane to {} failed: {}", lane.endpoint(), cause.toString());
+            if (cause.getCause() instanceof javax.net.ssl.SSLException)
+            {
+                LOG.warn("transfer lane to {} failed: {}", lane.endpoint(), TlsContexts.describe(cause));
+            }
+            else
+            {
+                LOG.debug("transfer lane to {} failed: {}", lane.endpoint(), cause.toString());
+            }
             lane.fail(TRANSFER_FAIL_VALUE, String.valueOf(cause));
         }
         ctx.close();
