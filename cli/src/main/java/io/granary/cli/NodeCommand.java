@@ -1,10 +1,12 @@
 package io.granary.cli;
 
+import io.granary.common.tls.TlsSettings;
 import io.granary.node.Configuration;
 import io.granary.node.StorageNode;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.IDefaultValueProvider;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.ArgSpec;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Model.OptionSpec;
@@ -99,6 +101,14 @@ final class NodeCommand implements Callable<Integer>
         description = "Log level on stderr: " + Logging.LEVELS + ".")
     private String logLevel;
 
+    @Mixin
+    private TlsOptions tls;
+
+    @Option(names = "--tls-client-auth", paramLabel = "MODE", converter = TlsOptions.ClientAuthConverter.class,
+        description = "Whether transfer clients must present a certificate that chains to --tls-ca: none, optional "
+            + "or require (mutual TLS).")
+    private TlsSettings.ClientAuth tlsClientAuth;
+
     @Override
     public Integer call() throws InterruptedException
     {
@@ -178,7 +188,8 @@ final class NodeCommand implements Callable<Integer>
             .masterRpcTimeoutMs(masterRpcTimeout.toMillis())
             .maxFrameBytes((int)maxFrameBytes)
             .ioThreads(ioThreads)
-            .preTouch(preTouch);
+            .preTouch(preTouch)
+            .tls(tls.settings(tlsClientAuth));
     }
 
     /** Names the flag instead of the context field in a conclude() message ("segmentSizeBytes must..."). */
@@ -233,7 +244,16 @@ final class NodeCommand implements Callable<Integer>
             defaults.put("--max-frame", Converters.formatSize(ctx.maxFrameBytes()));
             defaults.put("--io-threads", Integer.toString(ctx.ioThreads()));
             defaults.put("--pre-touch", Boolean.toString(ctx.preTouch()));
+            defaults.put("--tls-cert", pathOrNull(ctx.tls().certChainFile()));
+            defaults.put("--tls-key", pathOrNull(ctx.tls().privateKeyFile()));
+            defaults.put("--tls-ca", pathOrNull(ctx.tls().trustCertsFile()));
+            defaults.put("--tls-client-auth", ctx.tls().clientAuth().flagValue());
             return defaults;
+        }
+
+        private static String pathOrNull(final java.nio.file.Path path)
+        {
+            return path == null ? null : path.toString();
         }
 
         private static String millis(final long ms)
