@@ -4,6 +4,9 @@ import com.google.protobuf.InvalidProtocolBufferException;
 import io.granary.master.meta.KeyBatch;
 import io.netty.buffer.ByteBuf;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 
 /**
@@ -19,13 +22,17 @@ final class BatchRequestDecoder
     private static final int WIRE_FIXED64 = 1;
     private static final int WIRE_LEN = 2;
     private static final int WIRE_FIXED32 = 5;
+    private static final int INITIAL_PAYLOAD_BYTES = 32 << 10;
+    /** A buffer grown above this for one big request is dropped after it, so idle connections stay small. */
+    private static final int RETAINED_PAYLOAD_BYTES = 1 << 20;
+    private static final VarHandle LONGS = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.BIG_ENDIAN);
 
     final KeyBatch keys = new KeyBatch(1024, 16);
     String tenant;
     int mode;
     int candidateSize;
 
-    private byte[] payload = new byte[32 << 10];
+    private byte[] payload = new byte[INITIAL_PAYLOAD_BYTES];
     private int pos;
     private int end;
 
@@ -69,6 +76,10 @@ final class BatchRequestDecoder
             if (wire == WIRE_LEN && (field == keysField || field == tenantField))
             {
                 final int len = readLength();
+                if (!validUtf8(payload, pos, len))
+                {
+                    throw new InvalidProtocolBufferException("string field " + field + " is not valid UTF-8");
+                }
                 if (field == keysField)
                 {
                     keys.addRange(pos, len);
@@ -92,6 +103,81 @@ final class BatchRequestDecoder
                 skip(wire);
             }
         }
+    }
+
+    /** Lets go of a buffer that one big request grew; call once the decoded batch is no longer used. */
+    void trim()
+    {
+        if (payload.length > RETAINED_PAYLOAD_BYTES)
+        {
+            payload = new byte[INITIAL_PAYLOAD_BYTES];
+            keys.wrap(payload);
+        }
+    }
+
+    /**
+     * Whether {@code len} bytes at {@code off} are well-formed UTF-8 (protobuf refuses string fields that are
+     * not, and so must this decoder, or keys could exist here that gRPC cannot name). ASCII runs go 8 at a time.
+     */
+    static boolean validUtf8(final byte[] b, final int off, final int len)
+    {
+        int i = off;
+        final int end = off + len;
+        while (i < end)
+        {
+            if (i + 8 <= end && ((long)LONGS.get(b, i) & 0x8080808080808080L) == 0)
+            {
+                i += 8;
+                continue;
+            }
+            final int c = b[i] & 0xFF;
+            if (c < 0x80)
+            {
+                i++;
+                continue;
+            }
+            final int extra;
+            final int min;
+            if (c >= 0xC2 && c <= 0xDF)
+            {
+                extra = 1;
+                min = 0x80;
+            }
+            else if (c >= 0xE0 && c <= 0xEF)
+            {
+                extra = 2;
+                min = 0x800;
+            }
+            else if (c >= 0xF0 && c <= 0xF4)
+            {
+                extra = 3;
+                min = 0x10000;
+            }
+            else
+            {
+                return false;
+            }
+            if (end - i <= extra)
+            {
+                return false;
+            }
+            int cp = c & (0x3F >> extra);
+            for (int k = 1; k <= extra; k++)
+            {
+                final int cc = b[i + k] & 0xFF;
+                if ((cc & 0xC0) != 0x80)
+                {
+                    return false;
+                }
+                cp = (cp << 6) | (cc & 0x3F);
+            }
+            if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+            {
+                return false;
+            }
+            i += extra + 1;
+        }
+        return true;
     }
 
     private void skip(final int wire) throws InvalidProtocolBufferException

@@ -164,6 +164,10 @@ public final class LookupServer implements AutoCloseable
                     writeError(ctx, method, requestId, STATUS_INTERNAL, String.valueOf(ex));
                     return;
                 }
+                finally
+                {
+                    decoder.trim();
+                }
                 if (response == null)
                 {
                     writeError(ctx, method, requestId, STATUS_UNKNOWN_METHOD, "unknown lookup method " + method);

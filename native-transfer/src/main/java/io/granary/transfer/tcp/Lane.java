@@ -207,6 +207,12 @@ final class Lane
         }
     }
 
+    /** True when this lane sent a request with this id (answered, pending or timed out). */
+    boolean wasIssued(final long requestId)
+    {
+        return requestId > 0 && requestId < nextRequestId;
+    }
+
     /** Takes the slice waiting for {@code requestId}, or null if it is unknown (e.g. timed out). */
     TransferSlice takeInflight(final long requestId)
     {

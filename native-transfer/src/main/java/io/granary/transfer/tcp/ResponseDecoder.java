@@ -4,6 +4,7 @@ import io.granary.common.tls.TlsContexts;
 import io.granary.protocol.FrameDescriptor;
 import io.granary.protocol.FrameHeader;
 import io.granary.protocol.HeaderAssembler;
+import io.granary.proto.ErrorCode;
 import io.granary.protocol.Opcode;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelHandlerContext;
@@ -90,13 +91,28 @@ final class ResponseDecoder extends ChannelInboundHandlerAdapter
     /** @return false when the stream is broken and the lane was failed. */
     private boolean onHeader(final ChannelHandlerContext ctx)
     {
+        if (!lane.wasIssued(header.requestId))
+        {
+            protocolError(ctx, "response " + header + " to a request id this lane never sent");
+            return false;
+        }
         final TransferSlice slice = lane.takeInflight(header.requestId);
         final boolean hasPayload = header.hasPayload();
         if (slice != null && (header.opcode != (slice.opcode | Opcode.RESPONSE_BIT) ||
-            (hasPayload && header.length != slice.length)))
+            header.segmentId != slice.segmentId || header.offset != slice.remoteOffset ||
+            header.length != slice.length))
         {
             slice.complete(TRANSFER_FAIL_VALUE);
-            protocolError(ctx, "response " + header + " does not match its request " + slice);
+            protocolError(ctx, "response " + header + " does not echo its request " + slice);
+            return false;
+        }
+        if (header.status > 0 || (header.status < 0 && ErrorCode.forNumber(header.status) == null))
+        {
+            if (slice != null)
+            {
+                slice.complete(TRANSFER_FAIL_VALUE);
+            }
+            protocolError(ctx, "response " + header + " carries an unknown status");
             return false;
         }
 

@@ -159,9 +159,14 @@ final class FrameHandler extends ChannelInboundHandlerAdapter
         }
     }
 
-    /** Validation before any byte moves: segment known, then range non-empty and inside it. */
+    /** Validation before any byte moves: a request's status 0, segment known, then range non-empty and inside it. */
     private int check(final Segment segment)
     {
+        if (header.status != 0)
+        {
+            server.onErrorResponse();
+            return INVALID_PARAMS_VALUE;
+        }
         if (segment == null)
         {
             server.onErrorResponse();
