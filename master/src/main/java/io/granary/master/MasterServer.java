@@ -12,6 +12,7 @@ import io.granary.master.evict.Evictor;
 import io.granary.master.meta.BatchProbe;
 import io.granary.master.meta.MetadataStore;
 import io.granary.master.rpc.LookupServer;
+import io.granary.master.rpc.MalformedRequests;
 import io.granary.master.rpc.MasterGrpcService;
 import io.granary.master.rpc.MasterRequestHandler;
 import io.granary.master.segment.MountedSegment;
@@ -419,7 +420,7 @@ public final class MasterServer implements AutoCloseable
             .maxInboundMessageSize(64 << 20)
             .permitKeepAliveTime(10, TimeUnit.SECONDS)
             .permitKeepAliveWithoutCalls(true)
-            .addService(service);
+            .addService(MalformedRequests.guard(service.bindService()));
         final io.netty.handler.ssl.SslContext lookupTls;
         try
         {
