@@ -61,7 +61,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  */
 class MasterFuzzTest
 {
-    private static final int CI_GRPC_CASES = 2000;
+    private static final int CI_GRPC_CASES = 1500;
     private static final int CI_LOOKUP_CASES = 3000;
     private static final long DEADLINE_MS = 10_000;
     private static final String[] TENANTS = {"", "default", "t1", "t2"};
