@@ -21,7 +21,11 @@ final class BatchRequestDecoder
     private static final int WIRE_VARINT = 0;
     private static final int WIRE_FIXED64 = 1;
     private static final int WIRE_LEN = 2;
+    private static final int WIRE_START_GROUP = 3;
+    private static final int WIRE_END_GROUP = 4;
     private static final int WIRE_FIXED32 = 5;
+    /** Protobuf's own recursion limit. */
+    private static final int MAX_GROUP_DEPTH = 100;
     private static final int INITIAL_PAYLOAD_BYTES = 32 << 10;
     /** A buffer grown above this for one big request is dropped after it, so idle connections stay small. */
     private static final int RETAINED_PAYLOAD_BYTES = 1 << 20;
@@ -39,17 +43,18 @@ final class BatchRequestDecoder
     /** BatchKeysRequest: 1 tenant, 2 client_id, 3 repeated keys. */
     void decodeBatchKeys(final ByteBuf in) throws InvalidProtocolBufferException
     {
-        decode(in, 3, 1, -1, -1);
+        decode(in, 3, 1, -1, -1, 2);
     }
 
     /** BatchProbeKeyRequest: 1 tenant, 2 mode, 3 candidate_size, 4 repeated keys. */
     void decodeBatchProbe(final ByteBuf in) throws InvalidProtocolBufferException
     {
-        decode(in, 4, 1, 2, 3);
+        decode(in, 4, 1, 2, 3, -1);
     }
 
     private void decode(
-        final ByteBuf in, final int keysField, final int tenantField, final int modeField, final int sizeField)
+        final ByteBuf in, final int keysField, final int tenantField, final int modeField, final int sizeField,
+        final int ignoredStringField)
         throws InvalidProtocolBufferException
     {
         final int length = in.readableBytes();
@@ -66,9 +71,9 @@ final class BatchRequestDecoder
         candidateSize = 0;
         while (pos < end)
         {
-            final long tag = readVarint();
-            final int field = (int)(tag >>> 3);
-            final int wire = (int)(tag & 7);
+            final int tag = (int)readVarint(); // a tag is a varint32: higher bits are dropped, as protobuf does
+            final int field = tag >>> 3;
+            final int wire = tag & 7;
             if (field <= 0)
             {
                 throw new InvalidProtocolBufferException("invalid field number " + field);
@@ -90,6 +95,16 @@ final class BatchRequestDecoder
                 }
                 pos += len;
             }
+            else if (wire == WIRE_LEN && field == ignoredStringField)
+            {
+                // Unused here (client_id), but protobuf refuses the message if it is not UTF-8: so must we.
+                final int len = readLength();
+                if (!validUtf8(payload, pos, len))
+                {
+                    throw new InvalidProtocolBufferException("string field " + field + " is not valid UTF-8");
+                }
+                pos += len;
+            }
             else if (wire == WIRE_VARINT && field == modeField)
             {
                 mode = (int)readVarint();
@@ -100,7 +115,7 @@ final class BatchRequestDecoder
             }
             else
             {
-                skip(wire);
+                skip(field, wire, 0);
             }
         }
     }
@@ -180,10 +195,17 @@ final class BatchRequestDecoder
         return true;
     }
 
-    private void skip(final int wire) throws InvalidProtocolBufferException
+    private void skip(final int field, final int wire, final int depth) throws InvalidProtocolBufferException
     {
         switch (wire)
         {
+            case WIRE_START_GROUP:
+                if (depth >= MAX_GROUP_DEPTH)
+                {
+                    throw new InvalidProtocolBufferException("groups nested deeper than " + MAX_GROUP_DEPTH);
+                }
+                skipGroup(field, depth + 1);
+                break;
             case WIRE_VARINT:
                 readVarint();
                 break;
@@ -198,6 +220,34 @@ final class BatchRequestDecoder
                 break;
             default:
                 throw new InvalidProtocolBufferException("unsupported wire type " + wire);
+        }
+    }
+
+    /** Skips an unknown (deprecated) group up to its matching end tag, as protobuf's parser does. */
+    private void skipGroup(final int groupField, final int depth) throws InvalidProtocolBufferException
+    {
+        while (true)
+        {
+            if (pos >= end)
+            {
+                throw new InvalidProtocolBufferException("truncated group");
+            }
+            final int tag = (int)readVarint();
+            final int field = tag >>> 3;
+            final int wire = tag & 7;
+            if (field <= 0)
+            {
+                throw new InvalidProtocolBufferException("invalid field number " + field);
+            }
+            if (wire == WIRE_END_GROUP)
+            {
+                if (field != groupField)
+                {
+                    throw new InvalidProtocolBufferException("end-group tag does not match its start");
+                }
+                return;
+            }
+            skip(field, wire, depth);
         }
     }
 

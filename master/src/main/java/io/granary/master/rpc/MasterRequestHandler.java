@@ -250,7 +250,8 @@ public final class MasterRequestHandler
             .setNodeTtlMs(server.context().nodeTtl().toMillis());
         if (!validId(req.getNodeId()) || !validId(req.getNodeName()) || !validEndpoint(req.getEndpoint()) ||
             !req.hasSegment() || !validId(req.getSegment().getName()) || req.getSegment().getSegmentId() == 0 ||
-            req.getSegment().getSizeBytes() <= 0 || req.getSegment().getSizeBytes() > MAX_SEGMENT_BYTES)
+            req.getSegment().getSizeBytes() < server.context().allocationGranularity() ||
+            req.getSegment().getSizeBytes() > MAX_SEGMENT_BYTES)
         {
             return b.setCode(INVALID_PARAMS_VALUE).build();
         }
