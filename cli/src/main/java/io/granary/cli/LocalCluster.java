@@ -224,7 +224,8 @@ public final class LocalCluster implements AutoCloseable
 
         /**
          * TLS on every channel: the master and the nodes serve with {@code serverTls} (nodes also present its
-         * certificate to the master), clients from {@link #clientConfig()} use {@code clientTls}.
+         * certificate to the master), clients from {@link #clientConfig()} use {@code clientTls}. Call it after
+         * {@link #masterContext}, which replaces the master's context.
          */
         public Builder tls(final TlsSettings serverTls, final TlsSettings clientTls)
         {
