@@ -47,6 +47,12 @@ public final class LocalCluster implements AutoCloseable
         return new Builder();
     }
 
+    /** The master settings a cluster starts with unless told otherwise: ephemeral ports, admin port disabled. */
+    public static MasterServer.Context defaultMasterContext()
+    {
+        return new MasterServer.Context().port(0).lookupPort(0).adminPort(-1);
+    }
+
     /** A cluster of {@code nodes} nodes with one segment of {@code segmentSizeBytes} each. */
     public static LocalCluster start(final int nodes, final long segmentSizeBytes)
     {
@@ -213,7 +219,7 @@ public final class LocalCluster implements AutoCloseable
         private int segmentsPerNode = 1;
         private long segmentSizeBytes = 64L << 20;
         private String namePrefix = "local-node-";
-        private MasterServer.Context masterContext = new MasterServer.Context().port(0).lookupPort(0).adminPort(-1);
+        private MasterServer.Context masterContext = defaultMasterContext();
         private Consumer<StorageNode.Context> nodeCustomizer = ctx -> { };
         private Duration startTimeout = Duration.ofSeconds(30);
         private TlsSettings clientTls = TlsSettings.DISABLED;

@@ -3,6 +3,8 @@ package io.granary.cli;
 import io.granary.common.tls.TlsSettings;
 import io.granary.master.Configuration;
 import io.granary.master.MasterServer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.IDefaultValueProvider;
@@ -39,6 +41,8 @@ import java.util.concurrent.Callable;
             + "SIGTERM or SIGINT. Durations take ms/s/m/h."})
 final class MasterCommand implements Callable<Integer>
 {
+    private static final Logger LOG = LoggerFactory.getLogger(MasterCommand.class);
+
     @Spec
     private CommandSpec spec;
 
@@ -54,7 +58,8 @@ final class MasterCommand implements Callable<Integer>
     private int lookupPort;
 
     @Option(names = "--admin-port", paramLabel = "PORT",
-        description = "Admin HTTP port (/health, /ready, /status); 0 picks a free one, -1 disables it.")
+        description = "Admin HTTP port (/health, /ready, /status, /segments, /query, /keys, /metrics); "
+            + "0 picks a free one, -1 disables it.")
     private int adminPort;
 
     @Option(names = "--lease-ttl", paramLabel = "DURATION", description = "Read lease granted by exists/get.")
@@ -106,6 +111,17 @@ final class MasterCommand implements Callable<Integer>
     @Option(names = "--list-keys-limit", paramLabel = "N", description = "Most keys one ListKeys answer carries.")
     private int listKeysLimit;
 
+    @Option(names = "--data-tokens", arity = "1", paramLabel = "true|false",
+        showDefaultValue = CommandLine.Help.Visibility.ALWAYS,
+        description = "Issue data-plane access tokens with every extent and make nodes refuse frames without a "
+            + "valid one; false issues none (nodes then accept any frame).")
+    private boolean dataTokens;
+
+    @Option(names = "--token-key-file", paramLabel = "FILE",
+        description = "File with the 256-bit token key as 64 hex digits (e.g. 'openssl rand -hex 32'), so tokens "
+            + "survive a master restart; empty draws a random key at every start.")
+    private String tokenKeyFile;
+
     @Option(names = "--log-level", paramLabel = "LEVEL", defaultValue = "info",
         description = "Log level on stderr: " + Logging.LEVELS + ".")
     private String logLevel;
@@ -119,10 +135,15 @@ final class MasterCommand implements Callable<Integer>
             + "or require (mutual TLS).")
     private TlsSettings.ClientAuth tlsClientAuth;
 
+    @Option(names = "--log-format", paramLabel = "FORMAT", defaultValue = "text",
+        description = "Log format on stderr: text lines, or json (one JSON object per line).")
+    private String logFormat;
+
     @Override
     public Integer call() throws InterruptedException
     {
         Logging.setLevel(spec, logLevel);
+        Logging.setFormat(spec, logFormat);
         final PrintWriter out = spec.commandLine().getOut();
         final PrintWriter err = spec.commandLine().getErr();
         final MasterServer.Context ctx = context();
@@ -132,11 +153,17 @@ final class MasterCommand implements Callable<Integer>
         }
         catch (final IllegalArgumentException ex)
         {
-            err.println("error: " + ex.getMessage());
+            final ConfigDefaults config = ConfigDefaults.of(spec);
+            err.println("error: " + (config == null ? ex.getMessage() : config.withOrigins(ex.getMessage(), spec)));
             err.flush();
             return Granary.EXIT_BAD_INPUT;
         }
 
+        final ConfigDefaults config = ConfigDefaults.of(spec);
+        if (config != null)
+        {
+            LOG.info("granary master {} configuration: {}", MasterServer.VERSION, config.describe(spec));
+        }
         final Termination termination = Termination.install();
         final MasterServer server;
         try
@@ -183,6 +210,8 @@ final class MasterCommand implements Callable<Integer>
             .metadataShards(metadataShards)
             .allocationGranularity(allocationGranularity)
             .listKeysLimit(listKeysLimit)
+            .dataTokens(dataTokens)
+            .tokenKeyFile(tokenKeyFile == null ? "" : tokenKeyFile)
             .tls(tls.settings(tlsClientAuth));
     }
 

@@ -59,6 +59,14 @@ public final class Configuration
     public static final String LIST_KEYS_LIMIT_PROP = "list-keys-limit";
     public static final int LIST_KEYS_LIMIT_DEFAULT = 10_000;
 
+    /** Issue data-plane access tokens with every extent, and make nodes refuse frames without one. */
+    public static final String DATA_TOKENS_PROP = "data-tokens";
+    public static final boolean DATA_TOKENS_DEFAULT = true;
+
+    /** File holding the 256-bit token key as 64 hex digits; empty = a random key per master start. */
+    public static final String TOKEN_KEY_FILE_PROP = "token-key-file";
+    public static final String TOKEN_KEY_FILE_DEFAULT = "";
+
     private Configuration()
     {
     }

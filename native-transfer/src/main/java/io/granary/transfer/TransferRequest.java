@@ -8,6 +8,11 @@ import java.util.Objects;
  *
  * <p>{@code local} is used from its position for {@code length} bytes; the engine never changes
  * its position or limit. A READ fills it, a WRITE sends it. Direct buffers avoid a copy.
+ *
+ * <p>An access token grants one extent of the segment (the <em>grant</em>, by default exactly the requested
+ * range); the request must lie inside it. The engine sends the token with every frame of the transfer together
+ * with the frame's place in the grant, so that a node can check a slice of a big transfer against a token that
+ * covers the whole extent (docs/protocol.md, "Access tokens").
  */
 public final class TransferRequest
 {
@@ -23,7 +28,10 @@ public final class TransferRequest
     private final int length;
     private final ByteBuffer local;
     private final byte[] accessToken;
+    private final long grantOffset;
+    private final long grantLength;
 
+    /** A request whose token (if any) grants exactly its own range. */
     public TransferRequest(
         final Op op,
         final String endpoint,
@@ -32,6 +40,24 @@ public final class TransferRequest
         final ByteBuffer local,
         final int length,
         final byte[] accessToken)
+    {
+        this(op, endpoint, segmentId, remoteOffset, local, length, accessToken, remoteOffset, length);
+    }
+
+    /**
+     * A request whose token grants the extent {@code [grantOffset, grantOffset + grantLength)}, which holds the
+     * requested range (an engine refuses the request with INVALID_PARAMS when it does not).
+     */
+    public TransferRequest(
+        final Op op,
+        final String endpoint,
+        final int segmentId,
+        final long remoteOffset,
+        final ByteBuffer local,
+        final int length,
+        final byte[] accessToken,
+        final long grantOffset,
+        final long grantLength)
     {
         this.op = Objects.requireNonNull(op, "op");
         this.endpoint = Objects.requireNonNull(endpoint, "endpoint");
@@ -48,6 +74,8 @@ public final class TransferRequest
         }
         this.length = length;
         this.accessToken = accessToken;
+        this.grantOffset = grantOffset;
+        this.grantLength = grantLength;
     }
 
     public static TransferRequest read(
@@ -97,6 +125,25 @@ public final class TransferRequest
     public byte[] accessToken()
     {
         return accessToken;
+    }
+
+    /** Offset of the extent the access token grants (the request's own offset unless given). */
+    public long grantOffset()
+    {
+        return grantOffset;
+    }
+
+    /** Length of the extent the access token grants (the request's own length unless given). */
+    public long grantLength()
+    {
+        return grantLength;
+    }
+
+    /** True when {@code [remoteOffset, remoteOffset + length)} lies inside the grant (checked without overflow). */
+    public boolean withinGrant()
+    {
+        return grantOffset >= 0 && grantLength >= 0 && remoteOffset >= grantOffset &&
+            remoteOffset - grantOffset <= grantLength && length <= grantLength - (remoteOffset - grantOffset);
     }
 
     @Override

@@ -6,10 +6,16 @@ public final class Opcode
     public static final int READ = 0x01;
     public static final int WRITE = 0x02;
     public static final int PING = 0x03;
+    /**
+     * A vector of small READs in one frame: the payload is {@code n} 64-byte READ request headers; the response
+     * payload is {@code n} int32 statuses, then the bytes of every entry whose status is 0, in entry order.
+     */
+    public static final int READV = 0x10;
     public static final int RESPONSE_BIT = 0x80;
     public static final int READ_RESPONSE = READ | RESPONSE_BIT;
     public static final int WRITE_RESPONSE = WRITE | RESPONSE_BIT;
     public static final int PING_RESPONSE = PING | RESPONSE_BIT;
+    public static final int READV_RESPONSE = READV | RESPONSE_BIT;
 
     private Opcode()
     {
@@ -17,12 +23,13 @@ public final class Opcode
 
     public static boolean isRequest(final int opcode)
     {
-        return opcode == READ || opcode == WRITE || opcode == PING;
+        return opcode == READ || opcode == WRITE || opcode == PING || opcode == READV;
     }
 
     public static boolean isResponse(final int opcode)
     {
-        return opcode == READ_RESPONSE || opcode == WRITE_RESPONSE || opcode == PING_RESPONSE;
+        return opcode == READ_RESPONSE || opcode == WRITE_RESPONSE || opcode == PING_RESPONSE ||
+            opcode == READV_RESPONSE;
     }
 
     public static String name(final int opcode)
@@ -32,9 +39,11 @@ public final class Opcode
             case READ: return "READ";
             case WRITE: return "WRITE";
             case PING: return "PING";
+            case READV: return "READV";
             case READ_RESPONSE: return "READ_RESPONSE";
             case WRITE_RESPONSE: return "WRITE_RESPONSE";
             case PING_RESPONSE: return "PING_RESPONSE";
+            case READV_RESPONSE: return "READV_RESPONSE";
             default: return "UNKNOWN(0x" + Integer.toHexString(opcode) + ")";
         }
     }

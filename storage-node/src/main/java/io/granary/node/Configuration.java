@@ -59,6 +59,15 @@ public final class Configuration
     public static final String PRE_TOUCH_PROP_NAME = "granary.node.segment.pretouch";
     public static final boolean PRE_TOUCH_DEFAULT = true;
 
+    /**
+     * Admin HTTP port (/health, /ready, /metrics): -1 disables it, 0 picks a free one. {@code granary node} opens
+     * {@link #ADMIN_PORT_DEFAULT} unless told otherwise; an embedded {@link StorageNode.Context} keeps it closed
+     * unless this property or the setter asks for one.
+     */
+    public static final String ADMIN_PORT_PROP_NAME = "granary.node.admin.port";
+    public static final int ADMIN_PORT_DEFAULT = 9091;
+    public static final int ADMIN_PORT_DISABLED = -1;
+
     /** Use Netty's native epoll transport when available. */
     public static final String PREFER_EPOLL_PROP_NAME = "granary.node.transfer.epoll";
     public static final boolean PREFER_EPOLL_DEFAULT = true;
@@ -162,6 +171,12 @@ public final class Configuration
     public static int ioThreads()
     {
         return intProperty(IO_THREADS_PROP_NAME, IO_THREADS_DEFAULT);
+    }
+
+    /** The property's port when set, else {@link #ADMIN_PORT_DISABLED}. */
+    public static int adminPort()
+    {
+        return intProperty(ADMIN_PORT_PROP_NAME, ADMIN_PORT_DISABLED);
     }
 
     public static boolean preTouch()

@@ -87,6 +87,7 @@ public final class GranaryClientImpl implements GranaryClient
     private final TransferDispatcher transfers;
     private final ReplicaSelector selector;
     private final Clock clock;
+    private final boolean checksums;
     private final ClientExecutor clientThreads;
     private final AsyncGranaryClient async;
     private final AtomicBoolean closed = new AtomicBoolean();
@@ -100,6 +101,7 @@ public final class GranaryClientImpl implements GranaryClient
         this.master = master;
         this.transfers = new TransferDispatcher(engine);
         this.clock = clock;
+        this.checksums = config.checksums();
         final LocalHosts localHosts =
             config.localHost() == null ? LocalHosts.ofThisMachine() : LocalHosts.of(config.localHost());
         this.selector = new ReplicaSelector(localHosts::isLocal, transfers::inFlight);
@@ -107,10 +109,25 @@ public final class GranaryClientImpl implements GranaryClient
         this.async = new AsyncGranaryClientImpl(this);
     }
 
-    /** The production client: the engine from {@link TransferEngines#create}, the system clock. */
+    /**
+     * The production client: the engine from {@link TransferEngines#create}, the system clock, and metrics in the
+     * config's MeterRegistry when it has one.
+     */
     public static GranaryClient connect(final ClientConfig config)
     {
-        return connect(config, TransferEngines::create, Clock.SYSTEM);
+        Objects.requireNonNull(config, "config");
+        if (config.meterRegistry() == null)
+        {
+            return connect(config, TransferEngines::create, Clock.SYSTEM);
+        }
+        final ClientMetrics metrics = new ClientMetrics(config.meterRegistry(), config.tenant());
+        final GranaryClient client = connect(config, (kind, transferConfig) ->
+        {
+            final TransferEngine engine = TransferEngines.create(kind, transferConfig);
+            metrics.bindEngine(engine, config.tenant());
+            return engine;
+        }, Clock.SYSTEM);
+        return new MeteredGranaryClient(client, metrics);
     }
 
     /**
@@ -289,14 +306,22 @@ public final class GranaryClientImpl implements GranaryClient
     }
 
     /**
-     * PutStart on this thread, then the replica writes; PutEnd (or PutRevoke) runs on {@code steps} once every
-     * write finished, and the future completes there.
+     * PutStart on this thread, then the replica writes, with the value's checksum computed here while they are under
+     * way; PutEnd (or PutRevoke) runs on {@code steps} once every write finished, and the future completes there. A
+     * node that refuses the write token (it expired, or the master's key changed) makes the put start over once.
      *
      * @param data the value between position and limit, in a buffer of the client's own (a duplicate).
      * @throws GranaryException when the put fails before any transfer starts.
      */
     CompletableFuture<Void> startPut(
         final String key, final ByteBuffer data, final PutOptions options, final Executor steps)
+    {
+        return startPut(key, data, options, steps, true);
+    }
+
+    private CompletableFuture<Void> startPut(
+        final String key, final ByteBuffer data, final PutOptions options, final Executor steps,
+        final boolean mayStartOver)
     {
         ensureOpen();
         Keys.check(key);
@@ -325,10 +350,20 @@ public final class GranaryClientImpl implements GranaryClient
             revokeQuietly(key, ex);
             throw ex;
         }
-        return write.start(transfers).thenApplyAsync(failure -> endPut(key, failure), steps);
+        final CompletableFuture<OpFailure> written = write.start(transfers);
+        final int crc = checksums ? Checksums.crc32c(data) : 0; // while the bytes go out
+        return written.thenComposeAsync(failure ->
+        {
+            if (failure != null && mayStartOver && ReadOperation.isTokenRefusal(failure.code().code()))
+            {
+                revokeQuietly(key, failure.toException());
+                return startPut(key, data, options, steps, false);
+            }
+            return CompletableFuture.completedFuture(endPut(key, failure, crc));
+        }, steps);
     }
 
-    private Void endPut(final String key, final OpFailure failure)
+    private Void endPut(final String key, final OpFailure failure, final int crc)
     {
         if (failure != null)
         {
@@ -337,11 +372,15 @@ public final class GranaryClientImpl implements GranaryClient
             throw ex;
         }
         ensureOpen();
-        final CodeResponse ended = master.putEnd(PutEndRequest.newBuilder()
+        final PutEndRequest.Builder end = PutEndRequest.newBuilder()
             .setTenant(tenant)
             .setClientId(clientId)
-            .setKey(key)
-            .build());
+            .setKey(key);
+        if (checksums)
+        {
+            end.setCrc32C(crc);
+        }
+        final CodeResponse ended = master.putEnd(end.build());
         if (ended.getCode() != OK)
         {
             throw refused("put", key, "PutEnd", ended.getCode());
@@ -383,14 +422,22 @@ public final class GranaryClientImpl implements GranaryClient
 
     /**
      * BatchPutStart on this thread, then every replica write of every key, all submitted before any is waited for
-     * so that the engine pipelines them over its lanes; BatchPutEnd and BatchPutRevoke run on {@code steps} once
-     * every write finished.
+     * so that the engine pipelines them over its lanes, and the values' checksums computed here meanwhile;
+     * BatchPutEnd and BatchPutRevoke run on {@code steps} once every write finished. Keys whose write token a node
+     * refused (it expired, or the master's key changed) start over once, as a batch of their own.
      *
      * @param data the values from {@link #captureValues}.
      * @throws GranaryException when the whole request fails before any transfer starts.
      */
     CompletableFuture<List<OpResult<Void>>> startPutBatch(
         final List<String> keys, final ByteBuffer[] data, final PutOptions options, final Executor steps)
+    {
+        return startPutBatch(keys, data, options, steps, true);
+    }
+
+    private CompletableFuture<List<OpResult<Void>>> startPutBatch(
+        final List<String> keys, final ByteBuffer[] data, final PutOptions options, final Executor steps,
+        final boolean mayStartOver)
     {
         ensureOpen();
         final int n = keys.size();
@@ -465,17 +512,70 @@ public final class GranaryClientImpl implements GranaryClient
                 toRevoke.add(key);
             }
         }
-        return CompletableFuture.allOf(writes.toArray(new CompletableFuture<?>[0]))
-            .thenApplyAsync(ignored -> endPutBatch(keys, results, writes, writeIndex, toRevoke), steps);
+        final int[] crcs = checksums ? new int[n] : null;
+        if (crcs != null)
+        {
+            for (final int i : writeIndex)
+            {
+                crcs[i] = Checksums.crc32c(data[i]); // while the bytes go out
+            }
+        }
+        return CompletableFuture.allOf(writes.toArray(new CompletableFuture<?>[0])).thenComposeAsync(ignored ->
+        {
+            final List<Integer> startOver = new ArrayList<>();
+            endPutBatch(keys, results, writes, writeIndex, toRevoke, crcs, mayStartOver ? startOver : null);
+            return startOver.isEmpty() ? CompletableFuture.completedFuture(Arrays.asList(results)) :
+                startOver(keys, data, options, steps, results, startOver);
+        }, steps);
     }
 
-    /** Phase 3: one PutEnd for the written keys, one PutRevoke for the rest. */
-    private List<OpResult<Void>> endPutBatch(
+    /** Puts the keys at {@code indexes} once more, as a batch of their own, and fills their results. */
+    private CompletableFuture<List<OpResult<Void>>> startOver(
+        final List<String> keys,
+        final ByteBuffer[] data,
+        final PutOptions options,
+        final Executor steps,
+        final OpResult<Void>[] results,
+        final List<Integer> indexes)
+    {
+        final List<String> againKeys = new ArrayList<>(indexes.size());
+        final ByteBuffer[] againData = new ByteBuffer[indexes.size()];
+        for (int j = 0; j < indexes.size(); j++)
+        {
+            againKeys.add(keys.get(indexes.get(j)));
+            againData[j] = data[indexes.get(j)];
+        }
+        final CompletableFuture<List<OpResult<Void>>> again;
+        try
+        {
+            again = startPutBatch(againKeys, againData, options, steps, false);
+        }
+        catch (final GranaryException ex)
+        {
+            return CompletableFuture.completedFuture(Arrays.asList(results)); // they keep the token refusal
+        }
+        return again.thenApply(retried ->
+        {
+            for (int j = 0; j < indexes.size(); j++)
+            {
+                results[indexes.get(j)] = retried.get(j);
+            }
+            return Arrays.asList(results);
+        });
+    }
+
+    /**
+     * Phase 3: one PutEnd for the written keys (with their checksums when {@code crcs} is not null), one PutRevoke
+     * for the rest; keys refused for their write token go to {@code startOver} when it is not null.
+     */
+    private void endPutBatch(
         final List<String> keys,
         final OpResult<Void>[] results,
         final List<CompletableFuture<OpFailure>> writes,
         final List<Integer> writeIndex,
-        final List<String> toRevoke)
+        final List<String> toRevoke,
+        final int[] crcs,
+        final List<Integer> startOver)
     {
         ensureOpen();
         final List<String> toEnd = new ArrayList<>(writes.size());
@@ -493,26 +593,42 @@ public final class GranaryClientImpl implements GranaryClient
             {
                 results[i] = failure.toResult();
                 toRevoke.add(keys.get(i));
+                if (startOver != null && ReadOperation.isTokenRefusal(failure.code().code()))
+                {
+                    startOver.add(i);
+                }
             }
         }
         if (!toEnd.isEmpty())
         {
-            endBatch(keys, toEnd, endIndex, results);
+            endBatch(keys, toEnd, endIndex, results, crcs);
         }
         if (!toRevoke.isEmpty())
         {
             batchRevokeQuietly(toRevoke, null);
         }
-        return Arrays.asList(results);
     }
 
     private void endBatch(
-        final List<String> keys, final List<String> toEnd, final List<Integer> endIndex, final OpResult<Void>[] results)
+        final List<String> keys,
+        final List<String> toEnd,
+        final List<Integer> endIndex,
+        final OpResult<Void>[] results,
+        final int[] crcs)
     {
+        final BatchKeysRequest.Builder request =
+            BatchKeysRequest.newBuilder().setTenant(tenant).setClientId(clientId).addAllKeys(toEnd);
+        if (crcs != null)
+        {
+            for (final int i : endIndex)
+            {
+                request.addCrc32C(crcs[i]);
+            }
+        }
         final BatchCodeResponse ended;
         try
         {
-            ended = master.batchPutEnd(batchKeys(toEnd));
+            ended = master.batchPutEnd(request.build());
         }
         catch (final GranaryException ex)
         {
@@ -625,7 +741,7 @@ public final class GranaryClientImpl implements GranaryClient
         }
         final byte[] value = new byte[(int)read.length()];
         read.target(ByteBuffer.wrap(value));
-        return read.run(transfers, selector, clock, steps).thenApplyAsync(failure ->
+        return read.run(transfers, selector, clock, steps, this::refreshReplicas).thenApplyAsync(failure ->
         {
             throwIfFailed(failure);
             return value;
@@ -673,7 +789,7 @@ public final class GranaryClientImpl implements GranaryClient
         final int length = (int)read.length();
         window.limit(position + length);
         read.target(window);
-        return read.run(transfers, selector, clock, steps).thenApplyAsync(failure ->
+        return read.run(transfers, selector, clock, steps, this::refreshReplicas).thenApplyAsync(failure ->
         {
             throwIfFailed(failure);
             dst.position(position + length);
@@ -688,6 +804,34 @@ public final class GranaryClientImpl implements GranaryClient
         return callHere(here -> startGetBatch(keys, here));
     }
 
+    @Override
+    public List<OpResult<Integer>> getBatchInto(final List<String> keys, final List<ByteBuffer> dsts)
+    {
+        final ByteBuffer[] windows = captureDestinations(Objects.requireNonNull(keys, "keys"), dsts);
+        return callHere(here -> startGetBatchInto(keys, dsts, windows, here));
+    }
+
+    /**
+     * Checks getBatchInto's buffers and returns a duplicate of each that keeps its position and limit as they are now.
+     *
+     * @throws IllegalArgumentException when the sizes differ or a buffer is read-only.
+     */
+    static ByteBuffer[] captureDestinations(final List<String> keys, final List<ByteBuffer> dsts)
+    {
+        Objects.requireNonNull(dsts, "dsts");
+        if (keys.size() != dsts.size())
+        {
+            throw new IllegalArgumentException(
+                "getBatchInto needs one buffer per key: " + keys.size() + " keys, " + dsts.size() + " buffers");
+        }
+        final ByteBuffer[] windows = new ByteBuffer[dsts.size()];
+        for (int i = 0; i < windows.length; i++)
+        {
+            windows[i] = captureDestination(dsts.get(i));
+        }
+        return windows;
+    }
+
     /**
      * BatchGetReplicaList on this thread, then the first read of every key, all submitted before any is waited
      * for; a failed read moves to its next replica at once (submitted from {@code steps}), and the results are
@@ -697,14 +841,83 @@ public final class GranaryClientImpl implements GranaryClient
      */
     CompletableFuture<List<OpResult<byte[]>>> startGetBatch(final List<String> keys, final Executor steps)
     {
+        final byte[][] values = new byte[keys.size()][];
+        return startBatchRead("getBatch", keys, steps, new BatchTarget<>()
+        {
+            @Override
+            public OpResult<byte[]> aim(final int i, final String key, final ReadOperation read)
+            {
+                if (read.length() > MAX_ARRAY_BYTES)
+                {
+                    return OpResult.failed(ErrorCode.BUFFER_OVERFLOW, "get " + Keys.quote(key) + ": a value of " +
+                        read.length() + " bytes does not fit a byte[]");
+                }
+                values[i] = new byte[(int)read.length()];
+                read.target(ByteBuffer.wrap(values[i]));
+                return null;
+            }
+
+            @Override
+            public OpResult<byte[]> succeeded(final int i)
+            {
+                return OpResult.ok(values[i]);
+            }
+        });
+    }
+
+    /** Like {@link #startGetBatch}, reading value i into {@code windows[i]} and advancing {@code dsts.get(i)}. */
+    CompletableFuture<List<OpResult<Integer>>> startGetBatchInto(
+        final List<String> keys, final List<ByteBuffer> dsts, final ByteBuffer[] windows, final Executor steps)
+    {
+        final int[] positions = new int[keys.size()];
+        return startBatchRead("getBatchInto", keys, steps, new BatchTarget<>()
+        {
+            @Override
+            public OpResult<Integer> aim(final int i, final String key, final ReadOperation read)
+            {
+                final ByteBuffer window = windows[i];
+                if (read.length() > window.remaining())
+                {
+                    return OpResult.failed(ErrorCode.BUFFER_OVERFLOW, "get " + Keys.quote(key) + ": the value has " +
+                        read.length() + " bytes, the buffer " + window.remaining() + " remaining");
+                }
+                positions[i] = window.position();
+                window.limit(positions[i] + (int)read.length());
+                read.target(window);
+                return null;
+            }
+
+            @Override
+            public OpResult<Integer> succeeded(final int i)
+            {
+                final int length = windows[i].limit() - positions[i];
+                dsts.get(i).position(positions[i] + length);
+                return OpResult.ok(length);
+            }
+        });
+    }
+
+    /** Where the values of a batch read land, and what a key's success yields. */
+    private interface BatchTarget<T>
+    {
+        /** Aims the read of key {@code index} at its destination and returns null, or returns why it cannot be read. */
+        OpResult<T> aim(int index, String key, ReadOperation read);
+
+        /** The result of key {@code index} once its read succeeded (runs on the step executor). */
+        OpResult<T> succeeded(int index);
+    }
+
+    private <T> CompletableFuture<List<OpResult<T>>> startBatchRead(
+        final String op, final List<String> keys, final Executor steps, final BatchTarget<T> targets)
+    {
         ensureOpen();
         final int n = keys.size();
         if (n == 0)
         {
             return CompletableFuture.completedFuture(List.of());
         }
-        checkBatchSize("getBatch", n);
-        final OpResult<byte[]>[] results = newResults(n);
+        checkBatchSize(op, n);
+        final OpResult<T>[] results = newResults(n);
         final List<Integer> sent = checkKeys(keys, results);
         if (sent.isEmpty())
         {
@@ -715,7 +928,7 @@ public final class GranaryClientImpl implements GranaryClient
         final BatchGetReplicaListResponse lists = master.batchGetReplicaList(batchKeys(select(keys, sent)));
         if (lists.getCode() != OK)
         {
-            throw batchRefused("getBatch", sent.size(), "BatchGetReplicaList", lists.getCode());
+            throw batchRefused(op, sent.size(), "BatchGetReplicaList", lists.getCode());
         }
         if (lists.getResultsCount() != sent.size())
         {
@@ -724,7 +937,6 @@ public final class GranaryClientImpl implements GranaryClient
         }
 
         final List<CompletableFuture<OpFailure>> reads = new ArrayList<>(sent.size());
-        final List<byte[]> values = new ArrayList<>(sent.size());
         final List<Integer> readIndex = new ArrayList<>(sent.size());
         for (int j = 0; j < sent.size(); j++)
         {
@@ -733,23 +945,20 @@ public final class GranaryClientImpl implements GranaryClient
             final ReadOperation read;
             try
             {
-                read = ReadOperation.plan(key, lists.getResults(j), askedAtNs);
+                read = ReadOperation.plan(key, lists.getResults(j), askedAtNs, checksums);
             }
             catch (final GranaryException ex)
             {
                 results[i] = OpFailure.of(ex).toResult();
                 continue;
             }
-            if (read.length() > MAX_ARRAY_BYTES)
+            final OpResult<T> refused = targets.aim(i, key, read);
+            if (refused != null)
             {
-                results[i] = OpResult.failed(ErrorCode.BUFFER_OVERFLOW, "get " + Keys.quote(key) + ": a value of " +
-                    read.length() + " bytes does not fit a byte[]");
+                results[i] = refused;
                 continue;
             }
-            final byte[] value = new byte[(int)read.length()];
-            read.target(ByteBuffer.wrap(value));
-            reads.add(read.run(transfers, selector, clock, steps));
-            values.add(value);
+            reads.add(read.run(transfers, selector, clock, steps, this::refreshReplicas));
             readIndex.add(i);
         }
         return CompletableFuture.allOf(reads.toArray(new CompletableFuture<?>[0])).thenApplyAsync(ignored ->
@@ -758,7 +967,8 @@ public final class GranaryClientImpl implements GranaryClient
             for (int r = 0; r < reads.size(); r++)
             {
                 final OpFailure failure = reads.get(r).join(); // all complete: this does not wait
-                results[readIndex.get(r)] = failure == null ? OpResult.ok(values.get(r)) : failure.toResult();
+                final int i = readIndex.get(r);
+                results[i] = failure == null ? targets.succeeded(i) : failure.toResult();
                 failed |= failure != null;
             }
             if (failed)
@@ -773,7 +983,14 @@ public final class GranaryClientImpl implements GranaryClient
     {
         final long askedAtNs = clock.nanoTime();
         final GetReplicaListResponse list = master.getReplicaList(keyRequest(key));
-        return ReadOperation.plan(key, list, askedAtNs);
+        return ReadOperation.plan(key, list, askedAtNs, checksums);
+    }
+
+    /** A read's second replica list, after a node refused its access token (expired, or the master's key changed). */
+    private GetReplicaListResponse refreshReplicas(final String key)
+    {
+        ensureOpen();
+        return master.getReplicaList(keyRequest(key));
     }
 
     private static void throwIfFailed(final OpFailure failure)

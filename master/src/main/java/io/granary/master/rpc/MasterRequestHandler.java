@@ -1,5 +1,6 @@
 package io.granary.master.rpc;
 
+import com.google.protobuf.ByteString;
 import com.google.protobuf.ProtocolStringList;
 import io.granary.master.MasterServer;
 import io.granary.master.alloc.SegmentAllocation;
@@ -9,6 +10,7 @@ import io.granary.master.meta.MetadataStore;
 import io.granary.master.segment.MountedSegment;
 import io.granary.master.segment.NodeRecord;
 import io.granary.master.segment.SegmentRegistry;
+import io.granary.master.token.TokenIssuer;
 import io.granary.proto.BatchCodeResponse;
 import io.granary.proto.BatchExistKeyResponse;
 import io.granary.proto.BatchGetReplicaListResponse;
@@ -141,7 +143,7 @@ public final class MasterRequestHandler
 
     private interface KeyOp
     {
-        int apply(String key);
+        int apply(int index, String key);
     }
 
     private static BatchCodeResponse perKey(final BatchKeysRequest req, final KeyOp op)
@@ -154,7 +156,7 @@ public final class MasterRequestHandler
         final ProtocolStringList keys = req.getKeysList();
         for (int i = 0; i < keys.size(); i++)
         {
-            b.addCodes(op.apply(keys.get(i)));
+            b.addCodes(op.apply(i, keys.get(i)));
         }
         return b.setCode(OK_VALUE).build();
     }
@@ -168,6 +170,10 @@ public final class MasterRequestHandler
             b.setValueLength(out.sizeBytes)
                 .addAllReplicas(out.replicas)
                 .setLeaseTtlMs(store.settings().leaseTtlNs / 1_000_000L);
+            if (out.hasCrc)
+            {
+                b.setCrc32C(out.crc32c);
+            }
         }
         return b;
     }
@@ -262,6 +268,11 @@ public final class MasterRequestHandler
         {
             store.purgeSegments(new HashSet<>(result.replaced));
         }
+        final TokenIssuer tokens = server.tokenIssuer();
+        if (tokens != null && (result.code == OK_VALUE || result.code == SEGMENT_ALREADY_EXISTS_VALUE))
+        {
+            b.setDataTokenKey(ByteString.copyFrom(tokens.nodeKey(req.getNodeId())));
+        }
         return b.setCode(result.code).build();
     }
 
@@ -324,7 +335,8 @@ public final class MasterRequestHandler
     public CodeResponse putEnd(final PutEndRequest req)
     {
         return badTenant(req.getTenant()) || badClientId(req.getClientId()) ? code(INVALID_PARAMS_VALUE) :
-            code(store.putEnd(tenant(req.getTenant()), req.getClientId(), req.getKey()));
+            code(store.putEnd(tenant(req.getTenant()), req.getClientId(), req.getKey(), req.hasCrc32C(),
+                req.getCrc32C()));
     }
 
     public CodeResponse putRevoke(final PutRevokeRequest req)
@@ -353,14 +365,21 @@ public final class MasterRequestHandler
         return b.setCode(OK_VALUE).build();
     }
 
+    /** BatchPutEnd: {@code crc32c} holds no checksum or one per key. */
     public BatchCodeResponse batchPutEnd(final BatchKeysRequest req)
     {
-        return perKey(req, key -> store.putEnd(tenant(req.getTenant()), req.getClientId(), key));
+        final boolean hasCrc = req.getCrc32CCount() > 0;
+        if (hasCrc && req.getCrc32CCount() != req.getKeysCount())
+        {
+            return BatchCodeResponse.newBuilder().setCode(INVALID_PARAMS_VALUE).build();
+        }
+        return perKey(req, (i, key) ->
+            store.putEnd(tenant(req.getTenant()), req.getClientId(), key, hasCrc, hasCrc ? req.getCrc32C(i) : 0));
     }
 
     public BatchCodeResponse batchPutRevoke(final BatchKeysRequest req)
     {
-        return perKey(req, key -> store.putRevoke(tenant(req.getTenant()), req.getClientId(), key));
+        return perKey(req, (i, key) -> store.putRevoke(tenant(req.getTenant()), req.getClientId(), key));
     }
 
     public GetReplicaListResponse getReplicaList(final KeyRequest req)

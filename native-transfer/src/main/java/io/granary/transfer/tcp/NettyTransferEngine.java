@@ -24,7 +24,6 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.net.InetSocketAddress;
-import java.util.Arrays;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
@@ -46,8 +45,8 @@ public final class NettyTransferEngine implements TransferEngine
     /** Socket buffers big enough for a few MiB in flight per lane (the kernel caps them at net.core.*mem_max). */
     static final int SOCKET_BUFFER_BYTES = 4 << 20;
     static final WriteBufferWaterMark WRITE_BUFFER_WATER_MARK = new WriteBufferWaterMark(4 << 20, 16 << 20);
-    /** An access token in a request is the header's token fields verbatim: expiry (8 bytes) then MAC. */
-    public static final int ACCESS_TOKEN_LENGTH = 8 + FrameDescriptor.TOKEN_MAC_LENGTH;
+    /** An access token in a request is the header's token fields verbatim: expiry (4 bytes) then MAC. */
+    public static final int ACCESS_TOKEN_LENGTH = FrameDescriptor.ACCESS_TOKEN_LENGTH;
     private static final long SHUTDOWN_TIMEOUT_MS = 3_000;
 
     private final TransferConfig config;
@@ -115,7 +114,9 @@ public final class NettyTransferEngine implements TransferEngine
         }
 
         final byte[] token = request.accessToken();
-        if ((token != null && token.length != ACCESS_TOKEN_LENGTH) ||
+        final FrameToken frameToken =
+            token == null ? null : FrameToken.of(token, request.grantOffset(), request.grantLength());
+        if ((token != null && (frameToken == null || !request.withinGrant())) ||
             (request.op() == TransferRequest.Op.READ && request.local().isReadOnly()))
         {
             return completed(INVALID_PARAMS_VALUE);
@@ -137,9 +138,7 @@ public final class NettyTransferEngine implements TransferEngine
                 endpoint, address, group, bootstrap, config, counters, sslContext));
         }
 
-        final long tokenExpiryMs = token == null ? 0 : tokenExpiry(token);
-        final byte[] tokenMac = token == null ? null : Arrays.copyOfRange(token, 8, ACCESS_TOKEN_LENGTH);
-        final CompletableFuture<Integer> future = peer.submit(request, tokenExpiryMs, tokenMac);
+        final CompletableFuture<Integer> future = peer.submit(request, frameToken);
         if (closed.get())
         {
             peer.close(); // raced with close(): make sure nothing is left behind on a fresh lane
@@ -229,16 +228,6 @@ public final class NettyTransferEngine implements TransferEngine
             return null;
         }
         return new InetSocketAddress(host, port);
-    }
-
-    private static long tokenExpiry(final byte[] token)
-    {
-        long value = 0;
-        for (int i = 0; i < 8; i++)
-        {
-            value = (value << 8) | (token[i] & 0xFF);
-        }
-        return value;
     }
 
     private static CompletableFuture<Integer> completed(final int status)

@@ -39,6 +39,7 @@ final class PeerConnection
     private final int sliceBytes;
     private final int sliceWindow;
     private final long timeoutMs;
+    private final int maxVectorEntries;
     private final AtomicReferenceArray<Lane> lanes;
     private final AtomicInteger nextLane = new AtomicInteger();
     private final AdmissionControl admission;
@@ -61,6 +62,7 @@ final class PeerConnection
         this.sliceBytes = config.sliceBytes();
         this.sliceWindow = sliceWindow(config.lanesPerPeer(), config.sliceBytes());
         this.timeoutMs = config.transferTimeoutMs();
+        this.maxVectorEntries = config.maxVectorEntries();
         this.lanes = new AtomicReferenceArray<>(config.lanesPerPeer());
         this.admission = new AdmissionControl(
             endpoint, config.maxQueuedTransfersPerPeer(), config.maxPendingAdmissionsPerPeer(),
@@ -80,22 +82,29 @@ final class PeerConnection
         return endpoint;
     }
 
+    /** True when this peer's lanes speak TLS. */
+    boolean tlsEnabled()
+    {
+        return sslContext != null;
+    }
+
     /**
      * The pipeline of a new lane: the response decoder, behind a TLS handler when TLS is on (the server's
-     * certificate must name the endpoint's host).
+     * certificate must name the endpoint's host). Only plain lanes receive READ payloads in place: with TLS the
+     * socket bytes are ciphertext, and the SslHandler decrypts into its own buffers.
      */
     ChannelHandler laneHandler(final Lane lane)
     {
-        if (sslContext == null)
+        if (!tlsEnabled())
         {
-            return new ResponseDecoder(lane);
+            return new ResponseDecoder(lane, true);
         }
         return new ChannelInitializer<>()
         {
             @Override
             protected void initChannel(final Channel ch)
             {
-                ch.pipeline().addLast(new ResponseDecoder(lane));
+                ch.pipeline().addLast(new ResponseDecoder(lane, !tlsEnabled()));
                 TlsContexts.addClientHandler(ch, sslContext, address.getHostString(), address.getPort(), LOG,
                     "storage node");
             }
@@ -114,10 +123,10 @@ final class PeerConnection
         return admission.pendingAdmissions();
     }
 
-    CompletableFuture<Integer> submit(final TransferRequest request, final long tokenExpiryMs, final byte[] tokenMac)
+    CompletableFuture<Integer> submit(final TransferRequest request, final FrameToken token)
     {
         final PendingTransfer transfer = new PendingTransfer(
-            this, request, sliceBytes, nextLane.getAndIncrement(), tokenExpiryMs, tokenMac);
+            this, request, sliceBytes, nextLane.getAndIncrement(), token);
         admission.submit(transfer);
         return transfer.future();
     }
@@ -154,7 +163,7 @@ final class PeerConnection
             {
                 return lane;
             }
-            final Lane fresh = new Lane(this, group.next(), bootstrap, address, timeoutMs);
+            final Lane fresh = new Lane(this, group.next(), bootstrap, address, timeoutMs, maxVectorEntries);
             if (lanes.compareAndSet(index, lane, fresh))
             {
                 fresh.start();

@@ -33,8 +33,7 @@ final class PendingTransfer
     private final int sliceBytes;
     private final int sliceCount;
     private final int firstLane;
-    private final long tokenExpiryMs;
-    private final byte[] tokenMac;
+    private final FrameToken token;
     private final CompletableFuture<Integer> future = new CompletableFuture<>();
 
     /** When a pending admission gives up; guarded by the peer's admission lock. */
@@ -49,8 +48,7 @@ final class PendingTransfer
         final TransferRequest request,
         final int sliceBytes,
         final int firstLane,
-        final long tokenExpiryMs,
-        final byte[] tokenMac)
+        final FrameToken token)
     {
         this.peer = peer;
         this.opcode = request.op() == TransferRequest.Op.READ ? Opcode.READ : Opcode.WRITE;
@@ -62,8 +60,7 @@ final class PendingTransfer
         this.sliceBytes = sliceBytes;
         this.sliceCount = length <= sliceBytes ? 1 : (int)((length + (long)sliceBytes - 1) / sliceBytes);
         this.firstLane = firstLane;
-        this.tokenExpiryMs = tokenExpiryMs;
-        this.tokenMac = tokenMac;
+        this.token = token;
         this.remainingSlices = sliceCount;
     }
 
@@ -132,7 +129,7 @@ final class PendingTransfer
         final ByteBuffer view = local.duplicate();
         view.limit(base + offset + sliceLength).position(base + offset);
         final TransferSlice slice = new TransferSlice(
-            this, opcode, segmentId, remoteOffset + offset, view, sliceLength, tokenExpiryMs, tokenMac);
+            this, opcode, segmentId, remoteOffset + offset, view, sliceLength, token);
         peer.send(slice, firstLane + index);
     }
 }

@@ -22,6 +22,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.util.List;
+import java.util.function.Consumer;
 import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
@@ -59,6 +60,7 @@ public final class MasterLink implements AutoCloseable
     private final ScheduledExecutorService scheduler;
     private final AtomicLong mounts = new AtomicLong();
     private final AtomicLong heartbeats = new AtomicLong();
+    private volatile Consumer<byte[]> tokenKeyListener = key -> { };
     private volatile boolean closing;
     private volatile LinkState state = LinkState.STARTING;
 
@@ -126,6 +128,17 @@ public final class MasterLink implements AutoCloseable
             return ManagedChannelBuilder.forTarget(masterAddress).usePlaintext().build();
         }
         return NettyChannelBuilder.forTarget(masterAddress).sslContext(sslContext).build();
+    }
+
+    /**
+     * Receives the data-token key of every MountSegment answer (empty when the master issues no tokens), on the
+     * link's thread; set before {@link #start()}. It may throw IllegalArgumentException for a key it cannot use:
+     * the mount then counts as refused and is retried.
+     */
+    public MasterLink tokenKeyListener(final Consumer<byte[]> listener)
+    {
+        this.tokenKeyListener = listener;
+        return this;
     }
 
     /** Starts mounting and heartbeating in the background; returns at once. */
@@ -214,6 +227,7 @@ public final class MasterLink implements AutoCloseable
                 throw new MountRefusedException(segment.name(), code);
             }
             mounts.incrementAndGet();
+            onTokenKey(segment, response);
             final long masterIntervalMs = response.getHeartbeatIntervalMs();
             if (masterIntervalMs > 0 && masterIntervalMs < effectiveHeartbeatMs)
             {
@@ -227,6 +241,20 @@ public final class MasterLink implements AutoCloseable
         state = LinkState.REGISTERED;
         LOG.info("node {} ({}) mounted {} segment(s) at master {}, transfer endpoint {}",
             nodeName, nodeId, segments.size(), masterAddress, endpoint);
+    }
+
+    /** Hands the master's data-token key to the transfer server before the node counts as registered. */
+    private void onTokenKey(final Segment segment, final MountSegmentResponse response)
+    {
+        try
+        {
+            tokenKeyListener.accept(response.getDataTokenKey().toByteArray());
+        }
+        catch (final IllegalArgumentException ex)
+        {
+            LOG.error("master {} sent an unusable data-token key: {}", masterAddress, ex.getMessage());
+            throw new MountRefusedException(segment.name(), ErrorCode.INVALID_PARAMS_VALUE);
+        }
     }
 
     private long heartbeat()
