@@ -152,6 +152,12 @@ final class BenchCommand implements Callable<Integer>
         + "same values (no responses; for information, not used in %%LIMIT).")
     private boolean baselineStream;
 
+    @Option(names = "--tls-client-auth", paramLabel = "MODE", defaultValue = "none",
+        converter = TlsOptions.ClientAuthConverter.class,
+        description = "With --local and --tls-*: whether the in-process master and nodes require the client's "
+            + "certificate (none, optional, require). Their certificate is --tls-cert too.")
+    private io.granary.common.tls.TlsSettings.ClientAuth tlsClientAuth;
+
     @Option(names = "--json", description = "Print one JSON object per row (baseline and Granary rows) on stdout; "
         + "other output goes to stderr.")
     private boolean json;
@@ -235,6 +241,19 @@ final class BenchCommand implements Callable<Integer>
         require(nodes >= 1 && nodes <= 64, "--nodes must be in 1..64, was " + nodes);
         require(warmupOption == null || warmupOption >= 0, "--warmup must not be negative, was " + warmupOption);
         require(replicas >= 1, "--replicas must be positive, was " + replicas);
+        require(local || tlsClientAuth == io.granary.common.tls.TlsSettings.ClientAuth.NONE,
+            "--tls-client-auth applies to the in-process servers of --local only");
+        if (local)
+        {
+            try
+            {
+                clientOptions.tls.settings(tlsClientAuth).validateForServer();
+            }
+            catch (final IllegalArgumentException ex)
+            {
+                throw new CommandLine.ParameterException(cmd, ex.getMessage());
+            }
+        }
         require(local || !cmd.getParseResult().hasMatchedOption("--data-tokens"),
             "--data-tokens applies to --local clusters; a running master has its own --data-tokens");
     }
@@ -261,8 +280,9 @@ final class BenchCommand implements Callable<Integer>
         final long valuesStored = (long)count * (op == Op.mixed ? 2 : 1) + warmup;
         final long segmentSize = segmentSizeOption != null ? segmentSizeOption :
             localSegmentSize(valuesStored * size * replicas, nodes * segmentsPerNode);
-        info.printf(Locale.ROOT, "cluster: in-process, %d node(s) x %d segment(s) of %s%s, data tokens %s%n", nodes,
-            segmentsPerNode, Units.formatBytes(segmentSize), preTouch ? ", pre-touched" : "", dataTokens ? "on" : "off");
+        info.printf(Locale.ROOT, "cluster: in-process, %d node(s) x %d segment(s) of %s%s, data tokens %s%s%n",
+            nodes, segmentsPerNode, Units.formatBytes(segmentSize), preTouch ? ", pre-touched" : "",
+            dataTokens ? "on" : "off", clientOptions.tls.settings(null).isEnabled() ? ", TLS on every channel" : "");
         info.flush();
         try (LocalCluster cluster = LocalCluster.builder()
             .nodes(nodes)
@@ -270,6 +290,7 @@ final class BenchCommand implements Callable<Integer>
             .segmentSizeBytes(segmentSize)
             .masterContext(LocalCluster.defaultMasterContext().dataTokens(dataTokens))
             .nodeContext(ctx -> ctx.preTouch(preTouch))
+            .tls(clientOptions.tls.settings(tlsClientAuth), clientOptions.tls.settings(null))
             .start())
         {
             final GranaryClient client = cluster.newClient(clientConfig(cluster.masterAddress()));

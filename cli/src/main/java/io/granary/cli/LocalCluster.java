@@ -2,6 +2,7 @@ package io.granary.cli;
 
 import io.granary.client.ClientConfig;
 import io.granary.client.GranaryClient;
+import io.granary.common.tls.TlsSettings;
 import io.granary.master.MasterServer;
 import io.granary.master.segment.MountedSegment;
 import io.granary.node.StorageNode;
@@ -81,7 +82,7 @@ public final class LocalCluster implements AutoCloseable
     /** Client settings pointing at this cluster, to adjust and build. */
     public ClientConfig.Builder clientConfig()
     {
-        return ClientConfig.builder().masterAddress(masterAddress);
+        return ClientConfig.builder().masterAddress(masterAddress).tls(settings.clientTls);
     }
 
     /** A client of this cluster with default settings; closed by {@link #close()} unless closed before. */
@@ -105,7 +106,8 @@ public final class LocalCluster implements AutoCloseable
             .masterAddress(masterAddress)
             .segmentSizeBytes(settings.segmentSizeBytes)
             .segmentCount(settings.segmentsPerNode)
-            .name(settings.namePrefix + nodesStarted);
+            .name(settings.namePrefix + nodesStarted)
+            .tls(settings.masterContext.tls());
         settings.nodeCustomizer.accept(ctx);
         final StorageNode node = StorageNode.launch(ctx);
         nodesStarted++;
@@ -220,9 +222,22 @@ public final class LocalCluster implements AutoCloseable
         private MasterServer.Context masterContext = defaultMasterContext();
         private Consumer<StorageNode.Context> nodeCustomizer = ctx -> { };
         private Duration startTimeout = Duration.ofSeconds(30);
+        private TlsSettings clientTls = TlsSettings.DISABLED;
 
         private Builder()
         {
+        }
+
+        /**
+         * TLS on every channel: the master and the nodes serve with {@code serverTls} (nodes also present its
+         * certificate to the master), clients from {@link #clientConfig()} use {@code clientTls}. Call it after
+         * {@link #masterContext}, which replaces the master's context.
+         */
+        public Builder tls(final TlsSettings serverTls, final TlsSettings clientTls)
+        {
+            masterContext.tls(serverTls);
+            this.clientTls = Objects.requireNonNull(clientTls, "clientTls");
+            return this;
         }
 
         /** Storage nodes to start (default 1; 0 is allowed: add them later with startNode()). */

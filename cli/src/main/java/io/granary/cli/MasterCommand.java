@@ -1,5 +1,6 @@
 package io.granary.cli;
 
+import io.granary.common.tls.TlsSettings;
 import io.granary.master.Configuration;
 import io.granary.master.MasterServer;
 import org.slf4j.Logger;
@@ -7,6 +8,7 @@ import org.slf4j.LoggerFactory;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.IDefaultValueProvider;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.ArgSpec;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Model.OptionSpec;
@@ -124,6 +126,15 @@ final class MasterCommand implements Callable<Integer>
         description = "Log level on stderr: " + Logging.LEVELS + ".")
     private String logLevel;
 
+    @Mixin
+    private TlsOptions tls;
+
+    @Option(names = "--tls-client-auth", paramLabel = "MODE", defaultValue = "none",
+        converter = TlsOptions.ClientAuthConverter.class,
+        description = "Whether clients and nodes must present a certificate that chains to --tls-ca: none, optional "
+            + "or require (mutual TLS).")
+    private TlsSettings.ClientAuth tlsClientAuth;
+
     @Option(names = "--log-format", paramLabel = "FORMAT", defaultValue = "text",
         description = "Log format on stderr: text lines, or json (one JSON object per line).")
     private String logFormat;
@@ -168,7 +179,8 @@ final class MasterCommand implements Callable<Integer>
         final Thread hook = Termination.closeOnExit("granary-master", server);
         out.println("granary master ready grpc=" + hostPort(ctx.host(), server.grpcPort()) + " lookup=" +
             (server.lookupPort() < 0 ? "disabled" : hostPort(ctx.host(), server.lookupPort())) + " admin=" +
-            (server.adminPort() < 0 ? "disabled" : hostPort(ctx.host(), server.adminPort())));
+            (server.adminPort() < 0 ? "disabled" : hostPort(ctx.host(), server.adminPort())) +
+            (ctx.tls().isEnabled() ? " tls=" + ctx.tls().clientAuth().flagValue() : ""));
         out.flush();
 
         termination.await();
@@ -199,7 +211,8 @@ final class MasterCommand implements Callable<Integer>
             .allocationGranularity(allocationGranularity)
             .listKeysLimit(listKeysLimit)
             .dataTokens(dataTokens)
-            .tokenKeyFile(tokenKeyFile == null ? "" : tokenKeyFile);
+            .tokenKeyFile(tokenKeyFile == null ? "" : tokenKeyFile)
+            .tls(tls.settings(tlsClientAuth));
     }
 
     static String hostPort(final String host, final int port)

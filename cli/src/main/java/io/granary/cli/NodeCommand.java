@@ -1,5 +1,6 @@
 package io.granary.cli;
 
+import io.granary.common.tls.TlsSettings;
 import io.granary.node.Configuration;
 import io.granary.node.StorageNode;
 import org.slf4j.Logger;
@@ -7,6 +8,7 @@ import org.slf4j.LoggerFactory;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.IDefaultValueProvider;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.ArgSpec;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Model.OptionSpec;
@@ -109,6 +111,14 @@ final class NodeCommand implements Callable<Integer>
         description = "Log level on stderr: " + Logging.LEVELS + ".")
     private String logLevel;
 
+    @Mixin
+    private TlsOptions tls;
+
+    @Option(names = "--tls-client-auth", paramLabel = "MODE", converter = TlsOptions.ClientAuthConverter.class,
+        description = "Whether transfer clients must present a certificate that chains to --tls-ca: none, optional "
+            + "or require (mutual TLS).")
+    private TlsSettings.ClientAuth tlsClientAuth;
+
     @Option(names = "--log-format", paramLabel = "FORMAT", defaultValue = "text",
         description = "Log format on stderr: text lines, or json (one JSON object per line).")
     private String logFormat;
@@ -201,7 +211,8 @@ final class NodeCommand implements Callable<Integer>
             .maxFrameBytes((int)maxFrameBytes)
             .ioThreads(ioThreads)
             .preTouch(preTouch)
-            .adminPort(adminPort);
+            .adminPort(adminPort)
+            .tls(tls.settings(tlsClientAuth));
     }
 
     /** Names the flag instead of the context field in a conclude() message ("segmentSizeBytes must..."). */
@@ -256,11 +267,20 @@ final class NodeCommand implements Callable<Integer>
             defaults.put("--max-frame", Converters.formatSize(ctx.maxFrameBytes()));
             defaults.put("--io-threads", Integer.toString(ctx.ioThreads()));
             defaults.put("--pre-touch", Boolean.toString(ctx.preTouch()));
+            defaults.put("--tls-cert", pathOrNull(ctx.tls().certChainFile()));
+            defaults.put("--tls-key", pathOrNull(ctx.tls().privateKeyFile()));
+            defaults.put("--tls-ca", pathOrNull(ctx.tls().trustCertsFile()));
+            defaults.put("--tls-client-auth", ctx.tls().clientAuth().flagValue());
             // A node run as a service opens its admin port unless told otherwise; embedded nodes keep it closed.
             defaults.put("--admin-port", Integer.toString(
                 System.getProperty(Configuration.ADMIN_PORT_PROP_NAME) == null ?
                     Configuration.ADMIN_PORT_DEFAULT : ctx.adminPort()));
             return defaults;
+        }
+
+        private static String pathOrNull(final java.nio.file.Path path)
+        {
+            return path == null ? null : path.toString();
         }
 
         private static String millis(final long ms)

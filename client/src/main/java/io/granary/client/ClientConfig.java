@@ -1,5 +1,6 @@
 package io.granary.client;
 
+import io.granary.common.tls.TlsSettings;
 import io.granary.protocol.Limits;
 import io.granary.transfer.TransferConfig;
 import io.granary.transfer.TransportKind;
@@ -38,6 +39,7 @@ public final class ClientConfig
     private final String clientId;
     private final String localHost;
     private final boolean fastLookups;
+    private final TlsSettings tls;
     private final MeterRegistry meterRegistry;
     private final boolean checksums;
 
@@ -59,6 +61,7 @@ public final class ClientConfig
         this.clientId = b.clientId == null ? UUID.randomUUID().toString() : b.clientId;
         this.localHost = b.localHost;
         this.fastLookups = b.fastLookups;
+        this.tls = b.tls;
         this.meterRegistry = b.meterRegistry;
         this.checksums = b.checksums;
     }
@@ -121,6 +124,7 @@ public final class ClientConfig
         b.clientId = clientId;
         b.localHost = localHost;
         b.fastLookups = fastLookups;
+        b.tls = tls;
         b.meterRegistry = meterRegistry;
         b.checksums = checksums;
         return b;
@@ -239,6 +243,16 @@ public final class ClientConfig
         return localHost;
     }
 
+    /**
+     * TLS towards the master (gRPC and lookup port) and every storage node (default off): servers'
+     * certificates are verified against the trust anchors ({@code --tls-ca}, else the JDK's CAs) and the
+     * address they are reached at; the client certificate, when configured, is presented to servers that ask.
+     */
+    public TlsSettings tls()
+    {
+        return tls;
+    }
+
     /** The transfer-engine settings these values stand for (a fresh, concluded copy). */
     public TransferConfig transferConfig()
     {
@@ -252,6 +266,7 @@ public final class ClientConfig
             .maxQueuedTransfersPerPeer(maxQueuedTransfersPerPeer)
             .maxPendingAdmissionsPerPeer(maxPendingAdmissionsPerPeer)
             .admissionTimeoutMs(admissionTimeout.toMillis())
+            .tls(tls)
             .conclude();
     }
 
@@ -265,7 +280,7 @@ public final class ClientConfig
             ", ioThreads=" + ioThreads + ", maxQueuedTransfersPerPeer=" + maxQueuedTransfersPerPeer +
             ", maxPendingAdmissionsPerPeer=" + maxPendingAdmissionsPerPeer + ", admissionTimeout=" + admissionTimeout +
             ", clientId=" + clientId + ", localHost=" + (localHost == null ? "<this machine>" : localHost) +
-            ", metrics=" + (meterRegistry == null ? "off" : "on") +
+            ", tls=" + tls + ", metrics=" + (meterRegistry == null ? "off" : "on") +
             ", checksums=" + checksums + "]";
     }
 
@@ -288,7 +303,7 @@ public final class ClientConfig
             ioThreads == c.ioThreads && maxQueuedTransfersPerPeer == c.maxQueuedTransfersPerPeer &&
             maxPendingAdmissionsPerPeer == c.maxPendingAdmissionsPerPeer &&
             admissionTimeout.equals(c.admissionTimeout) &&
-            clientId.equals(c.clientId) && Objects.equals(localHost, c.localHost) &&
+            clientId.equals(c.clientId) && Objects.equals(localHost, c.localHost) && tls.equals(c.tls) &&
             meterRegistry == c.meterRegistry && checksums == c.checksums;
     }
 
@@ -317,6 +332,7 @@ public final class ClientConfig
         private String clientId;
         private String localHost;
         private boolean fastLookups = true;
+        private TlsSettings tls = TlsSettings.DISABLED;
         private MeterRegistry meterRegistry;
         private boolean checksums = true;
 
@@ -428,6 +444,13 @@ public final class ClientConfig
             return this;
         }
 
+        /** See {@link ClientConfig#tls()}; null means plain text. */
+        public Builder tls(final TlsSettings tls)
+        {
+            this.tls = tls == null ? TlsSettings.DISABLED : tls;
+            return this;
+        }
+
         /** Record the client's metrics in {@code meterRegistry}; null (the default) records none. */
         public Builder meterRegistry(final MeterRegistry meterRegistry)
         {
@@ -442,7 +465,7 @@ public final class ClientConfig
             return this;
         }
 
-        /** @throws IllegalArgumentException naming the bad setting. */
+        /** @throws IllegalArgumentException naming the bad setting (for TLS: the flag and the file). */
         public ClientConfig build()
         {
             final String addressProblem = checkHostPort(masterAddress);
@@ -467,6 +490,12 @@ public final class ClientConfig
             {
                 throw new IllegalArgumentException("clientId must not be blank");
             }
+            final String clientIdProblem = clientId == null ? null : Limits.checkClientId(clientId);
+            if (clientIdProblem != null)
+            {
+                throw new IllegalArgumentException("clientId " + clientIdProblem);
+            }
+            tls.validateForClient();
             if (localHost != null && (localHost.isBlank() || hasPort(localHost)))
             {
                 throw new IllegalArgumentException("localHost must be a host name or address without a port, was '" +

@@ -2,6 +2,9 @@ package io.granary.master;
 
 import io.granary.common.Clock;
 import io.granary.common.Units;
+import io.granary.common.tls.GrpcTls;
+import io.granary.common.tls.TlsContexts;
+import io.granary.common.tls.TlsSettings;
 import io.granary.master.admin.AdminHttpServer;
 import io.granary.master.alloc.SegmentAllocation;
 import io.granary.master.alloc.TlsfExtentAllocator;
@@ -10,6 +13,7 @@ import io.granary.master.meta.BatchProbe;
 import io.granary.master.meta.MetadataStore;
 import io.granary.master.metrics.MasterMetrics;
 import io.granary.master.rpc.LookupServer;
+import io.granary.master.rpc.MalformedRequests;
 import io.granary.master.rpc.MasterGrpcService;
 import io.granary.master.rpc.MasterRequestHandler;
 import io.granary.master.rpc.RpcMetrics;
@@ -86,6 +90,7 @@ public final class MasterServer implements AutoCloseable
         private String tokenKeyFile = Configuration.TOKEN_KEY_FILE_DEFAULT;
         private byte[] tokenKey;
         private boolean housekeeping = true;
+        private TlsSettings tls = TlsSettings.DISABLED;
         private Clock clock = Clock.SYSTEM;
 
         public String host()
@@ -327,6 +332,18 @@ public final class MasterServer implements AutoCloseable
             return this;
         }
 
+        /** TLS on the gRPC and lookup ports (default off); with client auth, clients must present certificates. */
+        public TlsSettings tls()
+        {
+            return tls;
+        }
+
+        public Context tls(final TlsSettings tls)
+        {
+            this.tls = tls == null ? TlsSettings.DISABLED : tls;
+            return this;
+        }
+
         public Clock clock()
         {
             return clock;
@@ -377,6 +394,7 @@ public final class MasterServer implements AutoCloseable
             require(tokenKeyFile != null, "--token-key-file must not be null (empty means a random key)");
             tokenKey = tokenKeyFile.isBlank() ? null : readTokenKey(tokenKeyFile);
             require(clock != null, "clock must not be null");
+            tls.validateForServer(); // names the --tls-* flag and file at fault
             return this;
         }
 
@@ -483,7 +501,7 @@ public final class MasterServer implements AutoCloseable
             epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory());
 
         // Handlers never block (shard locks are short), so they run on the event loop: no hand-off.
-        this.grpcServer = NettyServerBuilder.forAddress(new InetSocketAddress(ctx.host(), ctx.port()))
+        final NettyServerBuilder grpcBuilder = NettyServerBuilder.forAddress(new InetSocketAddress(ctx.host(), ctx.port()))
             .channelType(channelType)
             .bossEventLoopGroup(bossGroup)
             .workerEventLoopGroup(workerGroup)
@@ -491,8 +509,22 @@ public final class MasterServer implements AutoCloseable
             .maxInboundMessageSize(64 << 20)
             .permitKeepAliveTime(10, TimeUnit.SECONDS)
             .permitKeepAliveWithoutCalls(true)
-            .addService(service)
-            .build();
+            .addService(MalformedRequests.guard(service.bindService()));
+        final io.netty.handler.ssl.SslContext lookupTls;
+        try
+        {
+            if (ctx.tls().isEnabled())
+            {
+                grpcBuilder.sslContext(GrpcTls.serverContext(ctx.tls()));
+            }
+            lookupTls = TlsContexts.serverContext(ctx.tls());
+        }
+        catch (final IllegalArgumentException ex)
+        {
+            shutdownGroups();
+            throw ex;
+        }
+        this.grpcServer = grpcBuilder.build();
         try
         {
             grpcServer.start();
@@ -510,7 +542,7 @@ public final class MasterServer implements AutoCloseable
             try
             {
                 lookup = new LookupServer(ctx.host(), ctx.lookupPort(), bossGroup, workerGroup, channelType, handler,
-                    new RpcMetrics(meters, "lookup"));
+                    new RpcMetrics(meters, "lookup"), lookupTls);
             }
             catch (final RuntimeException ex)
             {
@@ -563,11 +595,13 @@ public final class MasterServer implements AutoCloseable
     {
         ctx.conclude();
         final MasterServer server = new MasterServer(ctx);
-        LOG.info("master ready: grpc={}:{} lookup={} admin={} shards={} lease-ttl={} node-ttl={} data-tokens={}",
+        LOG.info("master ready: grpc={}:{} lookup={} admin={} shards={} lease-ttl={} node-ttl={} data-tokens={} "
+            + "tls={}",
             ctx.host(), server.grpcPort(), server.lookupPort(), server.adminPort(), ctx.metadataShards(),
             Units.formatDuration(ctx.leaseTtl()), Units.formatDuration(ctx.nodeTtl()),
             !ctx.dataTokens() ? "off" : ctx.tokenKey() != null ? "on (key from " + ctx.tokenKeyFile() + ")" :
-            "on (random key)");
+            "on (random key)",
+            ctx.tls().isEnabled() ? "on (client auth " + ctx.tls().clientAuth().flagValue() + ")" : "off");
         return server;
     }
 

@@ -1,5 +1,6 @@
 package io.granary.transfer;
 
+import io.granary.common.tls.TlsSettings;
 import io.granary.protocol.FrameDescriptor;
 
 /**
@@ -30,6 +31,7 @@ public final class TransferConfig
     private long connectTimeoutMs = DEFAULT_CONNECT_TIMEOUT_MS;
     private int ioThreads = Math.min(2, Runtime.getRuntime().availableProcessors());
     private boolean preferEpoll = true;
+    private TlsSettings tls = TlsSettings.DISABLED;
     private int maxVectorEntries = DEFAULT_MAX_VECTOR_ENTRIES;
 
     /** Persistent connections per storage node (Mooncake's MC_TCP_LANES_PER_PEER); requests are pipelined on each. */
@@ -164,6 +166,21 @@ public final class TransferConfig
         return this;
     }
 
+    /**
+     * TLS on every lane (default off): the engine verifies each storage node's certificate against the trust
+     * anchors and its endpoint host, and presents a client certificate when one is configured.
+     */
+    public TlsSettings tls()
+    {
+        return tls;
+    }
+
+    public TransferConfig tls(final TlsSettings tls)
+    {
+        this.tls = tls == null ? TlsSettings.DISABLED : tls;
+        return this;
+    }
+
     /** Validates; returns this. @throws IllegalArgumentException naming the bad setting. */
     public TransferConfig conclude()
     {
@@ -206,6 +223,7 @@ public final class TransferConfig
         c.connectTimeoutMs = connectTimeoutMs;
         c.ioThreads = ioThreads;
         c.preferEpoll = preferEpoll;
+        c.tls = tls;
         c.maxVectorEntries = maxVectorEntries;
         return c;
     }

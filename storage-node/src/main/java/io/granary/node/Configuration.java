@@ -1,6 +1,7 @@
 package io.granary.node;
 
 import io.granary.common.Units;
+import io.granary.common.tls.TlsSettings;
 import io.granary.protocol.FrameDescriptor;
 
 import java.util.Locale;
@@ -71,8 +72,39 @@ public final class Configuration
     public static final String PREFER_EPOLL_PROP_NAME = "granary.node.transfer.epoll";
     public static final boolean PREFER_EPOLL_DEFAULT = true;
 
+    /** PEM certificate chain of the node (transfer server, and client certificate towards the master); unset = no TLS. */
+    public static final String TLS_CERT_PROP_NAME = "granary.node.tls.cert";
+
+    /** PEM PKCS#8 private key of that certificate. */
+    public static final String TLS_KEY_PROP_NAME = "granary.node.tls.key";
+
+    /** PEM trust anchors: the master's certificate and client certificates must chain to them. */
+    public static final String TLS_CA_PROP_NAME = "granary.node.tls.ca";
+
+    /** none, optional or require: whether transfer clients must present a certificate. */
+    public static final String TLS_CLIENT_AUTH_PROP_NAME = "granary.node.tls.client.auth";
+    public static final String TLS_CLIENT_AUTH_DEFAULT = "none";
+
     private Configuration()
     {
+    }
+
+    /** TLS settings from the TLS_ properties; disabled when none is set. Files are checked by conclude(). */
+    public static TlsSettings tls()
+    {
+        final TlsSettings.ClientAuth clientAuth;
+        try
+        {
+            clientAuth = TlsSettings.ClientAuth.parse(
+                System.getProperty(TLS_CLIENT_AUTH_PROP_NAME, TLS_CLIENT_AUTH_DEFAULT));
+        }
+        catch (final IllegalArgumentException ex)
+        {
+            throw new IllegalArgumentException(TLS_CLIENT_AUTH_PROP_NAME + " must be none, optional or require, was '" +
+                System.getProperty(TLS_CLIENT_AUTH_PROP_NAME) + "'", ex);
+        }
+        return TlsSettings.ofFiles(System.getProperty(TLS_CERT_PROP_NAME), System.getProperty(TLS_KEY_PROP_NAME),
+            System.getProperty(TLS_CA_PROP_NAME), clientAuth);
     }
 
     public static String masterAddress()

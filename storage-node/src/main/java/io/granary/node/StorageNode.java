@@ -1,6 +1,7 @@
 package io.granary.node;
 
 import io.granary.common.Clock;
+import io.granary.common.tls.TlsSettings;
 import io.granary.node.admin.NodeAdminServer;
 import io.granary.node.admin.NodeMetrics;
 import io.granary.node.master.MasterLink;
@@ -46,8 +47,8 @@ public final class StorageNode implements AutoCloseable
     {
         this.ctx = ctx;
         transferServer = new TransferServer(ctx.host(), ctx.transferPort(), registry, ctx.maxFrameBytes(),
-            ctx.ioThreads(), ctx.preferEpoll(), new TransferMetrics(meters), new AccessTokenVerifier(ctx.clock()))
-            .start();
+            ctx.ioThreads(), ctx.preferEpoll(), new TransferMetrics(meters), new AccessTokenVerifier(ctx.clock()),
+            ctx.tls()).start();
         metrics = new NodeMetrics(meters, transferServer, registry, this::masterLink);
         MasterLink link = null;
         NodeAdminServer adminServer = null;
@@ -64,7 +65,7 @@ public final class StorageNode implements AutoCloseable
                 }
             }
             link = new MasterLink(ctx.masterAddress(), nodeId, name, endpoint, registry.segments(),
-                ctx.heartbeatIntervalMs(), ctx.masterRpcTimeoutMs(), ctx.clock());
+                ctx.heartbeatIntervalMs(), ctx.masterRpcTimeoutMs(), ctx.clock(), ctx.tls());
             link.tokenKeyListener(transferServer.tokenVerifier()::updateKey);
             if (ctx.adminPort() >= 0)
             {
@@ -252,6 +253,7 @@ public final class StorageNode implements AutoCloseable
         private int ioThreads = Configuration.ioThreads();
         private boolean preTouch = Configuration.preTouch();
         private boolean preferEpoll = Configuration.preferEpoll();
+        private TlsSettings tls = Configuration.tls();
         private int adminPort = Configuration.adminPort();
         private Clock clock = Clock.SYSTEM;
 
@@ -296,6 +298,8 @@ public final class StorageNode implements AutoCloseable
             require(ioThreads >= 1 && ioThreads <= 256, "ioThreads must be in 1..256, was " + ioThreads);
             require(adminPort >= -1 && adminPort <= 65535, "adminPort must be in -1..65535, was " + adminPort);
             require(clock != null, "clock must not be null");
+            require(tls != null, "tls must not be null");
+            tls.validateForServer(); // names the --tls-* flag and file at fault
             return this;
         }
 
@@ -469,6 +473,22 @@ public final class StorageNode implements AutoCloseable
             return this;
         }
 
+        /**
+         * TLS (default off): the transfer server serves TLS with this certificate and key, and the node's link
+         * to the master speaks TLS too, presenting the same certificate and verifying the master's against the
+         * trust anchors.
+         */
+        public TlsSettings tls()
+        {
+            return tls;
+        }
+
+        public Context tls(final TlsSettings tls)
+        {
+            this.tls = tls == null ? TlsSettings.DISABLED : tls;
+            return this;
+        }
+
         /** Admin HTTP port (/health, /ready, /metrics); -1 (default unless the property is set) disables it. */
         public int adminPort()
         {
@@ -499,7 +519,8 @@ public final class StorageNode implements AutoCloseable
                 transferPort + ", segmentSizeBytes=" + segmentSizeBytes + ", segmentCount=" + segmentCount +
                 ", name=" + name + ", heartbeatIntervalMs=" + heartbeatIntervalMs + ", masterRpcTimeoutMs=" +
                 masterRpcTimeoutMs + ", maxFrameBytes=" + maxFrameBytes + ", ioThreads=" + ioThreads +
-                ", preTouch=" + preTouch + ", preferEpoll=" + preferEpoll + ", adminPort=" + adminPort + '}';
+                ", preTouch=" + preTouch + ", preferEpoll=" + preferEpoll + ", adminPort=" + adminPort +
+                ", tls=" + tls + '}';
         }
     }
 }

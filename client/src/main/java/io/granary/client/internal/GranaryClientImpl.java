@@ -155,7 +155,8 @@ public final class GranaryClientImpl implements GranaryClient
         }
         try
         {
-            return new GranaryClientImpl(config, new MasterClient(config.masterAddress(), config.rpcTimeout(), config.fastLookups()), engine,
+            return new GranaryClientImpl(config, new MasterClient(
+                config.masterAddress(), config.rpcTimeout(), config.fastLookups(), config.tls()), engine,
                 Objects.requireNonNull(clock, "clock"));
         }
         catch (final RuntimeException ex)

@@ -333,11 +333,15 @@ public final class MetadataStore
     /** Validates put options; returns OK or INVALID_PARAMS, and the soft-pin TTL to apply in {@code ttlOut[0]}. */
     int checkPutOptions(final PutOptions options, final long[] softPinTtlOut)
     {
-        if (options.getReplicas() > Limits.MAX_REPLICAS)
+        if (Integer.compareUnsigned(options.getReplicas(), Limits.MAX_REPLICAS) > 0)
         {
-            return INVALID_PARAMS_VALUE;
+            return INVALID_PARAMS_VALUE; // uint32 on the wire: above 2^31 reads negative here
         }
-        if (options.getGroupId().length() > Limits.MAX_KEY_BYTES)
+        if (!options.getGroupId().isEmpty() && Limits.checkKey(options.getGroupId()) != null)
+        {
+            return INVALID_PARAMS_VALUE; // a group id follows the key rules (stored and hashed like one)
+        }
+        if (options.getPreferredSegment().length() > Limits.MAX_KEY_BYTES)
         {
             return INVALID_PARAMS_VALUE;
         }

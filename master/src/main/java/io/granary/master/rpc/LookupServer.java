@@ -3,6 +3,7 @@ package io.granary.master.rpc;
 import com.google.protobuf.CodedOutputStream;
 import com.google.protobuf.InvalidProtocolBufferException;
 import com.google.protobuf.MessageLite;
+import io.granary.common.tls.TlsContexts;
 import io.granary.proto.BatchKeysRequest;
 import io.granary.proto.BatchPutStartRequest;
 import io.granary.proto.KeyRequest;
@@ -22,6 +23,7 @@ import io.netty.channel.ServerChannel;
 import io.netty.channel.socket.SocketChannel;
 import io.netty.handler.codec.LengthFieldBasedFrameDecoder;
 import io.netty.handler.codec.TooLongFrameException;
+import io.netty.handler.ssl.SslContext;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -55,7 +57,7 @@ public final class LookupServer implements AutoCloseable
         final Class<? extends ServerChannel> channelType,
         final MasterRequestHandler handler)
     {
-        this(host, port, bossGroup, workerGroup, channelType, handler, RpcMetrics.NONE);
+        this(host, port, bossGroup, workerGroup, channelType, handler, RpcMetrics.NONE, null);
     }
 
     /** @param metrics per-call latency and failures of this transport. */
@@ -67,6 +69,23 @@ public final class LookupServer implements AutoCloseable
         final Class<? extends ServerChannel> channelType,
         final MasterRequestHandler handler,
         final RpcMetrics metrics)
+    {
+        this(host, port, bossGroup, workerGroup, channelType, handler, metrics, null);
+    }
+
+    /**
+     * @param metrics per-call latency and failures of this transport.
+     * @param sslContext TLS for every connection, or null for plain text.
+     */
+    public LookupServer(
+        final String host,
+        final int port,
+        final EventLoopGroup bossGroup,
+        final EventLoopGroup workerGroup,
+        final Class<? extends ServerChannel> channelType,
+        final MasterRequestHandler handler,
+        final RpcMetrics metrics,
+        final SslContext sslContext)
     {
         this.handler = handler;
         this.metrics = metrics;
@@ -86,6 +105,10 @@ public final class LookupServer implements AutoCloseable
                         .addLast(new LengthFieldBasedFrameDecoder(MAX_FRAME_LENGTH, 0, LENGTH_FIELD_LENGTH, 0,
                             LENGTH_FIELD_LENGTH))
                         .addLast(new FrameHandler());
+                    if (sslContext != null)
+                    {
+                        TlsContexts.addServerHandler(ch, sslContext, LOG, "lookup");
+                    }
                 }
             });
         try
@@ -168,6 +191,10 @@ public final class LookupServer implements AutoCloseable
                     LOG.error("lookup method {} failed unexpectedly", method, ex);
                     writeError(ctx, method, requestId, STATUS_INTERNAL, String.valueOf(ex));
                     return;
+                }
+                finally
+                {
+                    decoder.trim();
                 }
                 metrics.record(rpc, startNs, response);
                 final int size = response.getSerializedSize();

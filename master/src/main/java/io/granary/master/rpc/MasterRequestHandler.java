@@ -101,6 +101,12 @@ public final class MasterRequestHandler
         return size > Limits.MAX_BATCH_KEYS;
     }
 
+    /** Puts name their client: 1..256 characters without control characters (the store keeps it per object). */
+    private static boolean badClientId(final String clientId)
+    {
+        return Limits.checkClientId(clientId) != null;
+    }
+
     private static boolean validId(final String id)
     {
         if (id.isEmpty() || id.length() > MAX_ID_LENGTH)
@@ -143,7 +149,7 @@ public final class MasterRequestHandler
     private static BatchCodeResponse perKey(final BatchKeysRequest req, final KeyOp op)
     {
         final BatchCodeResponse.Builder b = BatchCodeResponse.newBuilder();
-        if (badTenant(req.getTenant()) || badBatch(req.getKeysCount()))
+        if (badTenant(req.getTenant()) || badBatch(req.getKeysCount()) || badClientId(req.getClientId()))
         {
             return b.setCode(INVALID_PARAMS_VALUE).build();
         }
@@ -189,7 +195,9 @@ public final class MasterRequestHandler
         try
         {
             final Pattern pattern = Pattern.compile(regex);
-            return key -> pattern.matcher(key).matches();
+            // A pathological pattern ((a+)+b) backtracks exponentially: bound the work per key so that one request
+            // cannot hold an event loop; a key that runs out of budget counts as not matching.
+            return key -> BoundedCharSequence.matches(pattern, key);
         }
         catch (final PatternSyntaxException ex)
         {
@@ -248,7 +256,8 @@ public final class MasterRequestHandler
             .setNodeTtlMs(server.context().nodeTtl().toMillis());
         if (!validId(req.getNodeId()) || !validId(req.getNodeName()) || !validEndpoint(req.getEndpoint()) ||
             !req.hasSegment() || !validId(req.getSegment().getName()) || req.getSegment().getSegmentId() == 0 ||
-            req.getSegment().getSizeBytes() <= 0 || req.getSegment().getSizeBytes() > MAX_SEGMENT_BYTES)
+            req.getSegment().getSizeBytes() < server.context().allocationGranularity() ||
+            req.getSegment().getSizeBytes() > MAX_SEGMENT_BYTES)
         {
             return b.setCode(INVALID_PARAMS_VALUE).build();
         }
@@ -269,6 +278,10 @@ public final class MasterRequestHandler
 
     public CodeResponse unmountSegment(final UnmountSegmentRequest req)
     {
+        if (!validId(req.getNodeId()))
+        {
+            return code(INVALID_PARAMS_VALUE);
+        }
         final MountedSegment removed = registry.unmount(req.getNodeId(), req.getSegmentId());
         if (removed == null)
         {
@@ -280,6 +293,10 @@ public final class MasterRequestHandler
 
     public CodeResponse deregisterNode(final DeregisterNodeRequest req)
     {
+        if (!validId(req.getNodeId()))
+        {
+            return code(INVALID_PARAMS_VALUE);
+        }
         final List<MountedSegment> removed = registry.deregister(req.getNodeId());
         if (removed == null)
         {
@@ -294,6 +311,10 @@ public final class MasterRequestHandler
 
     public HeartbeatResponse heartbeat(final HeartbeatRequest req)
     {
+        if (!validId(req.getNodeId()))
+        {
+            return HeartbeatResponse.newBuilder().setCode(INVALID_PARAMS_VALUE).build();
+        }
         return HeartbeatResponse.newBuilder()
             .setCode(registry.heartbeat(req.getNodeId()) ? OK_VALUE : SEGMENT_NOT_FOUND_VALUE)
             .build();
@@ -301,7 +322,7 @@ public final class MasterRequestHandler
 
     public PutStartResponse putStart(final PutStartRequest req)
     {
-        if (badTenant(req.getTenant()))
+        if (badTenant(req.getTenant()) || badClientId(req.getClientId()))
         {
             return PutStartResponse.newBuilder().setCode(INVALID_PARAMS_VALUE).build();
         }
@@ -313,20 +334,21 @@ public final class MasterRequestHandler
 
     public CodeResponse putEnd(final PutEndRequest req)
     {
-        return badTenant(req.getTenant()) ? code(INVALID_PARAMS_VALUE) : code(store.putEnd(
-            tenant(req.getTenant()), req.getClientId(), req.getKey(), req.hasCrc32C(), req.getCrc32C()));
+        return badTenant(req.getTenant()) || badClientId(req.getClientId()) ? code(INVALID_PARAMS_VALUE) :
+            code(store.putEnd(tenant(req.getTenant()), req.getClientId(), req.getKey(), req.hasCrc32C(),
+                req.getCrc32C()));
     }
 
     public CodeResponse putRevoke(final PutRevokeRequest req)
     {
-        return badTenant(req.getTenant()) ? code(INVALID_PARAMS_VALUE) :
+        return badTenant(req.getTenant()) || badClientId(req.getClientId()) ? code(INVALID_PARAMS_VALUE) :
             code(store.putRevoke(tenant(req.getTenant()), req.getClientId(), req.getKey()));
     }
 
     public BatchPutStartResponse batchPutStart(final BatchPutStartRequest req)
     {
         final BatchPutStartResponse.Builder b = BatchPutStartResponse.newBuilder();
-        if (badTenant(req.getTenant()) || badBatch(req.getKeysCount()) ||
+        if (badTenant(req.getTenant()) || badBatch(req.getKeysCount()) || badClientId(req.getClientId()) ||
             req.getKeysCount() != req.getValueLengthsCount())
         {
             return b.setCode(INVALID_PARAMS_VALUE).build();

@@ -1,5 +1,6 @@
 package io.granary.transfer.tcp;
 
+import io.granary.protocol.FrameHeader;
 import io.netty.buffer.ByteBuf;
 
 import java.util.concurrent.ScheduledFuture;
@@ -22,6 +23,12 @@ abstract class InflightFrame implements Runnable
 
     /** Completes the frame (every transfer part it carries) once; later calls are ignored. */
     abstract void complete(int status);
+
+    /**
+     * False when {@code response} (its opcode already matched) does not echo this request's addressing fields: the
+     * stream is then out of sync. Called before {@link #acceptsPayload}.
+     */
+    abstract boolean echoedBy(FrameHeader response);
 
     /**
      * The response header announced {@code payloadBytes} payload bytes: false when that cannot be the answer to

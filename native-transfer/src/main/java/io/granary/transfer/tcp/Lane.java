@@ -133,7 +133,7 @@ final class Lane
             return;
         }
         final ChannelFuture connectFuture = bootstrap.clone(eventLoop)
-            .handler(new ResponseDecoder(this, true))
+            .handler(peer.laneHandler(this))
             .connect(address);
         channel = connectFuture.channel();
         connectFuture.addListener((ChannelFuture f) -> onConnectComplete(f));
@@ -250,6 +250,12 @@ final class Lane
             slice.payloadWritten = true;
             ch.write(header, ch.voidPromise());
         }
+    }
+
+    /** True when this lane sent a request with this id (answered, pending or timed out). */
+    boolean wasIssued(final long requestId)
+    {
+        return requestId > 0 && requestId < nextRequestId;
     }
 
     /** Takes the frame waiting for {@code requestId}, or null if it is unknown (e.g. timed out). */

@@ -1,5 +1,6 @@
 package io.granary.transfer.tcp;
 
+import io.granary.common.tls.TlsContexts;
 import io.granary.protocol.FrameDescriptor;
 import io.granary.transfer.TransferConfig;
 import io.granary.transfer.TransferEngine;
@@ -16,6 +17,7 @@ import io.netty.channel.epoll.Epoll;
 import io.netty.channel.epoll.EpollIoHandler;
 import io.netty.channel.epoll.EpollSocketChannel;
 import io.netty.channel.nio.NioIoHandler;
+import io.netty.handler.ssl.SslContext;
 import io.netty.channel.socket.nio.NioSocketChannel;
 import io.netty.util.concurrent.DefaultThreadFactory;
 import org.slf4j.Logger;
@@ -48,6 +50,7 @@ public final class NettyTransferEngine implements TransferEngine
     private static final long SHUTDOWN_TIMEOUT_MS = 3_000;
 
     private final TransferConfig config;
+    private final SslContext sslContext;
     private final boolean epoll;
     private final EventLoopGroup group;
     private final Bootstrap bootstrap;
@@ -55,9 +58,11 @@ public final class NettyTransferEngine implements TransferEngine
     private final AtomicBoolean closed = new AtomicBoolean();
     private final AdmissionCounters counters = new AdmissionCounters();
 
+    /** @throws IllegalArgumentException for a bad setting, including unusable TLS files. */
     public NettyTransferEngine(final TransferConfig config)
     {
         this.config = config.copy().conclude();
+        this.sslContext = TlsContexts.clientContext(this.config.tls());
         this.epoll = this.config.preferEpoll() && Epoll.isAvailable();
         final IoHandlerFactory ioHandlerFactory = epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory();
         this.group = new MultiThreadIoEventLoopGroup(
@@ -74,9 +79,10 @@ public final class NettyTransferEngine implements TransferEngine
             .option(ChannelOption.WRITE_BUFFER_WATER_MARK, WRITE_BUFFER_WATER_MARK)
             .option(ChannelOption.CONNECT_TIMEOUT_MILLIS,
                 (int)Math.min(Integer.MAX_VALUE, this.config.connectTimeoutMs()));
-        LOG.debug("Java TCP transfer engine started: {} transport, {} I/O threads, {} lanes per peer, " +
+        LOG.debug("Java TCP transfer engine started: {} transport{}, {} I/O threads, {} lanes per peer, " +
             "{} queued frames and {} pending admissions per peer, admission timeout {} ms",
-            epoll ? "epoll" : "nio", this.config.ioThreads(), this.config.lanesPerPeer(),
+            epoll ? "epoll" : "nio", sslContext == null ? "" : " with TLS", this.config.ioThreads(),
+            this.config.lanesPerPeer(),
             this.config.maxQueuedTransfersPerPeer(), this.config.maxPendingAdmissionsPerPeer(),
             this.config.admissionTimeoutMs());
     }
@@ -85,6 +91,12 @@ public final class NettyTransferEngine implements TransferEngine
     public TransportKind kind()
     {
         return TransportKind.JAVA;
+    }
+
+    /** True when every lane speaks TLS (frames are then decrypted into the TLS handler's own buffers). */
+    public boolean tlsEnabled()
+    {
+        return sslContext != null;
     }
 
     /** "epoll" or "nio": the Netty transport underneath. */
@@ -123,7 +135,7 @@ public final class NettyTransferEngine implements TransferEngine
                 return completed(TRANSFER_FAIL_VALUE); // not cached: name resolution may work later
             }
             peer = peers.computeIfAbsent(request.endpoint(), endpoint -> new PeerConnection(
-                endpoint, address, group, bootstrap, config, counters));
+                endpoint, address, group, bootstrap, config, counters, sslContext));
         }
 
         final CompletableFuture<Integer> future = peer.submit(request, frameToken);

@@ -1,8 +1,10 @@
 package io.granary.transfer.tcp;
 
+import io.granary.common.tls.TlsContexts;
 import io.granary.protocol.FrameDescriptor;
 import io.granary.protocol.FrameHeader;
 import io.granary.protocol.HeaderAssembler;
+import io.granary.proto.ErrorCode;
 import io.granary.protocol.Opcode;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelHandlerContext;
@@ -130,14 +132,28 @@ final class ResponseDecoder extends ChannelInboundHandlerAdapter implements InPl
     /** @return false when the stream is broken and the lane was failed. */
     private boolean onHeader(final ChannelHandlerContext ctx)
     {
+        if (!lane.wasIssued(header.requestId))
+        {
+            protocolError(ctx, "response " + header + " to a request id this lane never sent");
+            return false;
+        }
         lastResponseId = header.requestId;
         final InflightFrame frame = lane.takeInflight(header.requestId);
         final boolean hasPayload = header.hasPayload();
-        if (frame != null && (header.opcode != (frame.opcode() | Opcode.RESPONSE_BIT) ||
+        if (frame != null && (header.opcode != (frame.opcode() | Opcode.RESPONSE_BIT) || !frame.echoedBy(header) ||
             (hasPayload && !frame.acceptsPayload(header.length))))
         {
             frame.complete(TRANSFER_FAIL_VALUE);
-            protocolError(ctx, "response " + header + " does not match its request " + frame);
+            protocolError(ctx, "response " + header + " does not echo its request " + frame);
+            return false;
+        }
+        if (header.status > 0 || (header.status < 0 && ErrorCode.forNumber(header.status) == null))
+        {
+            if (frame != null)
+            {
+                frame.complete(TRANSFER_FAIL_VALUE);
+            }
+            protocolError(ctx, "response " + header + " carries an unknown status");
             return false;
         }
 
@@ -219,7 +235,14 @@ final class ResponseDecoder extends ChannelInboundHandlerAdapter implements InPl
         if (!broken)
         {
             broken = true;
-            LOG.debug("transfer lane to {} failed: {}", lane.endpoint(), cause.toString());
+            if (cause.getCause() instanceof javax.net.ssl.SSLException)
+            {
+                LOG.warn("transfer lane to {} failed: {}", lane.endpoint(), TlsContexts.describe(cause));
+            }
+            else
+            {
+                LOG.debug("transfer lane to {} failed: {}", lane.endpoint(), cause.toString());
+            }
             lane.fail(TRANSFER_FAIL_VALUE, String.valueOf(cause));
         }
         ctx.close();

@@ -67,6 +67,13 @@ final class TransferSlice extends InflightFrame implements ChannelFutureListener
         return done != 0;
     }
 
+    /** A READ or WRITE answer echoes segment, offset and length, whatever its status. */
+    @Override
+    boolean echoedBy(final FrameHeader response)
+    {
+        return response.segmentId == segmentId && response.offset == remoteOffset && response.length == length;
+    }
+
     @Override
     boolean acceptsPayload(final long payloadBytes)
     {

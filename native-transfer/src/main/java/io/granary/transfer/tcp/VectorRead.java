@@ -100,6 +100,16 @@ final class VectorRead extends InflightFrame
         }
     }
 
+    /**
+     * A READV answer echoes only the request id: segment and offset are 0, and a refusal of the whole vector carries
+     * no payload (length 0); the length of an answer with entries is checked by {@link #acceptsPayload}.
+     */
+    @Override
+    boolean echoedBy(final FrameHeader response)
+    {
+        return response.segmentId == 0 && response.offset == 0 && (response.status == 0 || response.length == 0);
+    }
+
     @Override
     boolean acceptsPayload(final long announced)
     {

@@ -23,6 +23,7 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
+import static io.granary.proto.ErrorCode.INVALID_PARAMS_VALUE;
 import static io.granary.proto.ErrorCode.RPC_TIMEOUT_VALUE;
 import static io.granary.proto.ErrorCode.SEGMENT_NOT_FOUND_VALUE;
 import static io.granary.proto.ErrorCode.TRANSFER_FAIL_VALUE;
@@ -251,6 +252,94 @@ class VectorReadTest
             assertThat(read.get(10, TimeUnit.SECONDS)).isEqualTo(TRANSFER_FAIL_VALUE); // the lane closed under all
         }
         assertThat(in.read()).as("the engine hung up").isEqualTo(-1);
+    }
+
+    /** A READV_RESPONSE header alone, with the given addressing fields and status. */
+    private void answerHeader(final long requestId, final int segmentId, final int status, final long offset,
+        final long length) throws IOException
+    {
+        final ByteBuf out = Unpooled.buffer();
+        FrameHeader.encode(out, Opcode.READV_RESPONSE, 0, requestId, segmentId, status, offset, length, 0, null);
+        socket.getOutputStream().write(out.array(), out.arrayOffset(), out.readableBytes());
+        socket.getOutputStream().flush();
+        out.release();
+    }
+
+    @Test
+    void shouldHandEveryReadOfAVectorRefusedWholeTheRefusalAndKeepTheLane() throws Exception
+    {
+        final List<ByteBuffer> into = new ArrayList<>();
+        final List<CompletableFuture<Integer>> reads = submitReads(20, 10, into);
+        final List<Integer> inVectors = new ArrayList<>();
+        for (final List<FrameHeader> frame : collect(20))
+        {
+            if (frame.size() == 1)
+            {
+                answerSingle(frame.get(0));
+                continue;
+            }
+            answerHeader(frame.get(0).requestId, 0, INVALID_PARAMS_VALUE, 0, 0);
+            frame.subList(1, frame.size()).forEach(e -> inVectors.add((int)(e.offset / 1000)));
+        }
+
+        assertThat(inVectors).isNotEmpty();
+        for (int i = 0; i < reads.size(); i++)
+        {
+            assertThat(reads.get(i).get(10, TimeUnit.SECONDS)).as("read %d", i)
+                .isEqualTo(inVectors.contains(i) ? INVALID_PARAMS_VALUE : 0);
+        }
+        final List<ByteBuffer> more = new ArrayList<>();
+        final CompletableFuture<Integer> next = engine.submit(TransferRequest.read(
+            "127.0.0.1:" + serverSocket.getLocalPort(), 3, 0, directBuffer(more, 10), 10));
+        final FrameHeader read = readHeader();
+        assertThat(read.opcode).as("the same connection carries the next read").isEqualTo(Opcode.READ);
+        answerSingle(read);
+        assertThat(next.get(10, TimeUnit.SECONDS)).isZero();
+    }
+
+    @Test
+    void shouldCloseTheLaneWhenAVectorAnswerDoesNotEchoSegmentAndOffsetZero() throws Exception
+    {
+        for (final long[] fields : new long[][]{{3, 0}, {0, 1000}})
+        {
+            final List<ByteBuffer> into = new ArrayList<>();
+            final List<CompletableFuture<Integer>> reads = submitReads(20, 10, into);
+            final List<List<FrameHeader>> frames = collect(20);
+            final List<FrameHeader> vector = frames.stream().filter(f -> f.size() > 1).findFirst().orElseThrow();
+            final int entries = vector.size() - 1;
+            // A refusal whose addressing fields belong to some READ, not to this vector.
+            answerHeader(vector.get(0).requestId, (int)fields[0], INVALID_PARAMS_VALUE, fields[1], 0);
+
+            for (final CompletableFuture<Integer> read : reads)
+            {
+                assertThat(read.get(10, TimeUnit.SECONDS)).as("%d entries, fields %s", entries, Arrays.toString(fields))
+                    .isEqualTo(TRANSFER_FAIL_VALUE); // the lane closed under all
+            }
+            assertThat(in.read()).as("the engine hung up").isEqualTo(-1);
+            socket.close();
+        }
+    }
+
+    @Test
+    void shouldCloseTheLaneWhenAVectorRefusalCarriesALength() throws Exception
+    {
+        final List<ByteBuffer> into = new ArrayList<>();
+        final List<CompletableFuture<Integer>> reads = submitReads(20, 10, into);
+        final List<FrameHeader> vector = collect(20).stream().filter(f -> f.size() > 1).findFirst().orElseThrow();
+        answerHeader(vector.get(0).requestId, 0, INVALID_PARAMS_VALUE, 0, 64L * (vector.size() - 1));
+
+        for (final CompletableFuture<Integer> read : reads)
+        {
+            assertThat(read.get(10, TimeUnit.SECONDS)).isEqualTo(TRANSFER_FAIL_VALUE);
+        }
+        assertThat(in.read()).as("the engine hung up").isEqualTo(-1);
+    }
+
+    private static ByteBuffer directBuffer(final List<ByteBuffer> into, final int length)
+    {
+        final ByteBuffer dst = ByteBuffer.allocateDirect(length);
+        into.add(dst);
+        return dst;
     }
 
     @Test

@@ -1,6 +1,8 @@
 package io.granary.node.master;
 
 import io.granary.common.Clock;
+import io.granary.common.tls.GrpcTls;
+import io.granary.common.tls.TlsSettings;
 import io.granary.node.segment.Segment;
 import io.granary.proto.ErrorCode;
 import io.granary.proto.HeartbeatRequest;
@@ -14,6 +16,8 @@ import io.granary.proto.UnmountSegmentRequest;
 import io.grpc.ManagedChannel;
 import io.grpc.ManagedChannelBuilder;
 import io.grpc.StatusRuntimeException;
+import io.grpc.netty.NettyChannelBuilder;
+import io.netty.handler.ssl.SslContext;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -78,6 +82,22 @@ public final class MasterLink implements AutoCloseable
         final long rpcTimeoutMs,
         final Clock clock)
     {
+        this(masterAddress, nodeId, nodeName, endpoint, segments, heartbeatIntervalMs, rpcTimeoutMs, clock,
+            TlsSettings.DISABLED);
+    }
+
+    /** @param tls TLS towards the master: its certificate is verified, the node's own is presented. */
+    public MasterLink(
+        final String masterAddress,
+        final String nodeId,
+        final String nodeName,
+        final String endpoint,
+        final List<Segment> segments,
+        final long heartbeatIntervalMs,
+        final long rpcTimeoutMs,
+        final Clock clock,
+        final TlsSettings tls)
+    {
         this.masterAddress = masterAddress;
         this.nodeId = nodeId;
         this.nodeName = nodeName;
@@ -90,7 +110,7 @@ public final class MasterLink implements AutoCloseable
         this.clock = clock;
         this.effectiveHeartbeatMs = heartbeatIntervalMs;
         this.backoffMs = initialBackoffMs;
-        this.channel = ManagedChannelBuilder.forTarget(masterAddress).usePlaintext().build();
+        this.channel = channel(masterAddress, tls);
         this.stub = MasterServiceGrpc.newBlockingStub(channel);
         this.scheduler = Executors.newSingleThreadScheduledExecutor(r ->
         {
@@ -98,6 +118,16 @@ public final class MasterLink implements AutoCloseable
             t.setDaemon(true);
             return t;
         });
+    }
+
+    private static ManagedChannel channel(final String masterAddress, final TlsSettings tls)
+    {
+        final SslContext sslContext = GrpcTls.clientContext(tls);
+        if (sslContext == null)
+        {
+            return ManagedChannelBuilder.forTarget(masterAddress).usePlaintext().build();
+        }
+        return NettyChannelBuilder.forTarget(masterAddress).sslContext(sslContext).build();
     }
 
     /**

@@ -232,11 +232,16 @@ final class FrameHandler extends ChannelInboundHandlerAdapter implements InPlace
     }
 
     /**
-     * Validation of one request before any byte moves: access token, then segment known, then range non-empty and
-     * inside it.
+     * Validation of one request (a READ, a WRITE or a READV entry) before any byte moves: status 0, then access
+     * token, then segment known, then range non-empty and inside it.
      */
     private int check(final Segment segment, final FrameHeader request)
     {
+        if (request.status != 0)
+        {
+            server.onErrorResponse();
+            return INVALID_PARAMS_VALUE;
+        }
         final int tokenStatus = checkToken(request);
         if (tokenStatus != 0)
         {
@@ -263,7 +268,8 @@ final class FrameHandler extends ChannelInboundHandlerAdapter implements InPlace
         final long length = header.length;
         vectorRequestId = header.requestId;
         vectorRemaining = length;
-        final boolean wellFormed = length > 0 && length % FrameDescriptor.HEADER_LENGTH == 0 &&
+        // A request's status is 0; a vector header that says otherwise is refused whole, like a bad length.
+        final boolean wellFormed = header.status == 0 && length > 0 && length % FrameDescriptor.HEADER_LENGTH == 0 &&
             length / FrameDescriptor.HEADER_LENGTH <= FrameDescriptor.MAX_VECTOR_ENTRIES;
         vectorEntries = wellFormed ? ctx.alloc().buffer((int)length, (int)length) : null;
         if (length == 0)

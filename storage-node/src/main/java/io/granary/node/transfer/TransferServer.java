@@ -1,6 +1,8 @@
 package io.granary.node.transfer;
 
 import io.granary.common.Clock;
+import io.granary.common.tls.TlsContexts;
+import io.granary.common.tls.TlsSettings;
 import io.granary.node.segment.SegmentRegistry;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.channel.Channel;
@@ -19,6 +21,7 @@ import io.netty.channel.group.ChannelGroup;
 import io.netty.channel.group.DefaultChannelGroup;
 import io.netty.channel.nio.NioIoHandler;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
+import io.netty.handler.ssl.SslContext;
 import io.netty.util.concurrent.DefaultThreadFactory;
 import io.netty.util.concurrent.ImmediateEventExecutor;
 import org.slf4j.Logger;
@@ -46,6 +49,7 @@ public final class TransferServer implements AutoCloseable
     private final int maxFrameBytes;
     private final AccessTokenVerifier tokenVerifier;
     private final boolean epoll;
+    private final SslContext sslContext;
     private final EventLoopGroup group;
     private final ChannelGroup connections =
         new DefaultChannelGroup("granary-transfer", ImmediateEventExecutor.INSTANCE);
@@ -79,7 +83,24 @@ public final class TransferServer implements AutoCloseable
         final boolean preferEpoll)
     {
         this(host, port, registry, maxFrameBytes, ioThreads, preferEpoll, TransferMetrics.NONE,
-            new AccessTokenVerifier(Clock.SYSTEM));
+            new AccessTokenVerifier(Clock.SYSTEM), TlsSettings.DISABLED);
+    }
+
+    /**
+     * @param tls TLS for every connection ({@link TlsSettings#DISABLED}: plain text).
+     * @throws IllegalArgumentException when the TLS files are unusable.
+     */
+    public TransferServer(
+        final String host,
+        final int port,
+        final SegmentRegistry registry,
+        final int maxFrameBytes,
+        final int ioThreads,
+        final boolean preferEpoll,
+        final TlsSettings tls)
+    {
+        this(host, port, registry, maxFrameBytes, ioThreads, preferEpoll, TransferMetrics.NONE,
+            new AccessTokenVerifier(Clock.SYSTEM), tls);
     }
 
     /** @param metrics the latency histograms the frame handlers record into. */
@@ -93,7 +114,7 @@ public final class TransferServer implements AutoCloseable
         final TransferMetrics metrics)
     {
         this(host, port, registry, maxFrameBytes, ioThreads, preferEpoll, metrics,
-            new AccessTokenVerifier(Clock.SYSTEM));
+            new AccessTokenVerifier(Clock.SYSTEM), TlsSettings.DISABLED);
     }
 
     /** @param tokenVerifier checks every READ and WRITE frame's access token once it holds a key. */
@@ -106,7 +127,8 @@ public final class TransferServer implements AutoCloseable
         final boolean preferEpoll,
         final AccessTokenVerifier tokenVerifier)
     {
-        this(host, port, registry, maxFrameBytes, ioThreads, preferEpoll, TransferMetrics.NONE, tokenVerifier);
+        this(host, port, registry, maxFrameBytes, ioThreads, preferEpoll, TransferMetrics.NONE, tokenVerifier,
+            TlsSettings.DISABLED);
     }
 
     /**
@@ -114,6 +136,8 @@ public final class TransferServer implements AutoCloseable
      * @param maxFrameBytes longest range a single frame may carry; longer frames close the connection.
      * @param metrics       the latency histograms the frame handlers record into.
      * @param tokenVerifier checks every READ and WRITE frame's access token once it holds a key.
+     * @param tls           TLS for every connection ({@link TlsSettings#DISABLED}: plain text).
+     * @throws IllegalArgumentException when the TLS files are unusable.
      */
     public TransferServer(
         final String host,
@@ -123,8 +147,10 @@ public final class TransferServer implements AutoCloseable
         final int ioThreads,
         final boolean preferEpoll,
         final TransferMetrics metrics,
-        final AccessTokenVerifier tokenVerifier)
+        final AccessTokenVerifier tokenVerifier,
+        final TlsSettings tls)
     {
+        this.sslContext = TlsContexts.serverContext(tls);
         this.metrics = metrics;
         this.tokenVerifier = tokenVerifier;
         this.host = host;
@@ -159,7 +185,13 @@ public final class TransferServer implements AutoCloseable
                 protected void initChannel(final Channel ch)
                 {
                     connections.add(ch);
-                    ch.pipeline().addLast(new FrameHandler(TransferServer.this, registry, maxFrameBytes, true));
+                    // In-place receive needs the socket's bytes to be the frames': never behind TLS.
+                    ch.pipeline().addLast(
+                        new FrameHandler(TransferServer.this, registry, maxFrameBytes, !tlsEnabled()));
+                    if (sslContext != null)
+                    {
+                        installTls(ch);
+                    }
                 }
             });
         final ChannelFuture bound = bootstrap.bind(host, requestedPort).awaitUninterruptibly();
@@ -178,9 +210,24 @@ public final class TransferServer implements AutoCloseable
             LOG.warn("READs copy once: start the JVM with --add-opens java.base/java.nio=ALL-UNNAMED " +
                 "-Dio.netty.tryReflectionSetAccessible=true to send segment memory without copying");
         }
-        LOG.info("transfer server listening on {}:{} ({} transport, max frame {} bytes)",
-            host, port, epoll ? "epoll" : "nio", maxFrameBytes);
+        LOG.info("transfer server listening on {}:{} ({} transport{}, max frame {} bytes)",
+            host, port, epoll ? "epoll" : "nio", sslContext == null ? "" : ", TLS", maxFrameBytes);
         return this;
+    }
+
+    /**
+     * Puts the TLS handler in front of the frame handler. Frames are then decrypted into the TLS handler's own
+     * buffers, so a receive path that reads the socket straight into segment memory must stay off here.
+     */
+    private void installTls(final Channel ch)
+    {
+        TlsContexts.addServerHandler(ch, sslContext, LOG, "transfer");
+    }
+
+    /** True when every connection speaks TLS. */
+    public boolean tlsEnabled()
+    {
+        return sslContext != null;
     }
 
     public String host()

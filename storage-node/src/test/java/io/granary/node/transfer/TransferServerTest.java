@@ -416,6 +416,49 @@ class TransferServerTest
         }
     }
 
+    /** A request header with a nonzero {@code status}, which no well-behaved client sends. */
+    private static byte[] headerWithStatus(
+        final int opcode, final long requestId, final int segmentId, final int status, final long offset,
+        final long length)
+    {
+        final io.netty.buffer.ByteBuf buf = io.netty.buffer.Unpooled.buffer(FrameDescriptor.HEADER_LENGTH);
+        FrameHeader.encode(buf, opcode, 0, requestId, segmentId, status, offset, length, 0, null);
+        final byte[] bytes = new byte[FrameDescriptor.HEADER_LENGTH];
+        buf.readBytes(bytes).release();
+        return bytes;
+    }
+
+    @Test
+    void shouldRefuseAVectorEntryWithANonzeroStatusAloneAndAVectorHeaderWithOneWhole() throws Exception
+    {
+        final byte[] content = randomBytes(4096);
+        new UnsafeBuffer(segment.address(), content.length).putBytes(0, content);
+        try (RawClient client = new RawClient(server.port()))
+        {
+            // Entry 0 is a good READ, entry 1 the same READ with status -1.
+            client.send(RawClient.header(Opcode.READV, 1, 0, 0, 128));
+            client.send(RawClient.header(Opcode.READ, 0, segment.id(), 0, 100));
+            client.send(headerWithStatus(Opcode.READ, 1, segment.id(), -1, 0, 100));
+            // A vector whose own header carries a status, with one good entry: consumed and refused whole.
+            client.send(headerWithStatus(Opcode.READV, 2, 0, 7, 0, 64));
+            client.send(RawClient.header(Opcode.READ, 0, segment.id(), 0, 100));
+            client.send(RawClient.header(Opcode.PING, 3, 0, 0, 0));
+
+            final FrameHeader first = client.readHeader();
+            assertThat(first.requestId).isEqualTo(1);
+            assertThat(first.status).isZero();
+            assertThat(first.length).isEqualTo(8 + 100);
+            final ByteBuffer statuses = ByteBuffer.wrap(client.readPayload(8));
+            assertThat(new int[]{statuses.getInt(), statuses.getInt()}).containsExactly(0, INVALID_PARAMS_VALUE);
+            assertThat(client.readPayload(100)).isEqualTo(Arrays.copyOf(content, 100));
+            final FrameHeader second = client.readHeader();
+            assertThat(second.requestId).isEqualTo(2);
+            assertThat(second.status).isEqualTo(INVALID_PARAMS_VALUE);
+            assertThat(second.length).isZero();
+            assertThat(client.readHeader().opcode).isEqualTo(Opcode.PING_RESPONSE); // still in sync
+        }
+    }
+
     @Test
     void shouldRefuseMalformedReadVectorsWholeAndStayInSync() throws Exception
     {
