@@ -5,6 +5,7 @@ import io.granary.cli.LoopbackBaseline;
 import io.granary.client.GranaryClient;
 import io.granary.client.OpResult;
 import io.granary.client.PutOptions;
+import io.granary.master.MasterServer;
 import io.granary.node.StorageNode;
 import io.granary.node.segment.Segment;
 import io.granary.proto.BatchKeysRequest;
@@ -69,7 +70,7 @@ public final class DataPathProbe
             return;
         }
         try (LocalCluster cluster = LocalCluster.builder().nodes(1).segmentSizeBytes(1L << 30)
-            .nodeContext(c -> c.preTouch(true)).start())
+            .masterContext(rawDataPath()).nodeContext(c -> c.preTouch(true)).start())
         {
             final StorageNode node = cluster.nodes().get(0);
             final Segment segment = node.segments().get(0);
@@ -151,6 +152,15 @@ public final class DataPathProbe
     }
 
     /**
+     * The probe's cluster: the engine and the blocking client send raw frames without access tokens, so the master
+     * issues none (the client calls measured in the same cluster then run without tokens too).
+     */
+    private static MasterServer.Context rawDataPath()
+    {
+        return LocalCluster.defaultMasterContext().dataTokens(false);
+    }
+
+    /**
      * The same split for batches of {@code batch} values: engine (all READs/WRITEs of a batch in flight, then joined),
      * the node driven by a blocking pipelined client, the loopback limit, and the client's batch calls with and
      * without data.
@@ -159,7 +169,7 @@ public final class DataPathProbe
     {
         System.out.printf(Locale.ROOT, "batches of %d x %d bytes; GB/s and values/s per batch call%n", batch, size);
         try (LocalCluster cluster = LocalCluster.builder().nodes(1).segmentSizeBytes(1L << 30)
-            .nodeContext(c -> c.preTouch(true)).start())
+            .masterContext(rawDataPath()).nodeContext(c -> c.preTouch(true)).start())
         {
             final StorageNode node = cluster.nodes().get(0);
             final Segment segment = node.segments().get(0);

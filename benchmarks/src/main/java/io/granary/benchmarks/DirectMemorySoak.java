@@ -1,7 +1,9 @@
 package io.granary.benchmarks;
 
 import io.granary.cli.LocalCluster;
+import io.granary.client.ErrorCode;
 import io.granary.client.GranaryClient;
+import io.granary.client.GranaryException;
 import io.granary.client.OpResult;
 import io.granary.client.PutOptions;
 import io.netty.util.internal.PlatformDependent;
@@ -12,10 +14,14 @@ import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.SplittableRandom;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
 
 /**
  * A mixed put/get/batch/remove load against an in-process cluster for a fixed time, sampling the
@@ -26,6 +32,8 @@ import java.util.concurrent.atomic.AtomicLong;
  */
 public final class DirectMemorySoak
 {
+    private static final Map<ErrorCode, LongAdder> ERRORS_BY_CODE = new ConcurrentHashMap<>();
+
     public static void main(final String[] args) throws Exception
     {
         LookupLatency.quietLogging();
@@ -72,6 +80,8 @@ public final class DirectMemorySoak
             }
             System.gc();
             sample(startNs, ops.get(), errors.get(), bytes.get());
+            System.out.println("errors by code (misses of evicted/removed keys and re-puts of present ones are expected): " +
+                new TreeMap<>(ERRORS_BY_CODE));
         }
     }
 
@@ -122,9 +132,10 @@ public final class DirectMemorySoak
                     client.remove(key, true);
                 }
             }
-            catch (final RuntimeException ex)
+            catch (final GranaryException ex)
             {
-                errors.incrementAndGet(); // misses and removes of absent keys are expected
+                errors.incrementAndGet(); // misses and removes of absent keys are expected: counted by code
+                ERRORS_BY_CODE.computeIfAbsent(ex.code(), c -> new LongAdder()).increment();
             }
             ops.incrementAndGet();
         }

@@ -59,7 +59,8 @@ public class FrameCodecBenchmark
         allocator = pooled ? PooledByteBufAllocator.DEFAULT : UnpooledByteBufAllocator.DEFAULT;
         frame = allocate();
         header.set(Opcode.WRITE, 1, 0x1234_5678, 1L << 32, 1 << 20);
-        header.tokenExpiryMs = System.currentTimeMillis();
+        header.grantLength = 1 << 20;
+        header.tokenExpirySec = System.currentTimeMillis() / 1000;
         header.encode(frame);
     }
 

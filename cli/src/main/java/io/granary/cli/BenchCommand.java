@@ -1,6 +1,7 @@
 package io.granary.cli;
 
 import io.granary.cli.LoopbackBaseline.Shape;
+import io.granary.client.ClientConfig;
 import io.granary.client.ErrorCode;
 import io.granary.client.GranaryClient;
 import io.granary.client.GranaryException;
@@ -34,7 +35,7 @@ import java.util.regex.Pattern;
 
 /**
  * {@code granary bench}: puts and gets {@code --count} values of each {@code --size} with {@code --concurrency}
- * callers sharing one client (one value per call, or {@code --batch} values per putBatch/getBatch), against a
+ * callers sharing one client (one value per call, or {@code --batch} values per putBatch/getBatchInto), against a
  * running cluster or an in-process one per size ({@code --local}), and prints one table with a row per size and
  * phase: ops/s (values per second), GB/s and latency percentiles per call. With {@code --baseline} it first
  * measures the loopback limit of the same shapes ({@link LoopbackBaseline}) and adds Granary's share of it. Values
@@ -103,7 +104,7 @@ final class BenchCommand implements Callable<Integer>
     private int concurrency;
 
     @Option(names = "--batch", paramLabel = "N", defaultValue = "1", description = "Values per call: above 1 each "
-        + "caller uses putBatch/getBatch of N values; latency is then per batch call.")
+        + "caller uses putBatch/getBatchInto of N values; latency is then per batch call.")
     private int batch;
 
     @Option(names = "--op", paramLabel = "OP", defaultValue = "both",
@@ -125,6 +126,16 @@ final class BenchCommand implements Callable<Integer>
     @Option(names = "--verify", description = "Compare every value read (default: every 10th).")
     private boolean verifyAll;
 
+    @Option(names = "--checksums", arity = "1", paramLabel = "true|false", defaultValue = "true",
+        description = "Record a CRC32C of every value at put and check it on every get (the client's default); "
+            + "false measures without.")
+    private boolean checksums;
+
+    @Option(names = "--data-tokens", arity = "1", paramLabel = "true|false", defaultValue = "true",
+        description = "With --local: the master issues data-plane access tokens and the nodes check them (the "
+            + "master's default); false measures without.")
+    private boolean dataTokens;
+
     @Option(names = "--keep", description = "Leave the keys in the cluster.")
     private boolean keep;
 
@@ -140,6 +151,12 @@ final class BenchCommand implements Callable<Integer>
     @Option(names = "--baseline-stream", description = "With --baseline, also measure one-way streaming of the "
         + "same values (no responses; for information, not used in %%LIMIT).")
     private boolean baselineStream;
+
+    @Option(names = "--tls-client-auth", paramLabel = "MODE", defaultValue = "none",
+        converter = TlsOptions.ClientAuthConverter.class,
+        description = "With --local and --tls-*: whether the in-process master and nodes require the client's "
+            + "certificate (none, optional, require). Their certificate is --tls-cert too.")
+    private io.granary.common.tls.TlsSettings.ClientAuth tlsClientAuth;
 
     @Option(names = "--json", description = "Print one JSON object per row (baseline and Granary rows) on stdout; "
         + "other output goes to stderr.")
@@ -175,7 +192,7 @@ final class BenchCommand implements Callable<Integer>
         {
             info.println("cluster: master " + clientOptions.master);
             info.flush();
-            try (GranaryClient client = clientOptions.connect(spec.commandLine(), clientOptions.master))
+            try (GranaryClient client = GranaryClient.connect(clientConfig(clientOptions.master)))
             {
                 for (final long size : sizes)
                 {
@@ -224,6 +241,27 @@ final class BenchCommand implements Callable<Integer>
         require(nodes >= 1 && nodes <= 64, "--nodes must be in 1..64, was " + nodes);
         require(warmupOption == null || warmupOption >= 0, "--warmup must not be negative, was " + warmupOption);
         require(replicas >= 1, "--replicas must be positive, was " + replicas);
+        require(local || tlsClientAuth == io.granary.common.tls.TlsSettings.ClientAuth.NONE,
+            "--tls-client-auth applies to the in-process servers of --local only");
+        if (local)
+        {
+            try
+            {
+                clientOptions.tls.settings(tlsClientAuth).validateForServer();
+            }
+            catch (final IllegalArgumentException ex)
+            {
+                throw new CommandLine.ParameterException(cmd, ex.getMessage());
+            }
+        }
+        require(local || !cmd.getParseResult().hasMatchedOption("--data-tokens"),
+            "--data-tokens applies to --local clusters; a running master has its own --data-tokens");
+    }
+
+    /** The client settings of the shared flags plus --checksums. */
+    private ClientConfig clientConfig(final String masterAddress)
+    {
+        return clientOptions.config(spec.commandLine(), masterAddress).toBuilder().checksums(checksums).build();
     }
 
     private void require(final boolean condition, final String message)
@@ -242,18 +280,20 @@ final class BenchCommand implements Callable<Integer>
         final long valuesStored = (long)count * (op == Op.mixed ? 2 : 1) + warmup;
         final long segmentSize = segmentSizeOption != null ? segmentSizeOption :
             localSegmentSize(valuesStored * size * replicas, nodes * segmentsPerNode);
-        info.printf(Locale.ROOT, "cluster: in-process, %d node(s) x %d segment(s) of %s%s%n", nodes,
-            segmentsPerNode, Units.formatBytes(segmentSize), preTouch ? ", pre-touched" : "");
+        info.printf(Locale.ROOT, "cluster: in-process, %d node(s) x %d segment(s) of %s%s, data tokens %s%s%n",
+            nodes, segmentsPerNode, Units.formatBytes(segmentSize), preTouch ? ", pre-touched" : "",
+            dataTokens ? "on" : "off", clientOptions.tls.settings(null).isEnabled() ? ", TLS on every channel" : "");
         info.flush();
         try (LocalCluster cluster = LocalCluster.builder()
             .nodes(nodes)
             .segmentsPerNode(segmentsPerNode)
             .segmentSizeBytes(segmentSize)
+            .masterContext(LocalCluster.defaultMasterContext().dataTokens(dataTokens))
             .nodeContext(ctx -> ctx.preTouch(preTouch))
+            .tls(clientOptions.tls.settings(tlsClientAuth), clientOptions.tls.settings(null))
             .start())
         {
-            final GranaryClient client = cluster.newClient(clientOptions.config(spec.commandLine(),
-                cluster.masterAddress()));
+            final GranaryClient client = cluster.newClient(clientConfig(cluster.masterAddress()));
             return runSize(client, size, warmup, runPrefix, rows, notes);
         }
     }
@@ -272,8 +312,8 @@ final class BenchCommand implements Callable<Integer>
         final String prefix = runPrefix + sizeLabel + "/";
         final PutOptions options = PutOptions.builder().replicas(replicas).build();
         info.printf(Locale.ROOT, "bench: %d x %s values, concurrency %d, batch %d, replicas %d, op %s%s, warmup %d, "
-                + "keys %s*%n", count, Units.formatBytes(size), concurrency, batch, replicas, op,
-            op == Op.mixed ? " (read ratio " + readRatio + ")" : "", warmup, prefix);
+                + "checksums %s, keys %s*%n", count, Units.formatBytes(size), concurrency, batch, replicas, op,
+            op == Op.mixed ? " (read ratio " + readRatio + ")" : "", warmup, checksums ? "on" : "off", prefix);
         info.flush();
 
         final Map<Shape, LoopbackBaseline.Result> limits = baseline ? measureBaseline(size) : Map.of();
@@ -474,21 +514,27 @@ final class BenchCommand implements Callable<Integer>
             }
             return;
         }
+        // Batches land in the caller's direct memory, as an engine loading pages into its KV buffers does.
         final List<String> keys = new ArrayList<>(n);
-        for (int i = first; i < first + n; i++)
+        final List<ByteBuffer> dsts = new ArrayList<>(n);
+        final ByteBuffer region = Phase.buffer((long)n * size);
+        for (int i = 0; i < n; i++)
         {
-            keys.add(prefix + i);
+            keys.add(prefix + (first + i));
+            final ByteBuffer dst = region.duplicate();
+            dst.clear().position(i * size).limit((i + 1) * size);
+            dsts.add(dst.slice());
         }
-        final List<OpResult<byte[]>> results = client.getBatch(keys);
+        final List<OpResult<Integer>> results = client.getBatchInto(keys, dsts);
         for (int j = 0; j < results.size(); j++)
         {
-            final OpResult<byte[]> result = results.get(j);
+            final OpResult<Integer> result = results.get(j);
             outcome.onResult(result);
             final int index = first + j;
             if (result.ok() && (all || index % 10 == 0))
             {
-                final byte[] bytes = result.value();
-                outcome.onCompared(bytes.length == size && ByteBuffer.wrap(bytes).mismatch(value(index, size)) < 0);
+                final ByteBuffer landed = dsts.get(j).flip();
+                outcome.onCompared(result.value() == size && landed.mismatch(value(index, size)) < 0);
             }
         }
     }
@@ -559,7 +605,7 @@ final class BenchCommand implements Callable<Integer>
         table.print(out, "");
         if (batch > 1)
         {
-            out.println("ops = values; latency is per call of up to " + batch + " values (putBatch/getBatch)");
+            out.println("ops = values; latency is per call of up to " + batch + " values (putBatch/getBatchInto)");
         }
         if (withLimit)
         {
@@ -768,6 +814,11 @@ final class BenchCommand implements Callable<Integer>
             fields.put("concurrency", bench.concurrency);
             fields.put("batch", bench.batch);
             fields.put("replicas", bench.replicas);
+            fields.put("checksums", bench.checksums);
+            if (bench.local)
+            {
+                fields.put("dataTokens", bench.dataTokens);
+            }
             fields.put("values", values);
             fields.put("errors", errors);
             fields.put("seconds", seconds);

@@ -8,6 +8,7 @@ import io.granary.master.Configuration;
 import io.granary.protocol.Limits;
 import io.granary.transfer.TransportKind;
 import picocli.CommandLine;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 import java.time.Duration;
@@ -37,6 +38,9 @@ final class ClientOptions
         description = "Log level on stderr: " + Logging.LEVELS + ".")
     String logLevel;
 
+    @Mixin
+    TlsOptions tls;
+
     /**
      * The client settings of these flags, for {@code masterAddress}.
      *
@@ -51,6 +55,7 @@ final class ClientOptions
                 .tenant(tenant)
                 .rpcTimeout(timeout)
                 .transport(transport)
+                .tls(tls.settings(null))
                 .build();
         }
         catch (final IllegalArgumentException ex)

@@ -61,22 +61,28 @@ public final class Granary implements Runnable
 
     public static void main(final String[] args)
     {
-        final int exitCode = newCommandLine(args.length > 0 ? args[0] : null).execute(args);
+        final int exitCode = newCommandLine(args, System.getenv()).execute(args);
         System.exit(exitCode);
     }
 
-    /** The command line with every command, Granary's converters and error handling; tests redirect out/err. */
+    /**
+     * The command line with every command, Granary's converters and error handling; tests redirect out/err. Flags
+     * take defaults from the environment (see {@link ConfigDefaults}); {@code --config} files need
+     * {@link #newCommandLine(String[], Map)}, which reads the file named on the command line.
+     */
     public static CommandLine newCommandLine()
     {
-        return newCommandLine(null);
+        return newCommandLine(null, System.getenv());
     }
 
     /**
-     * The command line for running {@code command}: only that command's model is built when it names one
-     * (picocli builds models by reflection, which is most of a short command's start-up time), else all.
+     * The command line for running {@code args}: only the named command's model is built (picocli builds models by
+     * reflection, which is most of a short command's start-up time), else all. Every command's flags take their
+     * defaults from {@code env} and from the {@code --config} file named in {@code args}.
      */
-    static CommandLine newCommandLine(final String command)
+    public static CommandLine newCommandLine(final String[] args, final Map<String, String> env)
     {
+        final String command = args != null && args.length > 0 ? args[0] : null;
         final CommandLine commandLine = new CommandLine(new Granary());
         final boolean single = command != null && !"help".equals(command) && COMMANDS.containsKey(command);
         for (final Map.Entry<String, Supplier<Object>> entry : COMMANDS.entrySet())
@@ -84,6 +90,11 @@ public final class Granary implements Runnable
             if (!single || entry.getKey().equals(command))
             {
                 commandLine.addSubcommand(entry.getKey(), entry.getValue().get());
+                if (!"help".equals(entry.getKey()))
+                {
+                    ConfigDefaults.install(commandLine.getSubcommands().get(entry.getKey()), entry.getKey(), env,
+                        entry.getKey().equals(command) ? args : null);
+                }
             }
         }
         commandLine.registerConverter(Duration.class, new Converters.DurationConverter());
@@ -104,7 +115,10 @@ public final class Granary implements Runnable
     {
         final CommandLine cmd = ex.getCommandLine();
         final PrintWriter err = cmd.getErr();
-        err.println("error: " + ex.getMessage());
+        final ConfigDefaults config = ConfigDefaults.of(cmd.getCommandSpec());
+        final String origin = config != null && ex.getArgSpec() instanceof CommandLine.Model.OptionSpec ?
+            config.origin(((CommandLine.Model.OptionSpec)ex.getArgSpec()).longestName()) : "";
+        err.println("error: " + ex.getMessage() + origin);
         UnmatchedArgumentException.printSuggestions(ex, err);
         err.println("Try '" + cmd.getCommandSpec().qualifiedName() + " --help' for more information.");
         err.flush();
@@ -122,7 +136,9 @@ public final class Granary implements Runnable
         }
         else if (ex instanceof IllegalArgumentException)
         {
-            err.println("error: " + ex.getMessage());
+            final ConfigDefaults config = ConfigDefaults.of(cmd.getCommandSpec());
+            err.println("error: " + (config == null ? ex.getMessage() : config.withOrigins(ex.getMessage(),
+                cmd.getCommandSpec())));
             exitCode = EXIT_BAD_INPUT;
         }
         else if (ex instanceof UncheckedIOException)

@@ -2,6 +2,7 @@ package io.granary.cli;
 
 import io.granary.client.ClientConfig;
 import io.granary.client.GranaryClient;
+import io.granary.common.tls.TlsSettings;
 import io.granary.master.MasterServer;
 import io.granary.master.segment.MountedSegment;
 import io.granary.node.StorageNode;
@@ -46,6 +47,12 @@ public final class LocalCluster implements AutoCloseable
         return new Builder();
     }
 
+    /** The master settings a cluster starts with unless told otherwise: ephemeral ports, admin port disabled. */
+    public static MasterServer.Context defaultMasterContext()
+    {
+        return new MasterServer.Context().port(0).lookupPort(0).adminPort(-1);
+    }
+
     /** A cluster of {@code nodes} nodes with one segment of {@code segmentSizeBytes} each. */
     public static LocalCluster start(final int nodes, final long segmentSizeBytes)
     {
@@ -75,7 +82,7 @@ public final class LocalCluster implements AutoCloseable
     /** Client settings pointing at this cluster, to adjust and build. */
     public ClientConfig.Builder clientConfig()
     {
-        return ClientConfig.builder().masterAddress(masterAddress);
+        return ClientConfig.builder().masterAddress(masterAddress).tls(settings.clientTls);
     }
 
     /** A client of this cluster with default settings; closed by {@link #close()} unless closed before. */
@@ -99,7 +106,8 @@ public final class LocalCluster implements AutoCloseable
             .masterAddress(masterAddress)
             .segmentSizeBytes(settings.segmentSizeBytes)
             .segmentCount(settings.segmentsPerNode)
-            .name(settings.namePrefix + nodesStarted);
+            .name(settings.namePrefix + nodesStarted)
+            .tls(settings.masterContext.tls());
         settings.nodeCustomizer.accept(ctx);
         final StorageNode node = StorageNode.launch(ctx);
         nodesStarted++;
@@ -211,12 +219,25 @@ public final class LocalCluster implements AutoCloseable
         private int segmentsPerNode = 1;
         private long segmentSizeBytes = 64L << 20;
         private String namePrefix = "local-node-";
-        private MasterServer.Context masterContext = new MasterServer.Context().port(0).lookupPort(0).adminPort(-1);
+        private MasterServer.Context masterContext = defaultMasterContext();
         private Consumer<StorageNode.Context> nodeCustomizer = ctx -> { };
         private Duration startTimeout = Duration.ofSeconds(30);
+        private TlsSettings clientTls = TlsSettings.DISABLED;
 
         private Builder()
         {
+        }
+
+        /**
+         * TLS on every channel: the master and the nodes serve with {@code serverTls} (nodes also present its
+         * certificate to the master), clients from {@link #clientConfig()} use {@code clientTls}. Call it after
+         * {@link #masterContext}, which replaces the master's context.
+         */
+        public Builder tls(final TlsSettings serverTls, final TlsSettings clientTls)
+        {
+            masterContext.tls(serverTls);
+            this.clientTls = Objects.requireNonNull(clientTls, "clientTls");
+            return this;
         }
 
         /** Storage nodes to start (default 1; 0 is allowed: add them later with startNode()). */

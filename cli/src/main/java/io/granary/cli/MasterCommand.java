@@ -1,10 +1,14 @@
 package io.granary.cli;
 
+import io.granary.common.tls.TlsSettings;
 import io.granary.master.Configuration;
 import io.granary.master.MasterServer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.IDefaultValueProvider;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.ArgSpec;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Model.OptionSpec;
@@ -37,6 +41,8 @@ import java.util.concurrent.Callable;
             + "SIGTERM or SIGINT. Durations take ms/s/m/h."})
 final class MasterCommand implements Callable<Integer>
 {
+    private static final Logger LOG = LoggerFactory.getLogger(MasterCommand.class);
+
     @Spec
     private CommandSpec spec;
 
@@ -52,7 +58,8 @@ final class MasterCommand implements Callable<Integer>
     private int lookupPort;
 
     @Option(names = "--admin-port", paramLabel = "PORT",
-        description = "Admin HTTP port (/health, /ready, /status); 0 picks a free one, -1 disables it.")
+        description = "Admin HTTP port (/health, /ready, /status, /segments, /query, /keys, /metrics); "
+            + "0 picks a free one, -1 disables it.")
     private int adminPort;
 
     @Option(names = "--lease-ttl", paramLabel = "DURATION", description = "Read lease granted by exists/get.")
@@ -108,15 +115,39 @@ final class MasterCommand implements Callable<Integer>
         description = "/ready answers 503 until N nodes have registered and reported their ledgers (a restarted "
             + "master has then rebuilt what they hold); 0 = ready at once.")
     private int readyAfterNodes;
+    @Option(names = "--data-tokens", arity = "1", paramLabel = "true|false",
+        showDefaultValue = CommandLine.Help.Visibility.ALWAYS,
+        description = "Issue data-plane access tokens with every extent and make nodes refuse frames without a "
+            + "valid one; false issues none (nodes then accept any frame).")
+    private boolean dataTokens;
+
+    @Option(names = "--token-key-file", paramLabel = "FILE",
+        description = "File with the 256-bit token key as 64 hex digits (e.g. 'openssl rand -hex 32'), so tokens "
+            + "survive a master restart; empty draws a random key at every start.")
+    private String tokenKeyFile;
 
     @Option(names = "--log-level", paramLabel = "LEVEL", defaultValue = "info",
         description = "Log level on stderr: " + Logging.LEVELS + ".")
     private String logLevel;
 
+    @Mixin
+    private TlsOptions tls;
+
+    @Option(names = "--tls-client-auth", paramLabel = "MODE", defaultValue = "none",
+        converter = TlsOptions.ClientAuthConverter.class,
+        description = "Whether clients and nodes must present a certificate that chains to --tls-ca: none, optional "
+            + "or require (mutual TLS).")
+    private TlsSettings.ClientAuth tlsClientAuth;
+
+    @Option(names = "--log-format", paramLabel = "FORMAT", defaultValue = "text",
+        description = "Log format on stderr: text lines, or json (one JSON object per line).")
+    private String logFormat;
+
     @Override
     public Integer call() throws InterruptedException
     {
         Logging.setLevel(spec, logLevel);
+        Logging.setFormat(spec, logFormat);
         final PrintWriter out = spec.commandLine().getOut();
         final PrintWriter err = spec.commandLine().getErr();
         final MasterServer.Context ctx = context();
@@ -126,11 +157,17 @@ final class MasterCommand implements Callable<Integer>
         }
         catch (final IllegalArgumentException ex)
         {
-            err.println("error: " + ex.getMessage());
+            final ConfigDefaults config = ConfigDefaults.of(spec);
+            err.println("error: " + (config == null ? ex.getMessage() : config.withOrigins(ex.getMessage(), spec)));
             err.flush();
             return Granary.EXIT_BAD_INPUT;
         }
 
+        final ConfigDefaults config = ConfigDefaults.of(spec);
+        if (config != null)
+        {
+            LOG.info("granary master {} configuration: {}", MasterServer.VERSION, config.describe(spec));
+        }
         final Termination termination = Termination.install();
         final MasterServer server;
         try
@@ -146,7 +183,8 @@ final class MasterCommand implements Callable<Integer>
         final Thread hook = Termination.closeOnExit("granary-master", server);
         out.println("granary master ready grpc=" + hostPort(ctx.host(), server.grpcPort()) + " lookup=" +
             (server.lookupPort() < 0 ? "disabled" : hostPort(ctx.host(), server.lookupPort())) + " admin=" +
-            (server.adminPort() < 0 ? "disabled" : hostPort(ctx.host(), server.adminPort())));
+            (server.adminPort() < 0 ? "disabled" : hostPort(ctx.host(), server.adminPort())) +
+            (ctx.tls().isEnabled() ? " tls=" + ctx.tls().clientAuth().flagValue() : ""));
         out.flush();
 
         termination.await();
@@ -176,7 +214,10 @@ final class MasterCommand implements Callable<Integer>
             .metadataShards(metadataShards)
             .allocationGranularity(allocationGranularity)
             .listKeysLimit(listKeysLimit)
-            .readyAfterNodes(readyAfterNodes);
+            .readyAfterNodes(readyAfterNodes)
+            .dataTokens(dataTokens)
+            .tokenKeyFile(tokenKeyFile == null ? "" : tokenKeyFile)
+            .tls(tls.settings(tlsClientAuth));
     }
 
     static String hostPort(final String host, final int port)

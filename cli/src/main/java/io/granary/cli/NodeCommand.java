@@ -1,10 +1,14 @@
 package io.granary.cli;
 
+import io.granary.common.tls.TlsSettings;
 import io.granary.node.Configuration;
 import io.granary.node.StorageNode;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.IDefaultValueProvider;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.ArgSpec;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Model.OptionSpec;
@@ -31,11 +35,14 @@ import java.util.concurrent.TimeUnit;
     showDefaultValues = true,
     description = {
         "Run a storage node in the foreground: off-heap segments served over TCP, registered with the master.",
-        "Prints one line 'granary node ready name=... endpoint=HOST:PORT node-id=... segments=N segment-size=BYTES' "
+        "Prints one line 'granary node ready name=... endpoint=HOST:PORT node-id=... segments=N segment-size=BYTES "
+            + "admin=HOST:PORT' "
             + "once the master has mounted its segments, and exits 0 on SIGTERM or SIGINT. Sizes take k/m/g/t, "
             + "durations ms/s/m/h."})
 final class NodeCommand implements Callable<Integer>
 {
+    private static final Logger LOG = LoggerFactory.getLogger(NodeCommand.class);
+
     /** Context field names in StorageNode.Context.conclude() messages, and the flags that set them. */
     private static final String[][] FLAG_OF_FIELD = {
         {"masterAddress", "--master"},
@@ -49,7 +56,8 @@ final class NodeCommand implements Callable<Integer>
         {"reconnectBackoffMaxMs", "--reconnect-backoff-max"},
         {"reconnectBackoffMs", "--reconnect-backoff"},
         {"maxFrameBytes", "--max-frame"},
-        {"ioThreads", "--io-threads"}};
+        {"ioThreads", "--io-threads"},
+        {"adminPort", "--admin-port"}};
 
     @Spec
     private CommandSpec spec;
@@ -105,16 +113,34 @@ final class NodeCommand implements Callable<Integer>
             + "values are first written).")
     private boolean preTouch;
 
+    @Option(names = "--admin-port", paramLabel = "PORT",
+        description = "Admin HTTP port (/health, /ready, /segments, /metrics); 0 picks a free one, -1 disables it.")
+    private int adminPort;
+
     @Option(names = "--log-level", paramLabel = "LEVEL", defaultValue = "info",
         description = "Log level on stderr: " + Logging.LEVELS + ".")
     private String logLevel;
+
+    @Mixin
+    private TlsOptions tls;
+
+    @Option(names = "--tls-client-auth", paramLabel = "MODE", converter = TlsOptions.ClientAuthConverter.class,
+        description = "Whether transfer clients must present a certificate that chains to --tls-ca: none, optional "
+            + "or require (mutual TLS).")
+    private TlsSettings.ClientAuth tlsClientAuth;
+
+    @Option(names = "--log-format", paramLabel = "FORMAT", defaultValue = "text",
+        description = "Log format on stderr: text lines, or json (one JSON object per line).")
+    private String logFormat;
 
     @Override
     public Integer call() throws InterruptedException
     {
         Logging.setLevel(spec, logLevel);
+        Logging.setFormat(spec, logFormat);
         final PrintWriter out = spec.commandLine().getOut();
         final PrintWriter err = spec.commandLine().getErr();
+        final ConfigDefaults config = ConfigDefaults.of(spec);
         final StorageNode.Context ctx;
         try
         {
@@ -122,9 +148,14 @@ final class NodeCommand implements Callable<Integer>
         }
         catch (final IllegalArgumentException ex)
         {
-            err.println("error: " + flagMessage(ex.getMessage()));
+            final String message = flagMessage(ex.getMessage());
+            err.println("error: " + (config == null ? message : config.withOrigins(message, spec)));
             err.flush();
             return Granary.EXIT_BAD_INPUT;
+        }
+        if (config != null)
+        {
+            LOG.info("granary node configuration: {}", config.describe(spec));
         }
 
         final Termination termination = Termination.install();
@@ -160,7 +191,8 @@ final class NodeCommand implements Callable<Integer>
         if (!stopRequested)
         {
             out.println("granary node ready name=" + node.name() + " endpoint=" + node.endpoint() + " node-id=" +
-                node.nodeId() + " segments=" + ctx.segmentCount() + " segment-size=" + ctx.segmentSizeBytes());
+                node.nodeId() + " segments=" + ctx.segmentCount() + " segment-size=" + ctx.segmentSizeBytes() +
+                " admin=" + (node.adminPort() < 0 ? "disabled" : MasterCommand.hostPort(ctx.host(), node.adminPort())));
             out.flush();
             termination.await();
         }
@@ -190,7 +222,9 @@ final class NodeCommand implements Callable<Integer>
             .reconnectBackoffMaxMs(reconnectBackoffMax.toMillis())
             .maxFrameBytes((int)maxFrameBytes)
             .ioThreads(ioThreads)
-            .preTouch(preTouch);
+            .preTouch(preTouch)
+            .adminPort(adminPort)
+            .tls(tls.settings(tlsClientAuth));
     }
 
     /** Names the flag instead of the context field in a conclude() message ("segmentSizeBytes must..."). */
@@ -247,7 +281,20 @@ final class NodeCommand implements Callable<Integer>
             defaults.put("--max-frame", Converters.formatSize(ctx.maxFrameBytes()));
             defaults.put("--io-threads", Integer.toString(ctx.ioThreads()));
             defaults.put("--pre-touch", Boolean.toString(ctx.preTouch()));
+            defaults.put("--tls-cert", pathOrNull(ctx.tls().certChainFile()));
+            defaults.put("--tls-key", pathOrNull(ctx.tls().privateKeyFile()));
+            defaults.put("--tls-ca", pathOrNull(ctx.tls().trustCertsFile()));
+            defaults.put("--tls-client-auth", ctx.tls().clientAuth().flagValue());
+            // A node run as a service opens its admin port unless told otherwise; embedded nodes keep it closed.
+            defaults.put("--admin-port", Integer.toString(
+                System.getProperty(Configuration.ADMIN_PORT_PROP_NAME) == null ?
+                    Configuration.ADMIN_PORT_DEFAULT : ctx.adminPort()));
             return defaults;
+        }
+
+        private static String pathOrNull(final java.nio.file.Path path)
+        {
+            return path == null ? null : path.toString();
         }
 
         private static String millis(final long ms)

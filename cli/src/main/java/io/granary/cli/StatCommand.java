@@ -3,29 +3,58 @@ package io.granary.cli;
 import io.granary.client.ClusterStatus;
 import io.granary.client.GranaryClient;
 import io.granary.common.Units;
+import org.yaml.snakeyaml.LoaderOptions;
+import org.yaml.snakeyaml.Yaml;
+import org.yaml.snakeyaml.constructor.SafeConstructor;
+import org.yaml.snakeyaml.error.YAMLException;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
 
+import java.io.IOException;
 import java.io.PrintWriter;
+import java.io.UncheckedIOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.function.Function;
 
-/** {@code granary stat}: the cluster as the master sees it — nodes, segments, objects, capacity. */
+/**
+ * {@code granary stat}: the cluster as the master sees it — nodes, segments, objects, capacity — over gRPC, or the
+ * master's JSON cluster summary ({@code /status} of its admin port) with its counters when {@code --admin} is given.
+ */
 @Command(
     name = "stat",
     mixinStandardHelpOptions = true,
     versionProvider = Granary.Version.class,
     showDefaultValues = true,
     description = "Show the cluster as the master sees it: storage nodes, segments (size, used, allocations, "
-        + "largest free extent), objects (all tenants) and capacity.")
+        + "largest free extent), objects (all tenants) and capacity; with --admin, from the master's admin port, "
+        + "with lease, put and eviction counters too.")
 final class StatCommand extends ClientCommand
 {
+    @Option(names = "--admin", paramLabel = "HOST:PORT",
+        description = "Read the JSON cluster summary from the master's admin port (/status) instead of gRPC, and show "
+            + "its counters as well.")
+    String admin;
+
     @Override
     int run(final GranaryClient client, final PrintWriter out)
     {
-        print(client.clusterStatus(), clientOptions.master, out);
+        if (admin == null)
+        {
+            print(client.clusterStatus(), clientOptions.master, out);
+            return 0;
+        }
+        final Map<String, Object> summary = fetchSummary(admin, clientOptions.timeout);
+        print(fromSummary(summary), "admin " + admin, out);
+        printCounters(summary, out);
         return 0;
     }
 
@@ -73,6 +102,141 @@ final class StatCommand extends ClientCommand
                 " objects, " + r.replicasRebuilt() + " replicas from " + r.ledgerReports() + " segment report(s), " +
                 r.entriesRejected() + " entries refused");
         }
+    }
+
+    /** The counters of the admin summary: leases and pins, puts, eviction by pass, lookup-port requests. */
+    static void printCounters(final Map<String, Object> summary, final PrintWriter out)
+    {
+        out.println("leases: " + number(summary, "lease_grants") + " granted, soft-pinned objects " +
+            number(summary, "soft_pinned_objects"));
+        final Map<String, Object> puts = map(summary, "puts");
+        out.println("puts: " + number(puts, "started") + " started, " + number(puts, "ended") + " completed, " +
+            number(puts, "revoked") + " revoked, " + number(puts, "allocation_failures") + " allocation failures, " +
+            number(puts, "partial_allocations") + " partial, " + number(puts, "discarded") + " discarded, " +
+            number(puts, "released") + " released");
+        final Map<String, Object> eviction = map(summary, "eviction");
+        out.println("eviction: " + number(eviction, "rounds") + " rounds (" + number(eviction, "on_demand_rounds") +
+            " on demand)");
+        final Table passes = new Table("PASS", ">OBJECTS", ">BYTES");
+        passes.row("1 (unpinned)", number(eviction, "pass1_objects"),
+            Units.formatBytes(number(eviction, "pass1_bytes")));
+        passes.row("2 (soft-pinned)", number(eviction, "pass2_objects"),
+            Units.formatBytes(number(eviction, "pass2_bytes")));
+        passes.print(out, "  ");
+        out.println("lookup-port requests: " + number(summary, "lookup_requests"));
+    }
+
+    /** The client-side view of the admin summary's nodes, segments and totals. */
+    static ClusterStatus fromSummary(final Map<String, Object> summary)
+    {
+        final List<ClusterStatus.Node> nodes = new ArrayList<>();
+        for (final Map<String, Object> n : list(summary, "nodes"))
+        {
+            nodes.add(new ClusterStatus.Node(text(n, "node_id"), text(n, "name"), text(n, "endpoint"),
+                number(n, "last_heartbeat_ago_ms"), (int)number(n, "segments")));
+        }
+        final List<ClusterStatus.Segment> segments = new ArrayList<>();
+        for (final Map<String, Object> s : list(summary, "segments"))
+        {
+            segments.add(new ClusterStatus.Segment(text(s, "node_id"), text(s, "node"), text(s, "endpoint"), 0,
+                text(s, "name"), number(s, "size_bytes"), number(s, "allocated_bytes"), number(s, "allocations"),
+                number(s, "largest_free_bytes")));
+        }
+        return new ClusterStatus(nodes, segments, number(summary, "objects"), number(summary, "capacity_bytes"),
+            number(summary, "allocated_bytes"), number(summary, "lease_ttl_ms"), text(summary, "version"));
+    }
+
+    /** GETs {@code http://admin/status} and parses the JSON. */
+    static Map<String, Object> fetchSummary(final String admin, final Duration timeout)
+    {
+        final String base = admin.startsWith("http://") || admin.startsWith("https://") ? admin : "http://" + admin;
+        final URI uri;
+        try
+        {
+            uri = URI.create(base.endsWith("/") ? base + "status" : base + "/status");
+        }
+        catch (final IllegalArgumentException ex)
+        {
+            throw new IllegalArgumentException("--admin must be HOST:PORT of the master's admin port, was '" + admin +
+                "'");
+        }
+        final HttpResponse<String> response;
+        try
+        {
+            response = HttpClient.newBuilder().connectTimeout(timeout).build()
+                .send(HttpRequest.newBuilder(uri).timeout(timeout).GET().build(), HttpResponse.BodyHandlers.ofString());
+        }
+        catch (final IOException ex)
+        {
+            throw new UncheckedIOException("cannot read " + uri + " (is the master's --admin-port " + admin + "?)", ex);
+        }
+        catch (final InterruptedException ex)
+        {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while reading " + uri, ex);
+        }
+        if (response.statusCode() != 200)
+        {
+            throw new UncheckedIOException("GET " + uri + " answered " + response.statusCode(),
+                new IOException(response.body().trim()));
+        }
+        return parseJson(response.body(), uri.toString());
+    }
+
+    /** JSON is YAML: the parser the config files use reads the summary too. */
+    @SuppressWarnings("unchecked")
+    static Map<String, Object> parseJson(final String json, final String source)
+    {
+        try
+        {
+            final Object parsed = new Yaml(new SafeConstructor(new LoaderOptions())).load(json);
+            if (parsed instanceof Map)
+            {
+                return (Map<String, Object>)parsed;
+            }
+        }
+        catch (final YAMLException ex)
+        {
+            throw new UncheckedIOException("bad JSON from " + source, new IOException(ex.getMessage()));
+        }
+        throw new UncheckedIOException("bad JSON from " + source, new IOException("not a JSON object"));
+    }
+
+    @SuppressWarnings("unchecked")
+    private static Map<String, Object> map(final Map<String, Object> parent, final String name)
+    {
+        final Object value = parent.get(name);
+        return value instanceof Map ? (Map<String, Object>)value : Map.of();
+    }
+
+    @SuppressWarnings("unchecked")
+    private static List<Map<String, Object>> list(final Map<String, Object> parent, final String name)
+    {
+        final Object value = parent.get(name);
+        final List<Map<String, Object>> items = new ArrayList<>();
+        if (value instanceof List)
+        {
+            for (final Object item : (List<Object>)value)
+            {
+                if (item instanceof Map)
+                {
+                    items.add((Map<String, Object>)item);
+                }
+            }
+        }
+        return items;
+    }
+
+    private static long number(final Map<String, Object> parent, final String name)
+    {
+        final Object value = parent.get(name);
+        return value instanceof Number ? ((Number)value).longValue() : 0;
+    }
+
+    private static String text(final Map<String, Object> parent, final String name)
+    {
+        final Object value = parent.get(name);
+        return value == null ? "-" : String.valueOf(value);
     }
 
     private static <T> List<T> sorted(final List<T> items, final Function<T, String> name)

@@ -90,6 +90,12 @@ public interface AsyncGranaryClient
     /** {@link GranaryClient#getBatch(List)}: every read is in flight at once. */
     CompletableFuture<List<OpResult<byte[]>>> getBatch(List<String> keys);
 
+    /**
+     * {@link GranaryClient#getBatchInto(List, List)}: every read is in flight at once; the buffers belong to the
+     * call until the future completes.
+     */
+    CompletableFuture<List<OpResult<Integer>>> getBatchInto(List<String> keys, List<ByteBuffer> dsts);
+
     /** {@link GranaryClient#existsBatch(List)}. */
     CompletableFuture<List<OpResult<Boolean>>> existsBatch(List<String> keys);
 

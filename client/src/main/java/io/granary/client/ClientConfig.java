@@ -1,16 +1,23 @@
 package io.granary.client;
 
+import io.granary.common.tls.TlsSettings;
 import io.granary.protocol.Limits;
 import io.granary.transfer.TransferConfig;
 import io.granary.transfer.TransportKind;
+import io.micrometer.core.instrument.MeterRegistry;
 
+import java.io.IOException;
+import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
 import java.util.Objects;
+import java.util.Properties;
 import java.util.UUID;
 
 /**
  * Settings of a {@link GranaryClient}: where the master is, which tenant, and how bytes move.
- * Immutable; build one with {@link #builder()}. Transfer defaults come from {@link TransferConfig}.
+ * Immutable; build one with {@link #builder()} or load one from a properties file ({@link #fromFile}).
+ * Transfer defaults come from {@link TransferConfig}.
  */
 public final class ClientConfig
 {
@@ -26,6 +33,7 @@ public final class ClientConfig
     private final Duration rpcTimeout;
     private final int lanesPerPeer;
     private final int sliceBytes;
+    private final int maxVectorEntries;
     private final Duration transferTimeout;
     private final Duration connectTimeout;
     private final int ioThreads;
@@ -38,6 +46,9 @@ public final class ClientConfig
     private final int putRetries;
     private final Duration reconnectBackoff;
     private final Duration reconnectBackoffMax;
+    private final TlsSettings tls;
+    private final MeterRegistry meterRegistry;
+    private final boolean checksums;
 
     private ClientConfig(final Builder b)
     {
@@ -47,6 +58,7 @@ public final class ClientConfig
         this.rpcTimeout = b.rpcTimeout;
         this.lanesPerPeer = b.lanesPerPeer;
         this.sliceBytes = b.sliceBytes;
+        this.maxVectorEntries = b.maxVectorEntries;
         this.transferTimeout = b.transferTimeout;
         this.connectTimeout = b.connectTimeout;
         this.ioThreads = b.ioThreads;
@@ -59,11 +71,47 @@ public final class ClientConfig
         this.putRetries = b.putRetries;
         this.reconnectBackoff = b.reconnectBackoff;
         this.reconnectBackoffMax = b.reconnectBackoffMax;
+        this.tls = b.tls;
+        this.meterRegistry = b.meterRegistry;
+        this.checksums = b.checksums;
     }
 
     public static Builder builder()
     {
         return new Builder();
+    }
+
+    /**
+     * Settings from a properties file (UTF-8): one key per builder setting in kebab case, e.g.
+     * {@code master-address=10.0.0.5:50051}, {@code rpc-timeout=2s}; see {@link #fileKeys()}. Settings not in the
+     * file keep their defaults. Add what a file cannot hold (a MeterRegistry) with {@link #toBuilder()}.
+     *
+     * @throws IllegalArgumentException naming the file and the key for an unknown key or a bad value.
+     */
+    public static ClientConfig fromFile(final Path file) throws IOException
+    {
+        return ClientConfigFile.load(file);
+    }
+
+    /** {@link #fromFile} over properties already loaded; every key must be a client setting. */
+    public static ClientConfig fromProperties(final Properties properties)
+    {
+        return ClientConfigFile.load(properties, "");
+    }
+
+    /**
+     * {@link #fromFile} over the keys of {@code properties} that start with {@code prefix} (e.g. "granary."), so that
+     * an engine can keep the client's settings in its own file; other keys are ignored.
+     */
+    public static ClientConfig fromProperties(final Properties properties, final String prefix)
+    {
+        return ClientConfigFile.load(properties, Objects.requireNonNull(prefix, "prefix"));
+    }
+
+    /** The keys a client properties file may hold, sorted. */
+    public static List<String> fileKeys()
+    {
+        return ClientConfigFile.keys();
     }
 
     /** A builder holding these settings (the client id included). */
@@ -76,6 +124,7 @@ public final class ClientConfig
         b.rpcTimeout = rpcTimeout;
         b.lanesPerPeer = lanesPerPeer;
         b.sliceBytes = sliceBytes;
+        b.maxVectorEntries = maxVectorEntries;
         b.transferTimeout = transferTimeout;
         b.connectTimeout = connectTimeout;
         b.ioThreads = ioThreads;
@@ -88,6 +137,9 @@ public final class ClientConfig
         b.putRetries = putRetries;
         b.reconnectBackoff = reconnectBackoff;
         b.reconnectBackoffMax = reconnectBackoffMax;
+        b.tls = tls;
+        b.meterRegistry = meterRegistry;
+        b.checksums = checksums;
         return b;
     }
 
@@ -116,12 +168,31 @@ public final class ClientConfig
     }
 
     /**
+     * Where the client records its metrics (per-operation latency, value bytes, misses, failed keys, transfer
+     * admission refusals), or null (the default) for none.
+     */
+    public MeterRegistry meterRegistry()
+    {
+        return meterRegistry;
+    }
+
+    /**
      * Whether exists/probe/replica-list lookups use the master's framed lookup port when it
      * advertises one (default true); otherwise, and as the fallback, they go over gRPC.
      */
     public boolean fastLookups()
     {
         return fastLookups;
+    }
+
+    /**
+     * Whether puts record a CRC32C of every value with the master and gets check the bytes they receive against it
+     * (default true): a replica that returns other bytes is skipped, and a get whose every replica did fails with
+     * CHECKSUM_MISMATCH. Off, puts record no checksum and gets check none.
+     */
+    public boolean checksums()
+    {
+        return checksums;
     }
 
     /** host:port of the master's gRPC port. */
@@ -154,6 +225,12 @@ public final class ClientConfig
     public int sliceBytes()
     {
         return sliceBytes;
+    }
+
+    /** Most small reads (up to 64 KiB each) sent together as one READV frame; 1 = every read in a frame of its own. */
+    public int maxVectorEntries()
+    {
+        return maxVectorEntries;
     }
 
     public Duration transferTimeout()
@@ -203,18 +280,30 @@ public final class ClientConfig
         return localHost;
     }
 
+    /**
+     * TLS towards the master (gRPC and lookup port) and every storage node (default off): servers'
+     * certificates are verified against the trust anchors ({@code --tls-ca}, else the JDK's CAs) and the
+     * address they are reached at; the client certificate, when configured, is presented to servers that ask.
+     */
+    public TlsSettings tls()
+    {
+        return tls;
+    }
+
     /** The transfer-engine settings these values stand for (a fresh, concluded copy). */
     public TransferConfig transferConfig()
     {
         return new TransferConfig()
             .lanesPerPeer(lanesPerPeer)
             .sliceBytes(sliceBytes)
+            .maxVectorEntries(maxVectorEntries)
             .transferTimeoutMs(transferTimeout.toMillis())
             .connectTimeoutMs(connectTimeout.toMillis())
             .ioThreads(ioThreads)
             .maxQueuedTransfersPerPeer(maxQueuedTransfersPerPeer)
             .maxPendingAdmissionsPerPeer(maxPendingAdmissionsPerPeer)
             .admissionTimeoutMs(admissionTimeout.toMillis())
+            .tls(tls)
             .conclude();
     }
 
@@ -223,11 +312,14 @@ public final class ClientConfig
     {
         return "ClientConfig[master=" + masterAddress + ", tenant=" + tenant + ", transport=" + transport +
             ", rpcTimeout=" + rpcTimeout + ", lanesPerPeer=" + lanesPerPeer + ", sliceBytes=" + sliceBytes +
-            ", transferTimeout=" + transferTimeout + ", connectTimeout=" + connectTimeout +
+            ", maxVectorEntries=" + maxVectorEntries + ", transferTimeout=" + transferTimeout +
+            ", connectTimeout=" + connectTimeout +
             ", ioThreads=" + ioThreads + ", maxQueuedTransfersPerPeer=" + maxQueuedTransfersPerPeer +
             ", maxPendingAdmissionsPerPeer=" + maxPendingAdmissionsPerPeer + ", admissionTimeout=" + admissionTimeout +
             ", clientId=" + clientId + ", localHost=" + (localHost == null ? "<this machine>" : localHost) +
-            ", putRetries=" + putRetries + ", reconnectBackoff=" + reconnectBackoff + ".." + reconnectBackoffMax + "]";
+            ", putRetries=" + putRetries + ", reconnectBackoff=" + reconnectBackoff + ".." + reconnectBackoffMax +
+            ", tls=" + tls + ", metrics=" + (meterRegistry == null ? "off" : "on") +
+            ", checksums=" + checksums + "]";
     }
 
     @Override
@@ -244,12 +336,14 @@ public final class ClientConfig
         final ClientConfig c = (ClientConfig)o;
         return masterAddress.equals(c.masterAddress) && tenant.equals(c.tenant) && transport == c.transport &&
             rpcTimeout.equals(c.rpcTimeout) && lanesPerPeer == c.lanesPerPeer && sliceBytes == c.sliceBytes &&
+            maxVectorEntries == c.maxVectorEntries &&
             transferTimeout.equals(c.transferTimeout) && connectTimeout.equals(c.connectTimeout) &&
             ioThreads == c.ioThreads && maxQueuedTransfersPerPeer == c.maxQueuedTransfersPerPeer &&
             maxPendingAdmissionsPerPeer == c.maxPendingAdmissionsPerPeer &&
             admissionTimeout.equals(c.admissionTimeout) &&
             clientId.equals(c.clientId) && Objects.equals(localHost, c.localHost) && putRetries == c.putRetries &&
-            reconnectBackoff.equals(c.reconnectBackoff) && reconnectBackoffMax.equals(c.reconnectBackoffMax);
+            reconnectBackoff.equals(c.reconnectBackoff) && reconnectBackoffMax.equals(c.reconnectBackoffMax) &&
+            tls.equals(c.tls) && meterRegistry == c.meterRegistry && checksums == c.checksums;
     }
 
     @Override
@@ -267,6 +361,7 @@ public final class ClientConfig
         private Duration rpcTimeout = DEFAULT_RPC_TIMEOUT;
         private int lanesPerPeer = TransferConfig.DEFAULT_LANES_PER_PEER;
         private int sliceBytes = TransferConfig.DEFAULT_SLICE_BYTES;
+        private int maxVectorEntries = TransferConfig.DEFAULT_MAX_VECTOR_ENTRIES;
         private Duration transferTimeout = Duration.ofMillis(TransferConfig.DEFAULT_TRANSFER_TIMEOUT_MS);
         private Duration connectTimeout = Duration.ofMillis(TransferConfig.DEFAULT_CONNECT_TIMEOUT_MS);
         private int ioThreads = new TransferConfig().ioThreads();
@@ -279,6 +374,9 @@ public final class ClientConfig
         private int putRetries = DEFAULT_PUT_RETRIES;
         private Duration reconnectBackoff = DEFAULT_RECONNECT_BACKOFF;
         private Duration reconnectBackoffMax = DEFAULT_RECONNECT_BACKOFF_MAX;
+        private TlsSettings tls = TlsSettings.DISABLED;
+        private MeterRegistry meterRegistry;
+        private boolean checksums = true;
 
         private Builder()
         {
@@ -319,6 +417,13 @@ public final class ClientConfig
         public Builder sliceBytes(final int sliceBytes)
         {
             this.sliceBytes = sliceBytes;
+            return this;
+        }
+
+        /** Most small reads per READV frame (1..1024, default 256); 1 turns READV off. */
+        public Builder maxVectorEntries(final int maxVectorEntries)
+        {
+            this.maxVectorEntries = maxVectorEntries;
             return this;
         }
 
@@ -402,7 +507,29 @@ public final class ClientConfig
             return this;
         }
 
-        /** @throws IllegalArgumentException naming the bad setting. */
+
+        /** See {@link ClientConfig#tls()}; null means plain text. */
+        public Builder tls(final TlsSettings tls)
+        {
+            this.tls = tls == null ? TlsSettings.DISABLED : tls;
+            return this;
+        }
+
+        /** Record the client's metrics in {@code meterRegistry}; null (the default) records none. */
+        public Builder meterRegistry(final MeterRegistry meterRegistry)
+        {
+            this.meterRegistry = meterRegistry;
+            return this;
+        }
+
+        /** See {@link ClientConfig#checksums()}. */
+        public Builder checksums(final boolean checksums)
+        {
+            this.checksums = checksums;
+            return this;
+        }
+
+        /** @throws IllegalArgumentException naming the bad setting (for TLS: the flag and the file). */
         public ClientConfig build()
         {
             final String addressProblem = checkHostPort(masterAddress);
@@ -439,6 +566,12 @@ public final class ClientConfig
             {
                 throw new IllegalArgumentException("clientId must not be blank");
             }
+            final String clientIdProblem = clientId == null ? null : Limits.checkClientId(clientId);
+            if (clientIdProblem != null)
+            {
+                throw new IllegalArgumentException("clientId " + clientIdProblem);
+            }
+            tls.validateForClient();
             if (localHost != null && (localHost.isBlank() || hasPort(localHost)))
             {
                 throw new IllegalArgumentException("localHost must be a host name or address without a port, was '" +

@@ -26,7 +26,11 @@ public enum ErrorCode
     RPC_FAIL(-900),
     RPC_TIMEOUT(-901),
     UNAVAILABLE_IN_CURRENT_STATUS(-1010),
-    TENANT_QUOTA_EXCEEDED(-1700);
+    TENANT_QUOTA_EXCEEDED(-1700),
+    /** A storage node refused a transfer: missing, forged or wrong-operation token, or a range outside its grant. */
+    ACCESS_DENIED(-1800),
+    /** A storage node refused a transfer whose access token expired. */
+    TOKEN_EXPIRED(-1801);
 
     private static final ErrorCode[] VALUES = values();
 

@@ -96,6 +96,17 @@ public interface GranaryClient extends AutoCloseable
     /** Reads many values, one master round trip; a miss is a per-key OBJECT_NOT_FOUND. */
     List<OpResult<byte[]>> getBatch(List<String> keys);
 
+    /**
+     * Reads many values into the caller's buffers, one master round trip, every transfer in flight at once:
+     * value i lands at the position {@code dsts.get(i)} has now, whose position then advances past it; the
+     * result holds its length. A value longer than its buffer's remaining space is a per-key BUFFER_OVERFLOW
+     * (nothing is written); on any other per-key error the buffer's content between position and limit is
+     * undefined and its position unchanged. Direct buffers receive the bytes straight from the socket.
+     *
+     * @throws IllegalArgumentException when {@code keys} and {@code dsts} differ in size or a buffer is read-only.
+     */
+    List<OpResult<Integer>> getBatchInto(List<String> keys, List<ByteBuffer> dsts);
+
     /** BatchExistKey: per-key readability; hits are leased. */
     List<OpResult<Boolean>> existsBatch(List<String> keys);
 

@@ -29,6 +29,7 @@ class ClientConfigTest
         assertThat(config.rpcTimeout()).isEqualTo(Duration.ofSeconds(5));
         assertThat(config.lanesPerPeer()).isEqualTo(TransferConfig.DEFAULT_LANES_PER_PEER);
         assertThat(config.sliceBytes()).isEqualTo(TransferConfig.DEFAULT_SLICE_BYTES);
+        assertThat(config.maxVectorEntries()).isEqualTo(TransferConfig.DEFAULT_MAX_VECTOR_ENTRIES);
         assertThat(config.maxQueuedTransfersPerPeer()).isEqualTo(TransferConfig.DEFAULT_MAX_QUEUED_TRANSFERS_PER_PEER);
         assertThat(config.maxPendingAdmissionsPerPeer())
             .isEqualTo(TransferConfig.DEFAULT_MAX_PENDING_ADMISSIONS_PER_PEER);
@@ -38,6 +39,18 @@ class ClientConfigTest
         assertThat(config.ioThreads()).isEqualTo(new TransferConfig().ioThreads());
         assertThat(config.localHost()).isNull();
         assertThat(config.clientId()).isNotBlank();
+        assertThat(config.checksums()).isTrue();
+    }
+
+    @Test
+    void shouldKeepTheChecksumsSwitchThroughToBuilder()
+    {
+        final ClientConfig off = valid().checksums(false).build();
+
+        assertThat(off.checksums()).isFalse();
+        assertThat(off.toBuilder().build()).isEqualTo(off);
+        assertThat(off.toBuilder().checksums(true).build()).isNotEqualTo(off);
+        assertThat(off.toString()).contains("checksums=false");
     }
 
     @Test
@@ -55,7 +68,7 @@ class ClientConfigTest
     void shouldMapTransferKnobsOntoTransferConfig()
     {
         final TransferConfig transfer = valid()
-            .lanesPerPeer(4).sliceBytes(65536)
+            .lanesPerPeer(4).sliceBytes(65536).maxVectorEntries(7)
             .transferTimeout(Duration.ofSeconds(2)).connectTimeout(Duration.ofMillis(500))
             .ioThreads(3).maxQueuedTransfersPerPeer(128)
             .maxPendingAdmissionsPerPeer(0).admissionTimeout(Duration.ofMillis(250))
@@ -63,6 +76,7 @@ class ClientConfigTest
 
         assertThat(transfer.lanesPerPeer()).isEqualTo(4);
         assertThat(transfer.sliceBytes()).isEqualTo(65536);
+        assertThat(transfer.maxVectorEntries()).isEqualTo(7);
         assertThat(transfer.transferTimeoutMs()).isEqualTo(2000);
         assertThat(transfer.connectTimeoutMs()).isEqualTo(500);
         assertThat(transfer.ioThreads()).isEqualTo(3);
@@ -122,6 +136,8 @@ class ClientConfigTest
             .hasMessageContaining("connectTimeout");
         assertThatThrownBy(() -> valid().lanesPerPeer(0).build()).hasMessageContaining("lanesPerPeer");
         assertThatThrownBy(() -> valid().sliceBytes(100).build()).hasMessageContaining("sliceBytes");
+        assertThatThrownBy(() -> valid().maxVectorEntries(0).build()).hasMessageContaining("maxVectorEntries");
+        assertThatThrownBy(() -> valid().maxVectorEntries(1025).build()).hasMessageContaining("maxVectorEntries");
         assertThatThrownBy(() -> valid().ioThreads(0).build()).hasMessageContaining("ioThreads");
         assertThatThrownBy(() -> valid().maxQueuedTransfersPerPeer(0).build())
             .hasMessageContaining("maxQueuedTransfersPerPeer");

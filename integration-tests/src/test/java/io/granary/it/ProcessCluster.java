@@ -33,10 +33,10 @@ final class ProcessCluster implements AutoCloseable
     /** {@code granary master ready grpc=H:P lookup=H:P admin=H:P}. */
     static final Pattern MASTER_READY = Pattern.compile(
         "granary master ready grpc=(?<grpc>\\S+) lookup=(?<lookup>\\S+) admin=(?<admin>\\S+)");
-    /** {@code granary node ready name=... endpoint=H:P node-id=... segments=N segment-size=B}. */
+    /** {@code granary node ready name=... endpoint=H:P node-id=... segments=N segment-size=B admin=H:P}. */
     static final Pattern NODE_READY = Pattern.compile(
         "granary node ready name=(?<name>\\S+) endpoint=(?<endpoint>\\S+) node-id=(?<nodeId>\\S+) " +
-            "segments=(?<segments>\\d+) segment-size=(?<segmentSize>\\d+)");
+            "segments=(?<segments>\\d+) segment-size=(?<segmentSize>\\d+) admin=(?<admin>\\S+)");
 
     static final Duration START_TIMEOUT = Duration.ofSeconds(60);
     static final Duration CLI_TIMEOUT = Duration.ofSeconds(60);
@@ -203,7 +203,7 @@ final class ProcessCluster implements AutoCloseable
 
     /**
      * Starts a storage node for the master at {@code masterAddress} without waiting: one 256 MiB segment,
-     * heartbeats every 500 ms, an ephemeral transfer port; {@code flags} override these.
+     * heartbeats every 500 ms, ephemeral transfer and admin ports; {@code flags} override these.
      */
     ServiceProcess launchNode(final String masterAddress, final String name, final String... flags)
     {
@@ -214,6 +214,7 @@ final class ProcessCluster implements AutoCloseable
         defaults.put("--segment-size", "256m");
         defaults.put("--name", name);
         defaults.put("--heartbeat-interval", "500ms");
+        defaults.put("--admin-port", "0");
         return launch(name, List.of(), "node", defaults, flags);
     }
 

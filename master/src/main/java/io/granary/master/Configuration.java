@@ -62,6 +62,13 @@ public final class Configuration
     /** /ready answers 503 until this many nodes have registered and reported their ledgers (0: at once). */
     public static final String READY_AFTER_NODES_PROP = "ready-after-nodes";
     public static final int READY_AFTER_NODES_DEFAULT = 0;
+    /** Issue data-plane access tokens with every extent, and make nodes refuse frames without one. */
+    public static final String DATA_TOKENS_PROP = "data-tokens";
+    public static final boolean DATA_TOKENS_DEFAULT = true;
+
+    /** File holding the 256-bit token key as 64 hex digits; empty = a random key per master start. */
+    public static final String TOKEN_KEY_FILE_PROP = "token-key-file";
+    public static final String TOKEN_KEY_FILE_DEFAULT = "";
 
     private Configuration()
     {

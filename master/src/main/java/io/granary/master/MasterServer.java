@@ -2,18 +2,30 @@ package io.granary.master;
 
 import io.granary.common.Clock;
 import io.granary.common.Units;
+import io.granary.common.tls.GrpcTls;
+import io.granary.common.tls.TlsContexts;
+import io.granary.common.tls.TlsSettings;
 import io.granary.master.admin.AdminHttpServer;
 import io.granary.master.alloc.SegmentAllocation;
 import io.granary.master.alloc.TlsfExtentAllocator;
 import io.granary.master.evict.Evictor;
 import io.granary.master.meta.BatchProbe;
 import io.granary.master.meta.MetadataStore;
+import io.granary.master.metrics.MasterMetrics;
 import io.granary.master.rpc.LookupServer;
+import io.granary.master.rpc.MalformedRequests;
 import io.granary.master.rpc.MasterGrpcService;
 import io.granary.master.rpc.MasterRequestHandler;
+import io.granary.master.rpc.RpcMetrics;
 import io.granary.master.segment.MountedSegment;
 import io.granary.master.segment.SegmentRegistry;
+import io.granary.master.token.TokenIssuer;
+import io.granary.protocol.AccessTokenCodec;
+import io.granary.protocol.FrameDescriptor;
+import io.granary.protocol.Limits;
 import io.grpc.Server;
+import io.micrometer.prometheusmetrics.PrometheusConfig;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import io.grpc.netty.NettyServerBuilder;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
@@ -30,8 +42,13 @@ import org.slf4j.LoggerFactory;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.InvalidPathException;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.HashSet;
+import java.util.HexFormat;
 import java.util.List;
 import java.util.Set;
 import java.util.UUID;
@@ -50,6 +67,8 @@ public final class MasterServer implements AutoCloseable
 {
     private static final Logger LOG = LoggerFactory.getLogger(MasterServer.class);
     public static final String VERSION = "0.1.0";
+    /** At most one INFO line summing up evictions per this interval. */
+    private static final long EVICTION_SUMMARY_INTERVAL_NS = TimeUnit.SECONDS.toNanos(10);
 
     /** Master configuration (Aeron style): fluent accessors, defaults from {@link Configuration}. */
     public static final class Context
@@ -72,7 +91,11 @@ public final class MasterServer implements AutoCloseable
         private int allocationGranularity = Configuration.ALLOCATION_GRANULARITY_DEFAULT;
         private int listKeysLimit = Configuration.LIST_KEYS_LIMIT_DEFAULT;
         private int readyAfterNodes = Configuration.READY_AFTER_NODES_DEFAULT;
+        private boolean dataTokens = Configuration.DATA_TOKENS_DEFAULT;
+        private String tokenKeyFile = Configuration.TOKEN_KEY_FILE_DEFAULT;
+        private byte[] tokenKey;
         private boolean housekeeping = true;
+        private TlsSettings tls = TlsSettings.DISABLED;
         private Clock clock = Clock.SYSTEM;
 
         public String host()
@@ -281,6 +304,42 @@ public final class MasterServer implements AutoCloseable
             return this;
         }
 
+        public boolean dataTokens()
+        {
+            return dataTokens;
+        }
+
+        /**
+         * Whether the master issues data-plane access tokens with every extent it grants and hands each node a key
+         * to check them (default true); false issues none and nodes accept frames without one.
+         */
+        public Context dataTokens(final boolean dataTokens)
+        {
+            this.dataTokens = dataTokens;
+            return this;
+        }
+
+        public String tokenKeyFile()
+        {
+            return tokenKeyFile;
+        }
+
+        /**
+         * File holding the 256-bit token key as 64 hex digits (whitespace around them ignored), so that tokens stay
+         * valid across master restarts; empty (default) draws a random key at every start.
+         */
+        public Context tokenKeyFile(final String tokenKeyFile)
+        {
+            this.tokenKeyFile = tokenKeyFile;
+            return this;
+        }
+
+        /** The key read from {@link #tokenKeyFile()} by {@link #conclude()}, or null for a random one. */
+        public byte[] tokenKey()
+        {
+            return tokenKey == null ? null : tokenKey.clone();
+        }
+
         public boolean housekeeping()
         {
             return housekeeping;
@@ -290,6 +349,18 @@ public final class MasterServer implements AutoCloseable
         public Context housekeeping(final boolean housekeeping)
         {
             this.housekeeping = housekeeping;
+            return this;
+        }
+
+        /** TLS on the gRPC and lookup ports (default off); with client auth, clients must present certificates. */
+        public TlsSettings tls()
+        {
+            return tls;
+        }
+
+        public Context tls(final TlsSettings tls)
+        {
+            this.tls = tls == null ? TlsSettings.DISABLED : tls;
             return this;
         }
 
@@ -342,8 +413,32 @@ public final class MasterServer implements AutoCloseable
             require(listKeysLimit >= 1, "--list-keys-limit must be positive, was " + listKeysLimit);
             require(readyAfterNodes >= 0 && readyAfterNodes <= 100_000,
                 "--ready-after-nodes must be in 0..100000, was " + readyAfterNodes);
+            require(tokenKeyFile != null, "--token-key-file must not be null (empty means a random key)");
+            tokenKey = tokenKeyFile.isBlank() ? null : readTokenKey(tokenKeyFile);
             require(clock != null, "clock must not be null");
+            tls.validateForServer(); // names the --tls-* flag and file at fault
             return this;
+        }
+
+        /** Reads a key file of 64 hex digits. @throws IllegalArgumentException naming the flag and the problem. */
+        static byte[] readTokenKey(final String file)
+        {
+            final String text;
+            try
+            {
+                final Path path = Path.of(file);
+                require(Files.size(path) <= 4096, "--token-key-file " + file + " is too large for a key file");
+                text = Files.readString(path, StandardCharsets.US_ASCII).strip();
+            }
+            catch (final IOException | InvalidPathException ex)
+            {
+                throw new IllegalArgumentException("--token-key-file " + file + " cannot be read: " + ex, ex);
+            }
+            require(text.length() == 2 * AccessTokenCodec.KEY_LENGTH && text.chars().allMatch(
+                c -> (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')),
+                "--token-key-file " + file + " must hold the key as " + 2 * AccessTokenCodec.KEY_LENGTH +
+                " hex digits (e.g. from 'openssl rand -hex 32')");
+            return HexFormat.of().parseHex(text);
         }
 
         private static void requirePositive(final Duration d, final String flag)
@@ -375,6 +470,9 @@ public final class MasterServer implements AutoCloseable
             s.putDiscardTimeoutNs = putDiscardTimeout.toNanos();
             s.putReleaseTimeoutNs = putReleaseTimeout.toNanos();
             s.listKeysLimit = listKeysLimit;
+            // A token's grant fields are 32-bit: with tokens, no value may be longer than a token can cover.
+            s.maxValueBytes = dataTokens ? Math.min(Limits.MAX_VALUE_BYTES, FrameDescriptor.MAX_GRANT_LENGTH) :
+                Limits.MAX_VALUE_BYTES;
             return s;
         }
     }
@@ -384,6 +482,10 @@ public final class MasterServer implements AutoCloseable
     private final MetadataStore store;
     private final Evictor evictor;
     private final MasterRequestHandler handler;
+    private final BatchProbe probe;
+    private final PrometheusMeterRegistry meters = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+    private final MasterMetrics metrics;
+    private final TokenIssuer tokenIssuer;
     private final EventLoopGroup bossGroup;
     private final EventLoopGroup workerGroup;
     private final Server grpcServer;
@@ -406,10 +508,15 @@ public final class MasterServer implements AutoCloseable
         this.registry = new SegmentRegistry(ctx.clock(), (id, name, size) ->
             new SegmentAllocation(id, name, new TlsfExtentAllocator(size, granularity)));
         this.store = new MetadataStore(ctx.storeSettings(), ctx.clock(), registry);
+        this.tokenIssuer = ctx.dataTokens() ?
+            new TokenIssuer(ctx.tokenKey() != null ? ctx.tokenKey() : AccessTokenCodec.newRandomKey()) : null;
+        store.replicaTokens(tokenIssuer);
         this.evictor = new Evictor(store, registry, ctx.evictionHighWatermark(), ctx.evictionRatio(),
             ctx.allowEvictSoftPinned()).attach();
-        this.handler = new MasterRequestHandler(this, store, new BatchProbe(store), registry);
-        final MasterGrpcService service = new MasterGrpcService(handler);
+        this.probe = new BatchProbe(store);
+        this.handler = new MasterRequestHandler(this, store, probe, registry);
+        this.metrics = new MasterMetrics(meters, store, registry, evictor, probe);
+        final MasterGrpcService service = new MasterGrpcService(handler, new RpcMetrics(meters, "grpc"));
 
         final boolean epoll = Epoll.isAvailable();
         final Class<? extends ServerChannel> channelType =
@@ -422,7 +529,7 @@ public final class MasterServer implements AutoCloseable
             epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory());
 
         // Handlers never block (shard locks are short), so they run on the event loop: no hand-off.
-        this.grpcServer = NettyServerBuilder.forAddress(new InetSocketAddress(ctx.host(), ctx.port()))
+        final NettyServerBuilder grpcBuilder = NettyServerBuilder.forAddress(new InetSocketAddress(ctx.host(), ctx.port()))
             .channelType(channelType)
             .bossEventLoopGroup(bossGroup)
             .workerEventLoopGroup(workerGroup)
@@ -431,8 +538,22 @@ public final class MasterServer implements AutoCloseable
             .maxInboundMessageSize(64 << 20)
             .permitKeepAliveTime(10, TimeUnit.SECONDS)
             .permitKeepAliveWithoutCalls(true)
-            .addService(service)
-            .build();
+            .addService(MalformedRequests.guard(service.bindService()));
+        final io.netty.handler.ssl.SslContext lookupTls;
+        try
+        {
+            if (ctx.tls().isEnabled())
+            {
+                grpcBuilder.sslContext(GrpcTls.serverContext(ctx.tls()));
+            }
+            lookupTls = TlsContexts.serverContext(ctx.tls());
+        }
+        catch (final IllegalArgumentException ex)
+        {
+            shutdownGroups();
+            throw ex;
+        }
+        this.grpcServer = grpcBuilder.build();
         try
         {
             grpcServer.start();
@@ -440,6 +561,7 @@ public final class MasterServer implements AutoCloseable
         catch (final IOException ex)
         {
             shutdownGroups();
+            closeMetrics();
             throw new UncheckedIOException("cannot bind the master gRPC port " + ctx.host() + ":" + ctx.port(), ex);
         }
 
@@ -448,12 +570,14 @@ public final class MasterServer implements AutoCloseable
         {
             try
             {
-                lookup = new LookupServer(ctx.host(), ctx.lookupPort(), bossGroup, workerGroup, channelType, handler);
+                lookup = new LookupServer(ctx.host(), ctx.lookupPort(), bossGroup, workerGroup, channelType, handler,
+                    new RpcMetrics(meters, "lookup"), lookupTls);
             }
             catch (final RuntimeException ex)
             {
                 grpcServer.shutdownNow();
                 shutdownGroups();
+                closeMetrics();
                 throw ex;
             }
         }
@@ -464,7 +588,7 @@ public final class MasterServer implements AutoCloseable
         {
             try
             {
-                adminServer = new AdminHttpServer(ctx.host(), ctx.adminPort(), this);
+                adminServer = new AdminHttpServer(ctx.host(), ctx.adminPort(), this, metrics, meters);
             }
             catch (final RuntimeException ex)
             {
@@ -474,6 +598,7 @@ public final class MasterServer implements AutoCloseable
                 }
                 grpcServer.shutdownNow();
                 shutdownGroups();
+                closeMetrics();
                 throw ex;
             }
         }
@@ -499,9 +624,13 @@ public final class MasterServer implements AutoCloseable
     {
         ctx.conclude();
         final MasterServer server = new MasterServer(ctx);
-        LOG.info("master started: id={} grpc={}:{} lookup={} admin={} shards={} lease-ttl={} node-ttl={}",
-            server.masterId, ctx.host(), server.grpcPort(), server.lookupPort(), server.adminPort(),
-            ctx.metadataShards(), Units.formatDuration(ctx.leaseTtl()), Units.formatDuration(ctx.nodeTtl()));
+        LOG.info("master ready: grpc={}:{} lookup={} admin={} id={} shards={} lease-ttl={} node-ttl={} data-tokens={} "
+            + "tls={}",
+            ctx.host(), server.grpcPort(), server.lookupPort(), server.adminPort(), server.masterId,
+            ctx.metadataShards(), Units.formatDuration(ctx.leaseTtl()), Units.formatDuration(ctx.nodeTtl()),
+            !ctx.dataTokens() ? "off" : ctx.tokenKey() != null ? "on (key from " + ctx.tokenKeyFile() + ")" :
+            "on (random key)",
+            ctx.tls().isEnabled() ? "on (client auth " + ctx.tls().clientAuth().flagValue() + ")" : "off");
         return server;
     }
 
@@ -523,6 +652,12 @@ public final class MasterServer implements AutoCloseable
     public Evictor evictor()
     {
         return evictor;
+    }
+
+    /** The issuer of data-plane access tokens, or null when the master issues none ({@code --data-tokens=false}). */
+    public TokenIssuer tokenIssuer()
+    {
+        return tokenIssuer;
     }
 
     /** The bound gRPC port. */
@@ -547,6 +682,25 @@ public final class MasterServer implements AutoCloseable
     public int adminPort()
     {
         return admin == null ? -1 : admin.port();
+    }
+
+    /** The admin endpoints, or null when the admin port is disabled. */
+    public AdminHttpServer admin()
+    {
+        return admin;
+    }
+
+    /** The master's metrics registry (what {@code /metrics} serves). */
+    public PrometheusMeterRegistry meterRegistry()
+    {
+        return meters;
+    }
+
+    /** The metrics in the Prometheus text format, as {@code /metrics} serves them (also with the port disabled). */
+    public String scrapeMetrics()
+    {
+        metrics.refresh();
+        return meters.scrape();
     }
 
     public boolean isClosed()
@@ -614,6 +768,7 @@ public final class MasterServer implements AutoCloseable
         try
         {
             evictor.maybeEvict();
+            evictor.logSummaryIfDue(ctx.clock().nanoTime(), EVICTION_SUMMARY_INTERVAL_NS);
         }
         catch (final Throwable t)
         {
@@ -669,7 +824,14 @@ public final class MasterServer implements AutoCloseable
             grpcServer.shutdownNow();
         }
         shutdownGroups();
+        closeMetrics();
         LOG.info("master stopped");
+    }
+
+    private void closeMetrics()
+    {
+        metrics.close();
+        meters.close();
     }
 
     private void shutdownGroups()

@@ -1,5 +1,8 @@
 package io.granary.transfer;
 
+import io.granary.common.tls.TlsSettings;
+import io.granary.protocol.FrameDescriptor;
+
 /**
  * Settings of a client-side {@link TransferEngine}; fluent setters, {@link #conclude()} validates.
  * Defaults live here, next to their names (see docs/configuration.md).
@@ -17,6 +20,7 @@ public final class TransferConfig
     public static final long MAX_ADMISSION_TIMEOUT_MS = 600_000;
     public static final long DEFAULT_TRANSFER_TIMEOUT_MS = 10_000;
     public static final long DEFAULT_CONNECT_TIMEOUT_MS = 3_000;
+    public static final int DEFAULT_MAX_VECTOR_ENTRIES = 256;
 
     private int lanesPerPeer = DEFAULT_LANES_PER_PEER;
     private int sliceBytes = DEFAULT_SLICE_BYTES;
@@ -27,6 +31,8 @@ public final class TransferConfig
     private long connectTimeoutMs = DEFAULT_CONNECT_TIMEOUT_MS;
     private int ioThreads = Math.min(2, Runtime.getRuntime().availableProcessors());
     private boolean preferEpoll = true;
+    private TlsSettings tls = TlsSettings.DISABLED;
+    private int maxVectorEntries = DEFAULT_MAX_VECTOR_ENTRIES;
 
     /** Persistent connections per storage node (Mooncake's MC_TCP_LANES_PER_PEER); requests are pipelined on each. */
     public int lanesPerPeer()
@@ -49,6 +55,22 @@ public final class TransferConfig
     public TransferConfig sliceBytes(final int sliceBytes)
     {
         this.sliceBytes = sliceBytes;
+        return this;
+    }
+
+    /**
+     * Most small READs (up to 64 KiB each) that one READV frame carries when they are queued for a lane together,
+     * as the reads of a batch are; 1 sends every READ as a frame of its own. At most
+     * {@link io.granary.protocol.FrameDescriptor#MAX_VECTOR_ENTRIES}.
+     */
+    public int maxVectorEntries()
+    {
+        return maxVectorEntries;
+    }
+
+    public TransferConfig maxVectorEntries(final int maxVectorEntries)
+    {
+        this.maxVectorEntries = maxVectorEntries;
         return this;
     }
 
@@ -144,6 +166,21 @@ public final class TransferConfig
         return this;
     }
 
+    /**
+     * TLS on every lane (default off): the engine verifies each storage node's certificate against the trust
+     * anchors and its endpoint host, and presents a client certificate when one is configured.
+     */
+    public TlsSettings tls()
+    {
+        return tls;
+    }
+
+    public TransferConfig tls(final TlsSettings tls)
+    {
+        this.tls = tls == null ? TlsSettings.DISABLED : tls;
+        return this;
+    }
+
     /** Validates; returns this. @throws IllegalArgumentException naming the bad setting. */
     public TransferConfig conclude()
     {
@@ -161,6 +198,8 @@ public final class TransferConfig
         require(transferTimeoutMs > 0, "transferTimeoutMs must be positive, was " + transferTimeoutMs);
         require(connectTimeoutMs > 0, "connectTimeoutMs must be positive, was " + connectTimeoutMs);
         require(ioThreads >= 1 && ioThreads <= 256, "ioThreads must be in 1..256, was " + ioThreads);
+        require(maxVectorEntries >= 1 && maxVectorEntries <= FrameDescriptor.MAX_VECTOR_ENTRIES,
+            "maxVectorEntries must be in 1.." + FrameDescriptor.MAX_VECTOR_ENTRIES + ", was " + maxVectorEntries);
         return this;
     }
 
@@ -184,6 +223,8 @@ public final class TransferConfig
         c.connectTimeoutMs = connectTimeoutMs;
         c.ioThreads = ioThreads;
         c.preferEpoll = preferEpoll;
+        c.tls = tls;
+        c.maxVectorEntries = maxVectorEntries;
         return c;
     }
 }

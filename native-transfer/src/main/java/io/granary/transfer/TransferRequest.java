@@ -13,6 +13,11 @@ import java.util.Objects;
  * {@code io.granary.protocol.CommitRecord}): once every byte is in place the engine sends it for the same
  * extent, so the node records the extent as complete in its ledger. A WRITE of length 0 with a commit
  * record sends the COMMIT alone.
+ *
+ * <p>An access token grants one extent of the segment (the <em>grant</em>, by default exactly the requested
+ * range); the request must lie inside it. The engine sends the token with every frame of the transfer together
+ * with the frame's place in the grant, so that a node can check a slice of a big transfer against a token that
+ * covers the whole extent (docs/protocol.md, "Access tokens"). A COMMIT carries the same token and grant.
  */
 public final class TransferRequest
 {
@@ -29,7 +34,10 @@ public final class TransferRequest
     private final ByteBuffer local;
     private final byte[] accessToken;
     private final byte[] commit;
+    private final long grantOffset;
+    private final long grantLength;
 
+    /** A request whose token (if any) grants exactly its own range. */
     public TransferRequest(
         final Op op,
         final String endpoint,
@@ -39,10 +47,12 @@ public final class TransferRequest
         final int length,
         final byte[] accessToken)
     {
-        this(op, endpoint, segmentId, remoteOffset, local, length, accessToken, null);
+        this(op, endpoint, segmentId, remoteOffset, local, length, accessToken, remoteOffset, length, null);
     }
 
     /**
+     * A request whose token (if any) grants exactly its own range.
+     *
      * @param commit COMMIT payload to send once the WRITE succeeded, or null; only with {@link Op#WRITE}.
      */
     public TransferRequest(
@@ -53,6 +63,42 @@ public final class TransferRequest
         final ByteBuffer local,
         final int length,
         final byte[] accessToken,
+        final byte[] commit)
+    {
+        this(op, endpoint, segmentId, remoteOffset, local, length, accessToken, remoteOffset, length, commit);
+    }
+
+    /**
+     * A request whose token grants the extent {@code [grantOffset, grantOffset + grantLength)}, which holds the
+     * requested range (an engine refuses the request with INVALID_PARAMS when it does not).
+     */
+    public TransferRequest(
+        final Op op,
+        final String endpoint,
+        final int segmentId,
+        final long remoteOffset,
+        final ByteBuffer local,
+        final int length,
+        final byte[] accessToken,
+        final long grantOffset,
+        final long grantLength)
+    {
+        this(op, endpoint, segmentId, remoteOffset, local, length, accessToken, grantOffset, grantLength, null);
+    }
+
+    /**
+     * The full form: a grant as above and, for a WRITE, an optional COMMIT payload.
+     */
+    public TransferRequest(
+        final Op op,
+        final String endpoint,
+        final int segmentId,
+        final long remoteOffset,
+        final ByteBuffer local,
+        final int length,
+        final byte[] accessToken,
+        final long grantOffset,
+        final long grantLength,
         final byte[] commit)
     {
         this.op = Objects.requireNonNull(op, "op");
@@ -75,6 +121,8 @@ public final class TransferRequest
         }
         this.length = length;
         this.accessToken = accessToken;
+        this.grantOffset = grantOffset;
+        this.grantLength = grantLength;
     }
 
     public static TransferRequest read(
@@ -130,6 +178,25 @@ public final class TransferRequest
     public byte[] commit()
     {
         return commit;
+    }
+
+    /** Offset of the extent the access token grants (the request's own offset unless given). */
+    public long grantOffset()
+    {
+        return grantOffset;
+    }
+
+    /** Length of the extent the access token grants (the request's own length unless given). */
+    public long grantLength()
+    {
+        return grantLength;
+    }
+
+    /** True when {@code [remoteOffset, remoteOffset + length)} lies inside the grant (checked without overflow). */
+    public boolean withinGrant()
+    {
+        return grantOffset >= 0 && grantLength >= 0 && remoteOffset >= grantOffset &&
+            remoteOffset - grantOffset <= grantLength && length <= grantLength - (remoteOffset - grantOffset);
     }
 
     @Override

@@ -5,7 +5,8 @@ package io.granary.protocol;
  *
  * <p>Every frame starts with a fixed {@value #HEADER_LENGTH}-byte big-endian header; a WRITE
  * request and a successful READ response are followed by exactly {@code length} payload bytes.
- * The Java (Netty) and native (C) implementations share this layout bit for bit.
+ * The Java (Netty) and native (C) implementations share this layout bit for bit. Bytes 36..63 carry
+ * a request's access token (see {@link AccessTokenCodec}); responses leave them zero.
  */
 public final class FrameDescriptor
 {
@@ -23,10 +24,25 @@ public final class FrameDescriptor
     public static final int STATUS_OFFSET = 20;          // int32, ErrorCode number; 0 in requests
     public static final int OFFSET_OFFSET = 24;          // uint64, byte offset inside the segment
     public static final int LENGTH_OFFSET = 32;          // uint32, range length in bytes
-    public static final int RESERVED_OFFSET = 36;        // uint32, zero
-    public static final int TOKEN_EXPIRY_OFFSET = 40;    // int64, epoch ms; 0 = no token
+    public static final int GRANT_DELTA_OFFSET = 36;     // uint32, offset - base of the granted extent; 0 = no token
+    public static final int GRANT_LENGTH_OFFSET = 40;    // uint32, length of the granted extent; 0 = no token
+    public static final int TOKEN_EXPIRY_OFFSET = 44;    // uint32, epoch seconds; 0 = no token
     public static final int TOKEN_MAC_OFFSET = 48;       // 16 bytes
     public static final int TOKEN_MAC_LENGTH = 16;
+
+    /** Most entries one READV frame may carry (each a 64-byte READ header). */
+    public static final int MAX_VECTOR_ENTRIES = 1024;
+    /** Bytes of one READV status in the response (int32, an ErrorCode number). */
+    public static final int VECTOR_STATUS_LENGTH = 4;
+
+    /**
+     * An access token as the master hands it out ({@code Replica.access_token}): the expiry and the MAC, i.e.
+     * bytes {@value #TOKEN_EXPIRY_OFFSET}..63 of a request header verbatim.
+     */
+    public static final int ACCESS_TOKEN_LENGTH = 4 + TOKEN_MAC_LENGTH;
+
+    /** Longest extent a token can grant: the grant fields are 32-bit. */
+    public static final long MAX_GRANT_LENGTH = 0xFFFF_FFFFL;
 
     /** Largest range a single frame may carry; nodes may configure a smaller limit. */
     public static final int MAX_FRAME_LENGTH_LIMIT = 1 << 30;

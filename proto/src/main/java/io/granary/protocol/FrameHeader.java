@@ -27,7 +27,12 @@ public final class FrameHeader
     public int status;
     public long offset;
     public long length;
-    public long tokenExpiryMs;
+    /** Request offset minus the base of the granted extent (unsigned 32-bit); 0 without a token. */
+    public long grantDelta;
+    /** Length of the granted extent (unsigned 32-bit); 0 without a token. */
+    public long grantLength;
+    /** Token expiry in epoch seconds (unsigned 32-bit); 0 = the frame carries no token. */
+    public long tokenExpirySec;
     public final byte[] tokenMac = new byte[TOKEN_MAC_LENGTH];
 
     public FrameHeader set(
@@ -40,9 +45,17 @@ public final class FrameHeader
         this.status = 0;
         this.offset = offset;
         this.length = length;
-        this.tokenExpiryMs = 0;
+        this.grantDelta = 0;
+        this.grantLength = 0;
+        this.tokenExpirySec = 0;
         java.util.Arrays.fill(tokenMac, (byte)0);
         return this;
+    }
+
+    /** True when the frame carries an access token (a non-zero expiry). */
+    public boolean hasToken()
+    {
+        return tokenExpirySec != 0;
     }
 
     /** True when {@link #length} payload bytes follow this header on the wire. */
@@ -53,15 +66,18 @@ public final class FrameHeader
 
     public static boolean carriesPayload(final int opcode, final int status)
     {
-        return opcode == Opcode.WRITE || opcode == Opcode.COMMIT || (opcode == Opcode.READ_RESPONSE && status == 0);
+        return opcode == Opcode.WRITE || opcode == Opcode.COMMIT || opcode == Opcode.READV ||
+            ((opcode == Opcode.READ_RESPONSE || opcode == Opcode.READV_RESPONSE) && status == 0);
     }
 
     /** Writes the header (64 bytes) at the writer index of {@code out}. */
     public void encode(final ByteBuf out)
     {
-        encode(out, opcode, flags, requestId, segmentId, status, offset, length, tokenExpiryMs, tokenMac);
+        encode(out, opcode, flags, requestId, segmentId, status, offset, length, grantDelta, grantLength,
+            tokenExpirySec, tokenMac);
     }
 
+    /** Writes a header with zero grant fields: every response, and requests without a token (expiry 0, MAC null). */
     public static void encode(
         final ByteBuf out,
         final int opcode,
@@ -71,7 +87,28 @@ public final class FrameHeader
         final int status,
         final long offset,
         final long length,
-        final long tokenExpiryMs,
+        final long tokenExpirySec,
+        final byte[] tokenMac)
+    {
+        encode(out, opcode, flags, requestId, segmentId, status, offset, length, 0, 0, tokenExpirySec, tokenMac);
+    }
+
+    /**
+     * Writes a header (64 bytes) at the writer index of {@code out}; the grant fields and the expiry are written as
+     * unsigned 32-bit values, a null MAC as zeros.
+     */
+    public static void encode(
+        final ByteBuf out,
+        final int opcode,
+        final int flags,
+        final long requestId,
+        final int segmentId,
+        final int status,
+        final long offset,
+        final long length,
+        final long grantDelta,
+        final long grantLength,
+        final long tokenExpirySec,
         final byte[] tokenMac)
     {
         out.ensureWritable(HEADER_LENGTH);
@@ -84,8 +121,9 @@ public final class FrameHeader
         out.writeInt(status);
         out.writeLong(offset);
         out.writeInt((int)length);
-        out.writeInt(0);
-        out.writeLong(tokenExpiryMs);
+        out.writeInt((int)grantDelta);
+        out.writeInt((int)grantLength);
+        out.writeInt((int)tokenExpirySec);
         if (tokenMac == null)
         {
             out.writeZero(TOKEN_MAC_LENGTH);
@@ -114,7 +152,9 @@ public final class FrameHeader
         status = in.getInt(start + STATUS_OFFSET);
         offset = in.getLong(start + OFFSET_OFFSET);
         length = in.getUnsignedInt(start + LENGTH_OFFSET);
-        tokenExpiryMs = in.getLong(start + TOKEN_EXPIRY_OFFSET);
+        grantDelta = in.getUnsignedInt(start + GRANT_DELTA_OFFSET);
+        grantLength = in.getUnsignedInt(start + GRANT_LENGTH_OFFSET);
+        tokenExpirySec = in.getUnsignedInt(start + TOKEN_EXPIRY_OFFSET);
         in.getBytes(start + TOKEN_MAC_OFFSET, tokenMac);
         in.skipBytes(HEADER_LENGTH);
 
@@ -153,6 +193,7 @@ public final class FrameHeader
     public String toString()
     {
         return "FrameHeader{op=" + Opcode.name(opcode) + ", id=" + requestId + ", seg=" + Integer.toUnsignedString(segmentId) +
-            ", status=" + status + ", offset=" + offset + ", length=" + length + '}';
+            ", status=" + status + ", offset=" + offset + ", length=" + length +
+            (hasToken() ? ", grant=-" + grantDelta + "+" + grantLength + ", expiry=" + tokenExpirySec : "") + '}';
     }
 }

@@ -16,6 +16,8 @@ public final class Limits
     public static final long MAX_VALUE_BYTES = 1L << 40;
     /** Most replicas of one object. */
     public static final int MAX_REPLICAS = 16;
+    /** Longest client id, in characters (clients use a UUID by default). */
+    public static final int MAX_CLIENT_ID_LENGTH = 256;
     public static final String DEFAULT_TENANT = "default";
 
     private static final Pattern TENANT = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,63}");
@@ -52,6 +54,27 @@ public final class Limits
         }
         return TENANT.matcher(tenant).matches() ? null :
             "tenant id must be 1-64 characters of [A-Za-z0-9._-] starting with a letter or digit";
+    }
+
+    /** Null when the client id is acceptable (1..256 characters, no control characters), else the reason. */
+    public static String checkClientId(final String clientId)
+    {
+        if (clientId == null || clientId.isEmpty())
+        {
+            return "is empty";
+        }
+        if (clientId.length() > MAX_CLIENT_ID_LENGTH)
+        {
+            return "is longer than " + MAX_CLIENT_ID_LENGTH + " characters";
+        }
+        for (int i = 0; i < clientId.length(); i++)
+        {
+            if (Character.isISOControl(clientId.charAt(i)))
+            {
+                return "contains a control character";
+            }
+        }
+        return null;
     }
 
     public static String tenantOrDefault(final String tenant)

@@ -8,11 +8,17 @@ public final class Opcode
     public static final int PING = 0x03;
     /** Records a written extent as complete in the node's ledger; the payload is a {@link CommitRecord}. */
     public static final int COMMIT = 0x04;
+    /**
+     * A vector of small READs in one frame: the payload is {@code n} 64-byte READ request headers; the response
+     * payload is {@code n} int32 statuses, then the bytes of every entry whose status is 0, in entry order.
+     */
+    public static final int READV = 0x10;
     public static final int RESPONSE_BIT = 0x80;
     public static final int READ_RESPONSE = READ | RESPONSE_BIT;
     public static final int WRITE_RESPONSE = WRITE | RESPONSE_BIT;
     public static final int PING_RESPONSE = PING | RESPONSE_BIT;
     public static final int COMMIT_RESPONSE = COMMIT | RESPONSE_BIT;
+    public static final int READV_RESPONSE = READV | RESPONSE_BIT;
 
     private Opcode()
     {
@@ -20,13 +26,13 @@ public final class Opcode
 
     public static boolean isRequest(final int opcode)
     {
-        return opcode == READ || opcode == WRITE || opcode == PING || opcode == COMMIT;
+        return opcode == READ || opcode == WRITE || opcode == PING || opcode == COMMIT || opcode == READV;
     }
 
     public static boolean isResponse(final int opcode)
     {
         return opcode == READ_RESPONSE || opcode == WRITE_RESPONSE || opcode == PING_RESPONSE ||
-            opcode == COMMIT_RESPONSE;
+            opcode == COMMIT_RESPONSE || opcode == READV_RESPONSE;
     }
 
     public static String name(final int opcode)
@@ -37,10 +43,12 @@ public final class Opcode
             case WRITE: return "WRITE";
             case PING: return "PING";
             case COMMIT: return "COMMIT";
+            case READV: return "READV";
             case READ_RESPONSE: return "READ_RESPONSE";
             case WRITE_RESPONSE: return "WRITE_RESPONSE";
             case PING_RESPONSE: return "PING_RESPONSE";
             case COMMIT_RESPONSE: return "COMMIT_RESPONSE";
+            case READV_RESPONSE: return "READV_RESPONSE";
             default: return "UNKNOWN(0x" + Integer.toHexString(opcode) + ")";
         }
     }

@@ -24,7 +24,9 @@ class FrameHeaderTest
             new FrameHeader().set(Opcode.WRITE, 0x0102030405060708L, 0xF0E0D0C0, 1L << 40, 0x7FFF_FFF0L);
         header.flags = 0xABCD;
         header.status = -1010;
-        header.tokenExpiryMs = 1_700_000_000_123L;
+        header.grantDelta = 0xFFFF_FFF0L;
+        header.grantLength = 0x8765_4321L;
+        header.tokenExpirySec = 0xF000_0001L;
         for (int i = 0; i < TOKEN_MAC_LENGTH; i++)
         {
             header.tokenMac[i] = (byte)(0xA0 + i);
@@ -52,7 +54,10 @@ class FrameHeaderTest
         assertThat(read.status).isEqualTo(-1010);
         assertThat(read.offset).isEqualTo(1L << 40);
         assertThat(read.length).isEqualTo(0x7FFF_FFF0L);
-        assertThat(read.tokenExpiryMs).isEqualTo(1_700_000_000_123L);
+        assertThat(read.grantDelta).isEqualTo(0xFFFF_FFF0L);
+        assertThat(read.grantLength).isEqualTo(0x8765_4321L);
+        assertThat(read.tokenExpirySec).isEqualTo(0xF000_0001L);
+        assertThat(read.hasToken()).isTrue();
         assertThat(read.tokenMac).isEqualTo(written.tokenMac);
     }
 
@@ -88,22 +93,32 @@ class FrameHeaderTest
         assertThat(slice(bytes, STATUS_OFFSET, 4)).containsExactly(0xFF, 0xFF, 0xFC, 0x0E); // -1010
         assertThat(slice(bytes, OFFSET_OFFSET, 8)).containsExactly(0, 0, 1, 0, 0, 0, 0, 0);
         assertThat(slice(bytes, LENGTH_OFFSET, 4)).containsExactly(0x7F, 0xFF, 0xFF, 0xF0);
-        assertThat(slice(bytes, RESERVED_OFFSET, 4)).containsExactly(0, 0, 0, 0);
-        assertThat(buffer.getLong(TOKEN_EXPIRY_OFFSET)).isEqualTo(1_700_000_000_123L);
-        assertThat(slice(bytes, TOKEN_EXPIRY_OFFSET, 8)).containsExactly(0, 0, 0x01, 0x8B, 0xCF, 0xE5, 0x68, 0x7B);
+        assertThat(slice(bytes, GRANT_DELTA_OFFSET, 4)).containsExactly(0xFF, 0xFF, 0xFF, 0xF0);
+        assertThat(slice(bytes, GRANT_LENGTH_OFFSET, 4)).containsExactly(0x87, 0x65, 0x43, 0x21);
+        assertThat(slice(bytes, TOKEN_EXPIRY_OFFSET, 4)).containsExactly(0xF0, 0x00, 0x00, 0x01);
         assertThat(bytes[TOKEN_MAC_OFFSET]).isEqualTo((byte)0xA0);
         assertThat(bytes[HEADER_LENGTH - 1]).isEqualTo((byte)(0xA0 + TOKEN_MAC_LENGTH - 1));
     }
 
     @Test
-    void shouldWriteZeroMacWhenNoneGiven()
+    void shouldWriteZeroTokenFieldsWhenNoneGiven()
     {
         FrameHeader.encode(buffer, Opcode.READ, 0, 1, 2, 0, 3, 4, 0, null);
-        for (int i = 0; i < TOKEN_MAC_LENGTH; i++)
+        for (int i = GRANT_DELTA_OFFSET; i < HEADER_LENGTH; i++)
         {
-            assertThat(buffer.getByte(TOKEN_MAC_OFFSET + i)).isZero();
+            assertThat(buffer.getByte(i)).as("byte %d", i).isZero();
         }
         assertThat(buffer.writerIndex()).isEqualTo(HEADER_LENGTH);
+        final FrameHeader read = new FrameHeader();
+        assertThat(read.decode(buffer, 4096)).isEqualTo(FrameHeader.DECODE_OK);
+        assertThat(read.hasToken()).isFalse();
+    }
+
+    @Test
+    void shouldKeepTheAccessTokenBytesContiguousAtTheEndOfTheHeader()
+    {
+        assertThat(TOKEN_MAC_OFFSET).isEqualTo(TOKEN_EXPIRY_OFFSET + 4);
+        assertThat(TOKEN_EXPIRY_OFFSET + ACCESS_TOKEN_LENGTH).isEqualTo(HEADER_LENGTH);
     }
 
     @Test
@@ -177,6 +192,9 @@ class FrameHeaderTest
         assertThat(FrameHeader.carriesPayload(Opcode.WRITE_RESPONSE, 0)).isFalse();
         assertThat(FrameHeader.carriesPayload(Opcode.PING, 0)).isFalse();
         assertThat(FrameHeader.carriesPayload(Opcode.PING_RESPONSE, 0)).isFalse();
+        assertThat(FrameHeader.carriesPayload(Opcode.READV, 0)).isTrue();
+        assertThat(FrameHeader.carriesPayload(Opcode.READV_RESPONSE, 0)).isTrue();
+        assertThat(FrameHeader.carriesPayload(Opcode.READV_RESPONSE, -600)).isFalse();
     }
 
     @Test

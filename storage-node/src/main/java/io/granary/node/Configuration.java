@@ -1,6 +1,7 @@
 package io.granary.node;
 
 import io.granary.common.Units;
+import io.granary.common.tls.TlsSettings;
 import io.granary.protocol.FrameDescriptor;
 
 import java.util.Locale;
@@ -66,12 +67,52 @@ public final class Configuration
     public static final String PRE_TOUCH_PROP_NAME = "granary.node.segment.pretouch";
     public static final boolean PRE_TOUCH_DEFAULT = true;
 
+    /**
+     * Admin HTTP port (/health, /ready, /metrics): -1 disables it, 0 picks a free one. {@code granary node} opens
+     * {@link #ADMIN_PORT_DEFAULT} unless told otherwise; an embedded {@link StorageNode.Context} keeps it closed
+     * unless this property or the setter asks for one.
+     */
+    public static final String ADMIN_PORT_PROP_NAME = "granary.node.admin.port";
+    public static final int ADMIN_PORT_DEFAULT = 9091;
+    public static final int ADMIN_PORT_DISABLED = -1;
+
     /** Use Netty's native epoll transport when available. */
     public static final String PREFER_EPOLL_PROP_NAME = "granary.node.transfer.epoll";
     public static final boolean PREFER_EPOLL_DEFAULT = true;
 
+    /** PEM certificate chain of the node (transfer server, and client certificate towards the master); unset = no TLS. */
+    public static final String TLS_CERT_PROP_NAME = "granary.node.tls.cert";
+
+    /** PEM PKCS#8 private key of that certificate. */
+    public static final String TLS_KEY_PROP_NAME = "granary.node.tls.key";
+
+    /** PEM trust anchors: the master's certificate and client certificates must chain to them. */
+    public static final String TLS_CA_PROP_NAME = "granary.node.tls.ca";
+
+    /** none, optional or require: whether transfer clients must present a certificate. */
+    public static final String TLS_CLIENT_AUTH_PROP_NAME = "granary.node.tls.client.auth";
+    public static final String TLS_CLIENT_AUTH_DEFAULT = "none";
+
     private Configuration()
     {
+    }
+
+    /** TLS settings from the TLS_ properties; disabled when none is set. Files are checked by conclude(). */
+    public static TlsSettings tls()
+    {
+        final TlsSettings.ClientAuth clientAuth;
+        try
+        {
+            clientAuth = TlsSettings.ClientAuth.parse(
+                System.getProperty(TLS_CLIENT_AUTH_PROP_NAME, TLS_CLIENT_AUTH_DEFAULT));
+        }
+        catch (final IllegalArgumentException ex)
+        {
+            throw new IllegalArgumentException(TLS_CLIENT_AUTH_PROP_NAME + " must be none, optional or require, was '" +
+                System.getProperty(TLS_CLIENT_AUTH_PROP_NAME) + "'", ex);
+        }
+        return TlsSettings.ofFiles(System.getProperty(TLS_CERT_PROP_NAME), System.getProperty(TLS_KEY_PROP_NAME),
+            System.getProperty(TLS_CA_PROP_NAME), clientAuth);
     }
 
     public static String masterAddress()
@@ -152,6 +193,12 @@ public final class Configuration
     public static int ioThreads()
     {
         return intProperty(IO_THREADS_PROP_NAME, IO_THREADS_DEFAULT);
+    }
+
+    /** The property's port when set, else {@link #ADMIN_PORT_DISABLED}. */
+    public static int adminPort()
+    {
+        return intProperty(ADMIN_PORT_PROP_NAME, ADMIN_PORT_DISABLED);
     }
 
     public static boolean preTouch()

@@ -1,14 +1,22 @@
 package io.granary.node;
 
 import io.granary.common.Clock;
+import io.granary.common.tls.TlsSettings;
+import io.granary.node.admin.NodeAdminServer;
+import io.granary.node.admin.NodeMetrics;
 import io.granary.node.master.MasterLink;
 import io.granary.node.segment.Segment;
 import io.granary.node.segment.SegmentRegistry;
+import io.granary.node.transfer.AccessTokenVerifier;
+import io.granary.node.transfer.TransferMetrics;
 import io.granary.node.transfer.TransferServer;
 import io.granary.protocol.FrameDescriptor;
+import io.micrometer.prometheusmetrics.PrometheusConfig;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import java.io.UncheckedIOException;
 import java.util.List;
 import java.util.UUID;
 import java.util.concurrent.CountDownLatch;
@@ -30,14 +38,20 @@ public final class StorageNode implements AutoCloseable
     private final String name;
     private final String endpoint;
     private final MasterLink masterLink;
-    private boolean closed;
+    private final PrometheusMeterRegistry meters = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+    private final NodeMetrics metrics;
+    private final NodeAdminServer admin;
+    private volatile boolean closed;
 
     private StorageNode(final Context ctx)
     {
         this.ctx = ctx;
-        transferServer = new TransferServer(
-            ctx.host(), ctx.transferPort(), registry, ctx.maxFrameBytes(), ctx.ioThreads(), ctx.preferEpoll()).start();
+        transferServer = new TransferServer(ctx.host(), ctx.transferPort(), registry, ctx.maxFrameBytes(),
+            ctx.ioThreads(), ctx.preferEpoll(), new TransferMetrics(meters), new AccessTokenVerifier(ctx.clock()),
+            ctx.tls()).start();
+        metrics = new NodeMetrics(meters, transferServer, registry, this::masterLink);
         MasterLink link = null;
+        NodeAdminServer adminServer = null;
         try
         {
             name = ctx.name() != null ? ctx.name() : "node-" + transferServer.port();
@@ -52,11 +66,27 @@ public final class StorageNode implements AutoCloseable
             }
             link = new MasterLink(ctx.masterAddress(), nodeId, name, endpoint, registry, registry.segments(),
                 ctx.heartbeatIntervalMs(), ctx.masterRpcTimeoutMs(), ctx.reconnectBackoffMs(),
-                ctx.reconnectBackoffMaxMs(), ctx.clock());
+                ctx.reconnectBackoffMaxMs(), ctx.clock(), ctx.tls());
+            link.tokenKeyListener(transferServer.tokenVerifier()::updateKey);
+            if (ctx.adminPort() >= 0)
+            {
+                try
+                {
+                    adminServer = new NodeAdminServer(ctx.host(), ctx.adminPort(), this, meters);
+                }
+                catch (final UncheckedIOException ex)
+                {
+                    throw new IllegalStateException(ex.getMessage() + ": " + ex.getCause().getMessage(), ex);
+                }
+            }
             link.start();
         }
         catch (final RuntimeException | Error ex)
         {
+            if (adminServer != null)
+            {
+                adminServer.close();
+            }
             if (link != null)
             {
                 link.close();
@@ -66,11 +96,15 @@ public final class StorageNode implements AutoCloseable
             {
                 registry.close();
             }
+            metrics.close();
+            meters.close();
             throw ex;
         }
         masterLink = link;
-        LOG.info("storage node {} ({}) serving {} segment(s) of {} bytes on {}, master {}",
-            name, nodeId, ctx.segmentCount(), ctx.segmentSizeBytes(), endpoint, ctx.masterAddress());
+        admin = adminServer;
+        LOG.info("storage node {} ({}) serving {} segment(s) of {} bytes on {}, admin {}, master {}",
+            name, nodeId, ctx.segmentCount(), ctx.segmentSizeBytes(), endpoint,
+            admin == null ? "disabled" : endpoint(ctx.host(), admin.port()), ctx.masterAddress());
     }
 
     /** Validates the context and starts the node. @throws IllegalArgumentException for a bad setting. */
@@ -134,6 +168,35 @@ public final class StorageNode implements AutoCloseable
         return ctx;
     }
 
+    /** The bound admin HTTP port, or -1 when disabled. */
+    public int adminPort()
+    {
+        return admin == null ? -1 : admin.port();
+    }
+
+    /** The admin endpoints, or null when the admin port is disabled. */
+    public NodeAdminServer admin()
+    {
+        return admin;
+    }
+
+    /** The node's metrics registry (what {@code /metrics} serves). */
+    public PrometheusMeterRegistry meterRegistry()
+    {
+        return meters;
+    }
+
+    /** The metrics in the Prometheus text format (also with the admin port disabled). */
+    public String scrapeMetrics()
+    {
+        return meters.scrape();
+    }
+
+    public boolean isClosed()
+    {
+        return closed;
+    }
+
     /**
      * Unmounts from the master, stops the transfer server and then frees segment memory (only once no
      * transfer thread can touch it). Idempotent.
@@ -146,6 +209,10 @@ public final class StorageNode implements AutoCloseable
             return;
         }
         closed = true;
+        if (admin != null)
+        {
+            admin.close();
+        }
         masterLink.close();
         transferServer.close();
         if (transferServer.isTerminated())
@@ -156,6 +223,8 @@ public final class StorageNode implements AutoCloseable
         {
             LOG.error("transfer threads of node {} did not stop; leaving segment memory allocated", name);
         }
+        metrics.close();
+        meters.close();
         LOG.info("storage node {} stopped", name);
     }
 
@@ -187,6 +256,8 @@ public final class StorageNode implements AutoCloseable
         private int ioThreads = Configuration.ioThreads();
         private boolean preTouch = Configuration.preTouch();
         private boolean preferEpoll = Configuration.preferEpoll();
+        private TlsSettings tls = Configuration.tls();
+        private int adminPort = Configuration.adminPort();
         private Clock clock = Clock.SYSTEM;
 
         /**
@@ -233,7 +304,10 @@ public final class StorageNode implements AutoCloseable
                 "maxFrameBytes must be in " + Configuration.MAX_FRAME_BYTES_MIN + ".." +
                 FrameDescriptor.MAX_FRAME_LENGTH_LIMIT + ", was " + maxFrameBytes);
             require(ioThreads >= 1 && ioThreads <= 256, "ioThreads must be in 1..256, was " + ioThreads);
+            require(adminPort >= -1 && adminPort <= 65535, "adminPort must be in -1..65535, was " + adminPort);
             require(clock != null, "clock must not be null");
+            require(tls != null, "tls must not be null");
+            tls.validateForServer(); // names the --tls-* flag and file at fault
             return this;
         }
 
@@ -431,6 +505,34 @@ public final class StorageNode implements AutoCloseable
             return this;
         }
 
+        /**
+         * TLS (default off): the transfer server serves TLS with this certificate and key, and the node's link
+         * to the master speaks TLS too, presenting the same certificate and verifying the master's against the
+         * trust anchors.
+         */
+        public TlsSettings tls()
+        {
+            return tls;
+        }
+
+        public Context tls(final TlsSettings tls)
+        {
+            this.tls = tls == null ? TlsSettings.DISABLED : tls;
+            return this;
+        }
+
+        /** Admin HTTP port (/health, /ready, /metrics); -1 (default unless the property is set) disables it. */
+        public int adminPort()
+        {
+            return adminPort;
+        }
+
+        public Context adminPort(final int adminPort)
+        {
+            this.adminPort = adminPort;
+            return this;
+        }
+
         public Clock clock()
         {
             return clock;
@@ -450,7 +552,8 @@ public final class StorageNode implements AutoCloseable
                 ", name=" + name + ", heartbeatIntervalMs=" + heartbeatIntervalMs + ", masterRpcTimeoutMs=" +
                 masterRpcTimeoutMs + ", reconnectBackoffMs=" + reconnectBackoffMs + ", reconnectBackoffMaxMs=" +
                 reconnectBackoffMaxMs + ", maxFrameBytes=" + maxFrameBytes + ", ioThreads=" + ioThreads +
-                ", preTouch=" + preTouch + ", preferEpoll=" + preferEpoll + '}';
+                ", preTouch=" + preTouch + ", preferEpoll=" + preferEpoll + ", adminPort=" + adminPort +
+                ", tls=" + tls + '}';
         }
     }
 }

@@ -112,6 +112,15 @@ final class AsyncGranaryClientImpl implements AsyncGranaryClient
     }
 
     @Override
+    public CompletableFuture<List<OpResult<Integer>>> getBatchInto(final List<String> keys, final List<ByteBuffer> dsts)
+    {
+        final List<String> keysNow = copy(Objects.requireNonNull(keys, "keys"));
+        final ByteBuffer[] windows = GranaryClientImpl.captureDestinations(keysNow, dsts);
+        final List<ByteBuffer> dstsNow = List.copyOf(dsts);
+        return client.callOnClientThreads(threads -> client.startGetBatchInto(keysNow, dstsNow, windows, threads));
+    }
+
+    @Override
     public CompletableFuture<List<OpResult<Boolean>>> existsBatch(final List<String> keys)
     {
         final List<String> keysNow = copy(Objects.requireNonNull(keys, "keys"));

@@ -90,6 +90,7 @@ public final class GranaryClientImpl implements GranaryClient
     private final TransferDispatcher transfers;
     private final ReplicaSelector selector;
     private final Clock clock;
+    private final boolean checksums;
     private final ClientExecutor clientThreads;
     private final AsyncGranaryClient async;
     private final AtomicBoolean closed = new AtomicBoolean();
@@ -103,6 +104,7 @@ public final class GranaryClientImpl implements GranaryClient
         this.master = master;
         this.transfers = new TransferDispatcher(engine);
         this.clock = clock;
+        this.checksums = config.checksums();
         final LocalHosts localHosts =
             config.localHost() == null ? LocalHosts.ofThisMachine() : LocalHosts.of(config.localHost());
         this.selector = new ReplicaSelector(localHosts::isLocal, transfers::inFlight);
@@ -110,10 +112,25 @@ public final class GranaryClientImpl implements GranaryClient
         this.async = new AsyncGranaryClientImpl(this);
     }
 
-    /** The production client: the engine from {@link TransferEngines#create}, the system clock. */
+    /**
+     * The production client: the engine from {@link TransferEngines#create}, the system clock, and metrics in the
+     * config's MeterRegistry when it has one.
+     */
     public static GranaryClient connect(final ClientConfig config)
     {
-        return connect(config, TransferEngines::create, Clock.SYSTEM);
+        Objects.requireNonNull(config, "config");
+        if (config.meterRegistry() == null)
+        {
+            return connect(config, TransferEngines::create, Clock.SYSTEM);
+        }
+        final ClientMetrics metrics = new ClientMetrics(config.meterRegistry(), config.tenant());
+        final GranaryClient client = connect(config, (kind, transferConfig) ->
+        {
+            final TransferEngine engine = TransferEngines.create(kind, transferConfig);
+            metrics.bindEngine(engine, config.tenant());
+            return engine;
+        }, Clock.SYSTEM);
+        return new MeteredGranaryClient(client, metrics);
     }
 
     /**
@@ -142,7 +159,7 @@ public final class GranaryClientImpl implements GranaryClient
         try
         {
             return new GranaryClientImpl(config, new MasterClient(config.masterAddress(), config.rpcTimeout(),
-                config.fastLookups(), config.reconnectBackoff(), config.reconnectBackoffMax()), engine,
+                config.fastLookups(), config.tls(), config.reconnectBackoff(), config.reconnectBackoffMax()), engine,
                 Objects.requireNonNull(clock, "clock"));
         }
         catch (final RuntimeException ex)
@@ -292,10 +309,12 @@ public final class GranaryClientImpl implements GranaryClient
     }
 
     /**
-     * PutStart on this thread, then the replica writes (each followed by its COMMIT); PutEnd (or PutRevoke) runs
-     * on {@code steps} once every write finished, and the future completes there. A put whose writes failed on
-     * a node (unreachable, timed out, restarted) is revoked and started again, up to
-     * {@link ClientConfig#putRetries()} times, asking the master to place it away from the nodes that failed.
+     * PutStart on this thread, then the replica writes (each followed by its COMMIT), with the value's checksum
+     * computed here while they are under way; PutEnd (or PutRevoke) runs on {@code steps} once every write finished,
+     * and the future completes there. A node that refuses the write token (it expired, or the master's key changed)
+     * makes the put start over once. A put whose writes failed on a node (unreachable, timed out, restarted) is
+     * revoked and started again, up to {@link ClientConfig#putRetries()} times, asking the master to place it away
+     * from the nodes that failed.
      *
      * @param data the value between position and limit, in a buffer of the client's own (a duplicate).
      * @throws GranaryException when the put fails before any transfer starts.
@@ -303,9 +322,16 @@ public final class GranaryClientImpl implements GranaryClient
     CompletableFuture<Void> startPut(
         final String key, final ByteBuffer data, final PutOptions options, final Executor steps)
     {
+        return startPut(key, data, options, steps, true);
+    }
+
+    private CompletableFuture<Void> startPut(
+        final String key, final ByteBuffer data, final PutOptions options, final Executor steps,
+        final boolean mayStartOver)
+    {
         ensureOpen();
         Keys.check(key);
-        return putAttempt(key, data, ProtoMapping.toProto(options), steps, Set.of(), config.putRetries());
+        return putAttempt(key, data, ProtoMapping.toProto(options), steps, Set.of(), config.putRetries(), mayStartOver);
     }
 
     private CompletableFuture<Void> putAttempt(
@@ -314,7 +340,8 @@ public final class GranaryClientImpl implements GranaryClient
         final io.granary.proto.PutOptions options,
         final Executor steps,
         final Set<String> avoidNodes,
-        final int retriesLeft)
+        final int retriesLeft,
+        final boolean mayStartOver)
     {
         final PutStartResponse started = master.putStart(PutStartRequest.newBuilder()
             .setTenant(tenant)
@@ -343,20 +370,26 @@ public final class GranaryClientImpl implements GranaryClient
             revokeQuietly(key, ex);
             throw ex;
         }
-        return write.start(transfers).thenComposeAsync(failure ->
+        final CompletableFuture<OpFailure> written = write.start(transfers);
+        final int crc = checksums ? Checksums.crc32c(data) : 0; // while the bytes go out
+        return written.thenComposeAsync(failure ->
         {
             if (failure == null)
             {
-                return CompletableFuture.completedFuture(endPut(key, null));
+                return CompletableFuture.completedFuture(endPut(key, null, crc));
             }
             final GranaryException ex = failure.toException();
             revokeQuietly(key, ex);
+            if (mayStartOver && ReadOperation.isTokenRefusal(failure.code().code()))
+            {
+                return putAttempt(key, data, options, steps, avoidNodes, retriesLeft, false);
+            }
             if (retriesLeft > 0 && retryable(failure.code()) && !closed.get())
             {
                 final Set<String> avoid = new HashSet<>(avoidNodes);
                 avoid.addAll(write.failedNodes());
                 LOG.debug("put {} failed ({}); retrying away from {}", Keys.quote(key), failure.message(), avoid);
-                return putAttempt(key, data, options, steps, avoid, retriesLeft - 1);
+                return putAttempt(key, data, options, steps, avoid, retriesLeft - 1, mayStartOver);
             }
             throw ex;
         }, steps);
@@ -398,7 +431,7 @@ public final class GranaryClientImpl implements GranaryClient
         return new CommitRecord(flags, tenant, key, options.getGroupId(), length, version, softPinTtlMs, 0).encode();
     }
 
-    private Void endPut(final String key, final OpFailure failure)
+    private Void endPut(final String key, final OpFailure failure, final int crc)
     {
         if (failure != null)
         {
@@ -407,11 +440,15 @@ public final class GranaryClientImpl implements GranaryClient
             throw ex;
         }
         ensureOpen();
-        final CodeResponse ended = master.putEnd(PutEndRequest.newBuilder()
+        final PutEndRequest.Builder end = PutEndRequest.newBuilder()
             .setTenant(tenant)
             .setClientId(clientId)
-            .setKey(key)
-            .build());
+            .setKey(key);
+        if (checksums)
+        {
+            end.setCrc32C(crc);
+        }
+        final CodeResponse ended = master.putEnd(end.build());
         if (ended.getCode() != OK)
         {
             throw refused("put", key, "PutEnd", ended.getCode());
@@ -453,14 +490,22 @@ public final class GranaryClientImpl implements GranaryClient
 
     /**
      * BatchPutStart on this thread, then every replica write of every key, all submitted before any is waited for
-     * so that the engine pipelines them over its lanes; BatchPutEnd and BatchPutRevoke run on {@code steps} once
-     * every write finished.
+     * so that the engine pipelines them over its lanes, and the values' checksums computed here meanwhile;
+     * BatchPutEnd and BatchPutRevoke run on {@code steps} once every write finished. Keys whose write token a node
+     * refused (it expired, or the master's key changed) start over once, as a batch of their own.
      *
      * @param data the values from {@link #captureValues}.
      * @throws GranaryException when the whole request fails before any transfer starts.
      */
     CompletableFuture<List<OpResult<Void>>> startPutBatch(
         final List<String> keys, final ByteBuffer[] data, final PutOptions options, final Executor steps)
+    {
+        return startPutBatch(keys, data, options, steps, true);
+    }
+
+    private CompletableFuture<List<OpResult<Void>>> startPutBatch(
+        final List<String> keys, final ByteBuffer[] data, final PutOptions options, final Executor steps,
+        final boolean mayStartOver)
     {
         ensureOpen();
         final int n = keys.size();
@@ -469,7 +514,7 @@ public final class GranaryClientImpl implements GranaryClient
             return CompletableFuture.completedFuture(List.of());
         }
         checkBatchSize("putBatch", n);
-        return putBatchRound(keys, data, ProtoMapping.toProto(options), steps, Set.of(), config.putRetries());
+        return putBatchRound(keys, data, ProtoMapping.toProto(options), steps, Set.of(), config.putRetries(), mayStartOver);
     }
 
     /**
@@ -482,7 +527,8 @@ public final class GranaryClientImpl implements GranaryClient
         final io.granary.proto.PutOptions options,
         final Executor steps,
         final Set<String> avoidNodes,
-        final int retriesLeft)
+        final int retriesLeft,
+        final boolean mayStartOver)
     {
         final int n = keys.size();
         final OpResult<Void>[] results = newResults(n);
@@ -555,12 +601,24 @@ public final class GranaryClientImpl implements GranaryClient
                 toRevoke.add(key);
             }
         }
+        final int[] crcs = checksums ? new int[n] : null;
+        if (crcs != null)
+        {
+            for (final int i : writeIndex)
+            {
+                crcs[i] = Checksums.crc32c(data[i]); // while the bytes go out
+            }
+        }
         return CompletableFuture.allOf(writes.toArray(new CompletableFuture<?>[0])).thenComposeAsync(ignored ->
-            endPutBatch(keys, data, options, steps, avoidNodes, retriesLeft, results, writes, operations, writeIndex,
-                toRevoke), steps);
+            endPutBatch(keys, data, options, steps, avoidNodes, retriesLeft, mayStartOver, results, writes, operations,
+                writeIndex, toRevoke, crcs), steps);
     }
 
-    /** Phase 3: one PutEnd for the written keys, one PutRevoke for the rest, and a retry round if needed. */
+    /**
+     * Phase 3: one PutEnd for the written keys (with their checksums when {@code crcs} is not null), one PutRevoke
+     * for the rest, then one more round for the keys worth another try: those refused for their write token (once,
+     * while {@code mayStartOver}) and those whose write failed on a node (placed away from it, while retries last).
+     */
     private CompletableFuture<List<OpResult<Void>>> endPutBatch(
         final List<String> keys,
         final ByteBuffer[] data,
@@ -568,17 +626,21 @@ public final class GranaryClientImpl implements GranaryClient
         final Executor steps,
         final Set<String> avoidNodes,
         final int retriesLeft,
+        final boolean mayStartOver,
         final OpResult<Void>[] results,
         final List<CompletableFuture<OpFailure>> writes,
         final List<WriteOperation> operations,
         final List<Integer> writeIndex,
-        final List<String> toRevoke)
+        final List<String> toRevoke,
+        final int[] crcs)
     {
         ensureOpen();
         final List<String> toEnd = new ArrayList<>(writes.size());
         final List<Integer> endIndex = new ArrayList<>(writes.size());
-        final List<Integer> retry = new ArrayList<>();
+        final List<Integer> again = new ArrayList<>();
         final Set<String> avoid = new HashSet<>(avoidNodes);
+        boolean startedOver = false;
+        boolean retried = false;
         for (int w = 0; w < writes.size(); w++)
         {
             final OpFailure failure = writes.get(w).join(); // all complete: this does not wait
@@ -592,59 +654,79 @@ public final class GranaryClientImpl implements GranaryClient
             {
                 results[i] = failure.toResult();
                 toRevoke.add(keys.get(i));
-                if (retriesLeft > 0 && retryable(failure.code()))
+                if (mayStartOver && ReadOperation.isTokenRefusal(failure.code().code()))
                 {
-                    retry.add(i);
+                    again.add(i);
+                    startedOver = true;
+                }
+                else if (retriesLeft > 0 && retryable(failure.code()))
+                {
+                    again.add(i);
+                    retried = true;
                     avoid.addAll(operations.get(w).failedNodes());
                 }
             }
         }
         if (!toEnd.isEmpty())
         {
-            endBatch(keys, toEnd, endIndex, results);
+            endBatch(keys, toEnd, endIndex, results, crcs);
         }
         if (!toRevoke.isEmpty())
         {
             batchRevokeQuietly(toRevoke, null);
         }
-        if (retry.isEmpty() || closed.get())
+        if (again.isEmpty() || closed.get())
         {
             return CompletableFuture.completedFuture(Arrays.asList(results));
         }
-        final List<String> retryKeys = new ArrayList<>(retry.size());
-        final ByteBuffer[] retryData = new ByteBuffer[retry.size()];
-        for (int r = 0; r < retry.size(); r++)
+        final List<String> againKeys = new ArrayList<>(again.size());
+        final ByteBuffer[] againData = new ByteBuffer[again.size()];
+        for (int r = 0; r < again.size(); r++)
         {
-            retryKeys.add(keys.get(retry.get(r)));
-            retryData[r] = data[retry.get(r)];
+            againKeys.add(keys.get(again.get(r)));
+            againData[r] = data[again.get(r)];
         }
-        LOG.debug("putBatch: retrying {} keys away from {}", retry.size(), avoid);
-        final CompletableFuture<List<OpResult<Void>>> again;
+        LOG.debug("putBatch: trying {} keys again, away from {}", again.size(), avoid);
+        final CompletableFuture<List<OpResult<Void>>> next;
         try
         {
-            again = putBatchRound(retryKeys, retryData, options, steps, avoid, retriesLeft - 1);
+            next = putBatchRound(againKeys, againData, options, steps, avoid, retried ? retriesLeft - 1 : retriesLeft,
+                mayStartOver && !startedOver);
         }
         catch (final GranaryException ex)
         {
             return CompletableFuture.completedFuture(Arrays.asList(results)); // the first round's failures stand
         }
-        return again.thenApply(retried ->
+        return next.thenApply(retriedResults ->
         {
-            for (int r = 0; r < retry.size(); r++)
+            for (int r = 0; r < again.size(); r++)
             {
-                results[retry.get(r)] = retried.get(r);
+                results[again.get(r)] = retriedResults.get(r);
             }
             return Arrays.asList(results);
         });
     }
 
     private void endBatch(
-        final List<String> keys, final List<String> toEnd, final List<Integer> endIndex, final OpResult<Void>[] results)
+        final List<String> keys,
+        final List<String> toEnd,
+        final List<Integer> endIndex,
+        final OpResult<Void>[] results,
+        final int[] crcs)
     {
+        final BatchKeysRequest.Builder request =
+            BatchKeysRequest.newBuilder().setTenant(tenant).setClientId(clientId).addAllKeys(toEnd);
+        if (crcs != null)
+        {
+            for (final int i : endIndex)
+            {
+                request.addCrc32C(crcs[i]);
+            }
+        }
         final BatchCodeResponse ended;
         try
         {
-            ended = master.batchPutEnd(batchKeys(toEnd));
+            ended = master.batchPutEnd(request.build());
         }
         catch (final GranaryException ex)
         {
@@ -757,7 +839,7 @@ public final class GranaryClientImpl implements GranaryClient
         }
         final byte[] value = new byte[(int)read.length()];
         read.target(ByteBuffer.wrap(value));
-        return read.run(transfers, selector, clock, steps).thenApplyAsync(failure ->
+        return read.run(transfers, selector, clock, steps, this::refreshReplicas).thenApplyAsync(failure ->
         {
             throwIfFailed(failure);
             return value;
@@ -805,7 +887,7 @@ public final class GranaryClientImpl implements GranaryClient
         final int length = (int)read.length();
         window.limit(position + length);
         read.target(window);
-        return read.run(transfers, selector, clock, steps).thenApplyAsync(failure ->
+        return read.run(transfers, selector, clock, steps, this::refreshReplicas).thenApplyAsync(failure ->
         {
             throwIfFailed(failure);
             dst.position(position + length);
@@ -820,6 +902,34 @@ public final class GranaryClientImpl implements GranaryClient
         return callHere(here -> startGetBatch(keys, here));
     }
 
+    @Override
+    public List<OpResult<Integer>> getBatchInto(final List<String> keys, final List<ByteBuffer> dsts)
+    {
+        final ByteBuffer[] windows = captureDestinations(Objects.requireNonNull(keys, "keys"), dsts);
+        return callHere(here -> startGetBatchInto(keys, dsts, windows, here));
+    }
+
+    /**
+     * Checks getBatchInto's buffers and returns a duplicate of each that keeps its position and limit as they are now.
+     *
+     * @throws IllegalArgumentException when the sizes differ or a buffer is read-only.
+     */
+    static ByteBuffer[] captureDestinations(final List<String> keys, final List<ByteBuffer> dsts)
+    {
+        Objects.requireNonNull(dsts, "dsts");
+        if (keys.size() != dsts.size())
+        {
+            throw new IllegalArgumentException(
+                "getBatchInto needs one buffer per key: " + keys.size() + " keys, " + dsts.size() + " buffers");
+        }
+        final ByteBuffer[] windows = new ByteBuffer[dsts.size()];
+        for (int i = 0; i < windows.length; i++)
+        {
+            windows[i] = captureDestination(dsts.get(i));
+        }
+        return windows;
+    }
+
     /**
      * BatchGetReplicaList on this thread, then the first read of every key, all submitted before any is waited
      * for; a failed read moves to its next replica at once (submitted from {@code steps}), and the results are
@@ -829,14 +939,83 @@ public final class GranaryClientImpl implements GranaryClient
      */
     CompletableFuture<List<OpResult<byte[]>>> startGetBatch(final List<String> keys, final Executor steps)
     {
+        final byte[][] values = new byte[keys.size()][];
+        return startBatchRead("getBatch", keys, steps, new BatchTarget<>()
+        {
+            @Override
+            public OpResult<byte[]> aim(final int i, final String key, final ReadOperation read)
+            {
+                if (read.length() > MAX_ARRAY_BYTES)
+                {
+                    return OpResult.failed(ErrorCode.BUFFER_OVERFLOW, "get " + Keys.quote(key) + ": a value of " +
+                        read.length() + " bytes does not fit a byte[]");
+                }
+                values[i] = new byte[(int)read.length()];
+                read.target(ByteBuffer.wrap(values[i]));
+                return null;
+            }
+
+            @Override
+            public OpResult<byte[]> succeeded(final int i)
+            {
+                return OpResult.ok(values[i]);
+            }
+        });
+    }
+
+    /** Like {@link #startGetBatch}, reading value i into {@code windows[i]} and advancing {@code dsts.get(i)}. */
+    CompletableFuture<List<OpResult<Integer>>> startGetBatchInto(
+        final List<String> keys, final List<ByteBuffer> dsts, final ByteBuffer[] windows, final Executor steps)
+    {
+        final int[] positions = new int[keys.size()];
+        return startBatchRead("getBatchInto", keys, steps, new BatchTarget<>()
+        {
+            @Override
+            public OpResult<Integer> aim(final int i, final String key, final ReadOperation read)
+            {
+                final ByteBuffer window = windows[i];
+                if (read.length() > window.remaining())
+                {
+                    return OpResult.failed(ErrorCode.BUFFER_OVERFLOW, "get " + Keys.quote(key) + ": the value has " +
+                        read.length() + " bytes, the buffer " + window.remaining() + " remaining");
+                }
+                positions[i] = window.position();
+                window.limit(positions[i] + (int)read.length());
+                read.target(window);
+                return null;
+            }
+
+            @Override
+            public OpResult<Integer> succeeded(final int i)
+            {
+                final int length = windows[i].limit() - positions[i];
+                dsts.get(i).position(positions[i] + length);
+                return OpResult.ok(length);
+            }
+        });
+    }
+
+    /** Where the values of a batch read land, and what a key's success yields. */
+    private interface BatchTarget<T>
+    {
+        /** Aims the read of key {@code index} at its destination and returns null, or returns why it cannot be read. */
+        OpResult<T> aim(int index, String key, ReadOperation read);
+
+        /** The result of key {@code index} once its read succeeded (runs on the step executor). */
+        OpResult<T> succeeded(int index);
+    }
+
+    private <T> CompletableFuture<List<OpResult<T>>> startBatchRead(
+        final String op, final List<String> keys, final Executor steps, final BatchTarget<T> targets)
+    {
         ensureOpen();
         final int n = keys.size();
         if (n == 0)
         {
             return CompletableFuture.completedFuture(List.of());
         }
-        checkBatchSize("getBatch", n);
-        final OpResult<byte[]>[] results = newResults(n);
+        checkBatchSize(op, n);
+        final OpResult<T>[] results = newResults(n);
         final List<Integer> sent = checkKeys(keys, results);
         if (sent.isEmpty())
         {
@@ -847,7 +1026,7 @@ public final class GranaryClientImpl implements GranaryClient
         final BatchGetReplicaListResponse lists = master.batchGetReplicaList(batchKeys(select(keys, sent)));
         if (lists.getCode() != OK)
         {
-            throw batchRefused("getBatch", sent.size(), "BatchGetReplicaList", lists.getCode());
+            throw batchRefused(op, sent.size(), "BatchGetReplicaList", lists.getCode());
         }
         if (lists.getResultsCount() != sent.size())
         {
@@ -856,7 +1035,6 @@ public final class GranaryClientImpl implements GranaryClient
         }
 
         final List<CompletableFuture<OpFailure>> reads = new ArrayList<>(sent.size());
-        final List<byte[]> values = new ArrayList<>(sent.size());
         final List<Integer> readIndex = new ArrayList<>(sent.size());
         for (int j = 0; j < sent.size(); j++)
         {
@@ -865,23 +1043,20 @@ public final class GranaryClientImpl implements GranaryClient
             final ReadOperation read;
             try
             {
-                read = ReadOperation.plan(key, lists.getResults(j), askedAtNs);
+                read = ReadOperation.plan(key, lists.getResults(j), askedAtNs, checksums);
             }
             catch (final GranaryException ex)
             {
                 results[i] = OpFailure.of(ex).toResult();
                 continue;
             }
-            if (read.length() > MAX_ARRAY_BYTES)
+            final OpResult<T> refused = targets.aim(i, key, read);
+            if (refused != null)
             {
-                results[i] = OpResult.failed(ErrorCode.BUFFER_OVERFLOW, "get " + Keys.quote(key) + ": a value of " +
-                    read.length() + " bytes does not fit a byte[]");
+                results[i] = refused;
                 continue;
             }
-            final byte[] value = new byte[(int)read.length()];
-            read.target(ByteBuffer.wrap(value));
-            reads.add(read.run(transfers, selector, clock, steps));
-            values.add(value);
+            reads.add(read.run(transfers, selector, clock, steps, this::refreshReplicas));
             readIndex.add(i);
         }
         return CompletableFuture.allOf(reads.toArray(new CompletableFuture<?>[0])).thenApplyAsync(ignored ->
@@ -890,7 +1065,8 @@ public final class GranaryClientImpl implements GranaryClient
             for (int r = 0; r < reads.size(); r++)
             {
                 final OpFailure failure = reads.get(r).join(); // all complete: this does not wait
-                results[readIndex.get(r)] = failure == null ? OpResult.ok(values.get(r)) : failure.toResult();
+                final int i = readIndex.get(r);
+                results[i] = failure == null ? targets.succeeded(i) : failure.toResult();
                 failed |= failure != null;
             }
             if (failed)
@@ -905,7 +1081,14 @@ public final class GranaryClientImpl implements GranaryClient
     {
         final long askedAtNs = clock.nanoTime();
         final GetReplicaListResponse list = master.getReplicaList(keyRequest(key));
-        return ReadOperation.plan(key, list, askedAtNs);
+        return ReadOperation.plan(key, list, askedAtNs, checksums);
+    }
+
+    /** A read's second replica list, after a node refused its access token (expired, or the master's key changed). */
+    private GetReplicaListResponse refreshReplicas(final String key)
+    {
+        ensureOpen();
+        return master.getReplicaList(keyRequest(key));
     }
 
     private static void throwIfFailed(final OpFailure failure)

@@ -12,6 +12,9 @@ import java.io.OutputStream;
 import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.net.SocketTimeoutException;
+import javax.net.ssl.SSLContext;
+import javax.net.ssl.SSLParameters;
+import javax.net.ssl.SSLSocket;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.ConcurrentLinkedDeque;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -33,12 +36,20 @@ final class LookupClient implements AutoCloseable
     private final String host;
     private final int port;
     private final int timeoutMs;
+    private final SSLContext tls;
     private final ConcurrentLinkedDeque<Connection> idle = new ConcurrentLinkedDeque<>();
     private final AtomicInteger idleCount = new AtomicInteger();
     private volatile boolean closed;
 
     LookupClient(final String host, final int port, final long timeoutMs)
     {
+        this(host, port, timeoutMs, null);
+    }
+
+    /** @param tls TLS for every connection (the master's certificate must name {@code host}), or null. */
+    LookupClient(final String host, final int port, final long timeoutMs, final SSLContext tls)
+    {
+        this.tls = tls;
         this.host = host;
         this.port = port;
         this.timeoutMs = (int)Math.min(Integer.MAX_VALUE, Math.max(1, timeoutMs));
@@ -193,21 +204,37 @@ final class LookupClient implements AutoCloseable
 
         Connection(final int connectTimeoutMs) throws IOException
         {
-            socket = new Socket();
+            final Socket plain = new Socket();
+            Socket s = plain;
             try
             {
-                socket.setTcpNoDelay(true);
-                socket.setSoTimeout(connectTimeoutMs);
-                socket.connect(new InetSocketAddress(host, port), connectTimeoutMs);
-                out = socket.getOutputStream();
-                final InputStream raw = socket.getInputStream();
-                in = raw;
+                plain.setTcpNoDelay(true);
+                plain.setSoTimeout(connectTimeoutMs);
+                plain.connect(new InetSocketAddress(host, port), connectTimeoutMs);
+                if (tls != null)
+                {
+                    s = startTls(plain);
+                }
+                out = s.getOutputStream();
+                in = s.getInputStream();
             }
             catch (final IOException ex)
             {
-                socket.close();
+                s.close();
                 throw ex;
             }
+            socket = s;
+        }
+
+        /** Layers TLS over the connected socket and handshakes now (within the socket timeout). */
+        private Socket startTls(final Socket plain) throws IOException
+        {
+            final SSLSocket secure = (SSLSocket)tls.getSocketFactory().createSocket(plain, host, port, true);
+            final SSLParameters parameters = secure.getSSLParameters();
+            parameters.setEndpointIdentificationAlgorithm("HTTPS"); // the certificate must name the host
+            secure.setSSLParameters(parameters);
+            secure.startHandshake();
+            return secure;
         }
 
         void timeout(final int readTimeoutMs) throws IOException

@@ -2,6 +2,9 @@ package io.granary.client.internal;
 
 import io.granary.client.ErrorCode;
 import io.granary.client.GranaryException;
+import io.granary.common.tls.GrpcTls;
+import io.granary.common.tls.TlsContexts;
+import io.granary.common.tls.TlsSettings;
 import io.granary.proto.BatchCodeResponse;
 import io.granary.proto.BatchExistKeyResponse;
 import io.granary.proto.BatchGetReplicaListResponse;
@@ -35,6 +38,7 @@ import io.grpc.ManagedChannel;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import io.grpc.netty.NettyChannelBuilder;
+import io.netty.handler.ssl.SslContext;
 
 import java.time.Duration;
 import java.util.List;
@@ -59,6 +63,8 @@ final class MasterClient implements AutoCloseable
     private final ManagedChannel channel;
     private final MasterServiceGrpc.MasterServiceBlockingStub stub;
     private final boolean fastLookups;
+    /** TLS for the lookup port's blocking sockets; null for plain text. */
+    private final javax.net.ssl.SSLContext lookupTls;
     /** The framed lookup path once discovered; null until then or when the master has none. */
     private volatile LookupClient lookup;
     private volatile boolean lookupResolved;
@@ -76,15 +82,25 @@ final class MasterClient implements AutoCloseable
 
     MasterClient(final String address, final Duration rpcTimeout, final boolean fastLookups)
     {
-        this(address, rpcTimeout, fastLookups, io.granary.client.ClientConfig.DEFAULT_RECONNECT_BACKOFF,
+        this(address, rpcTimeout, fastLookups, TlsSettings.DISABLED);
+    }
+
+    /** @throws IllegalArgumentException when the TLS files are unusable. */
+    MasterClient(final String address, final Duration rpcTimeout, final boolean fastLookups, final TlsSettings tls)
+    {
+        this(address, rpcTimeout, fastLookups, tls, io.granary.client.ClientConfig.DEFAULT_RECONNECT_BACKOFF,
             io.granary.client.ClientConfig.DEFAULT_RECONNECT_BACKOFF_MAX);
     }
 
-    /** @param reconnectBackoff first pause between reconnect attempts; doubles up to {@code reconnectBackoffMax}. */
+    /**
+     * @param reconnectBackoff first pause between reconnect attempts; doubles up to {@code reconnectBackoffMax}.
+     * @throws IllegalArgumentException when the TLS files are unusable.
+     */
     MasterClient(
         final String address,
         final Duration rpcTimeout,
         final boolean fastLookups,
+        final TlsSettings tls,
         final Duration reconnectBackoff,
         final Duration reconnectBackoffMax)
     {
@@ -93,11 +109,20 @@ final class MasterClient implements AutoCloseable
         this.address = address;
         this.fastLookups = fastLookups;
         this.rpcTimeoutMs = rpcTimeout.toMillis();
-        this.channel = NettyChannelBuilder.forTarget(address)
-            .usePlaintext()
+        final SslContext grpcTls = GrpcTls.clientContext(tls);
+        this.lookupTls = TlsContexts.jdkClientContext(tls);
+        final NettyChannelBuilder builder = NettyChannelBuilder.forTarget(address)
             .directExecutor() // replies are decoded on the I/O thread and handed straight to the blocked caller
-            .maxInboundMessageSize(MAX_INBOUND_MESSAGE_BYTES)
-            .build();
+            .maxInboundMessageSize(MAX_INBOUND_MESSAGE_BYTES);
+        if (grpcTls == null)
+        {
+            builder.usePlaintext();
+        }
+        else
+        {
+            builder.sslContext(grpcTls);
+        }
+        this.channel = builder.build();
         this.stub = MasterServiceGrpc.newBlockingStub(channel);
         channel.getState(true); // start connecting now, so the first call does not pay for it
     }
@@ -323,7 +348,7 @@ final class MasterClient implements AutoCloseable
                         ServerInfoRequest.getDefaultInstance()), deadlineNs);
                     final LookupClient previous = lookup;
                     lookup = info.getLookupPort() > 0 ?
-                        new LookupClient(hostOf(address), info.getLookupPort(), rpcTimeoutMs) : null;
+                        new LookupClient(hostOf(address), info.getLookupPort(), rpcTimeoutMs, lookupTls) : null;
                     if (previous != null)
                     {
                         previous.close();

@@ -10,54 +10,75 @@ import io.granary.transfer.TransferRequest;
 
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
 
 /**
- * Reads one value from one of its replicas, moving to the next replica when a transfer fails. Each
- * attempt asks the {@link ReplicaSelector} for the best replica not yet tried. A read that finishes
- * after the read lease ran out is LEASE_EXPIRED (the extent may have been reused meanwhile). Used by one
- * thread at a time: {@link #target}, then {@link #run}, after which the attempts hand the state on to each other
- * (submit, completion, failover), never touching it concurrently.
+ * Reads one value from one of its replicas, moving to the next replica when a transfer fails or the bytes do not
+ * match the value's checksum. Each attempt asks the {@link ReplicaSelector} for the best replica not yet tried. A node
+ * that refuses the access token (expired, or signed with a key it no longer holds) makes the read ask the master for
+ * a fresh replica list once and go on with its tokens. A read that finishes after the read lease ran out is
+ * LEASE_EXPIRED (the extent may have been reused meanwhile). Used by one thread at a time: {@link #target}, then
+ * {@link #run}, after which the attempts hand the state on to each other (submit, completion, verification, failover),
+ * never touching it concurrently.
  */
 final class ReadOperation
 {
     private static final long NO_DEADLINE = Long.MAX_VALUE;
+    private static final int CHECKSUM_MISMATCH = ErrorCode.CHECKSUM_MISMATCH.code();
+
+    /** Asks the master for the key's replica list again (a blocking call, made on a client thread). */
+    @FunctionalInterface
+    interface ReplicaRefresher
+    {
+        GetReplicaListResponse refresh(String key);
+    }
 
     private final String key;
     private final long length;
-    private final List<ReplicaExtent> untried;
-    private final long leaseDeadlineNs;
+    private final boolean checksums;
+    private List<ReplicaExtent> untried;
+    private long leaseDeadlineNs;
+    private boolean verify;
+    private int expectedCrc;
     private final StringBuilder failures = new StringBuilder();
     /** Every replica tried so far timed out (a stalled node): the read then fails with RPC_TIMEOUT. */
     private boolean allTimedOut = true;
     private final CompletableFuture<OpFailure> outcome = new CompletableFuture<>();
+    private final Set<String> failedReplicas = new HashSet<>();
     private ByteBuffer dst;
     private ReplicaExtent current;
     private boolean done;
     private OpFailure failure;
+    private boolean refreshed;
+    private int mismatches;
+    private int otherFailures;
+    private int lastTokenRefusal;
     private TransferDispatcher transfers;
     private ReplicaSelector selector;
     private Clock clock;
     private Executor failover;
+    private ReplicaRefresher refresher;
 
-    private ReadOperation(final String key, final long length, final List<ReplicaExtent> replicas,
-        final long leaseDeadlineNs)
+    private ReadOperation(final String key, final long length, final boolean checksums)
     {
         this.key = key;
         this.length = length;
-        this.untried = replicas;
-        this.leaseDeadlineNs = leaseDeadlineNs;
+        this.checksums = checksums;
     }
 
     /**
      * Builds the read from the master's answer.
      *
      * @param askedAtNs when the replica list was asked for; the lease is counted from there (conservative).
+     * @param checksums whether to check the bytes read against the value's CRC32C (when the master has one).
      * @throws GranaryException with the master's code when it refused, INTERNAL_ERROR when its answer is unusable.
      */
-    static ReadOperation plan(final String key, final GetReplicaListResponse response, final long askedAtNs)
+    static ReadOperation plan(
+        final String key, final GetReplicaListResponse response, final long askedAtNs, final boolean checksums)
     {
         if (response.getCode() != 0)
         {
@@ -68,6 +89,14 @@ final class ReadOperation
         {
             throw ReplicaExtent.nonsense(key, "value length " + Long.toUnsignedString(length));
         }
+        final ReadOperation read = new ReadOperation(key, length, checksums);
+        read.adopt(response, askedAtNs);
+        return read;
+    }
+
+    /** Takes the replicas, checksum and lease of a replica list of this key (the first one, or a fresh one). */
+    private void adopt(final GetReplicaListResponse response, final long askedAtNs)
+    {
         final List<ReplicaExtent> replicas = new ArrayList<>(response.getReplicasCount());
         for (final Replica replica : response.getReplicasList())
         {
@@ -81,16 +110,21 @@ final class ReadOperation
                 throw ReplicaExtent.nonsense(key, "the extent on " + extent.describe() + " holds " + extent.length() +
                     " bytes for a value of " + length);
             }
-            replicas.add(extent);
+            if (!failedReplicas.contains(identity(extent)))
+            {
+                replicas.add(extent);
+            }
         }
-        if (replicas.isEmpty() && length > 0)
+        if (replicas.isEmpty() && length > 0 && !refreshed)
         {
             throw ReplicaExtent.nonsense(key, "no complete replica for a value of " + length + " bytes");
         }
         final long ttlMs = response.getLeaseTtlMs();
-        final long deadline = ttlMs <= 0 || ttlMs > Long.MAX_VALUE / 2_000_000L ?
+        untried = replicas;
+        leaseDeadlineNs = ttlMs <= 0 || ttlMs > Long.MAX_VALUE / 2_000_000L ?
             NO_DEADLINE : askedAtNs + ttlMs * 1_000_000L;
-        return new ReadOperation(key, length, replicas, deadline);
+        verify = checksums && response.hasCrc32C();
+        expectedCrc = response.getCrc32C();
     }
 
     /** The failure for a non-OK code of the master. */
@@ -100,6 +134,12 @@ final class ReadOperation
         final String what = errorCode == ErrorCode.OBJECT_NOT_FOUND ? "not found" :
             "master answered " + ProtoMapping.describeCode(code);
         return new GranaryException(errorCode, "get " + Keys.quote(key) + ": " + what);
+    }
+
+    /** True for the codes a node answers when it refuses a transfer's access token. */
+    static boolean isTokenRefusal(final int code)
+    {
+        return code == ErrorCode.TOKEN_EXPIRED.code() || code == ErrorCode.ACCESS_DENIED.code();
     }
 
     String key()
@@ -132,18 +172,23 @@ final class ReadOperation
     }
 
     /**
-     * Reads until a replica succeeds or none is left. The future holds null on success, else the failure, and
-     * completes on the thread that finished the last attempt (usually an engine I/O thread: continue with an
-     * async stage). The first attempt is submitted from the calling thread, every failover from
-     * {@code failover}, never from an engine I/O thread (a submit may wait for admission there). Call once.
+     * Reads until a replica delivers the value or none is left. The future holds null on success, else the failure,
+     * and completes on the thread that finished the last attempt (an engine I/O thread or a {@code failover} thread:
+     * continue with an async stage). The first attempt is submitted from the calling thread; every failover, checksum
+     * and replica-list refresh runs on {@code failover}, never on an engine I/O thread. Call once.
      */
     CompletableFuture<OpFailure> run(
-        final TransferDispatcher transfers, final ReplicaSelector selector, final Clock clock, final Executor failover)
+        final TransferDispatcher transfers,
+        final ReplicaSelector selector,
+        final Clock clock,
+        final Executor failover,
+        final ReplicaRefresher refresher)
     {
         this.transfers = transfers;
         this.selector = selector;
         this.clock = clock;
         this.failover = failover;
+        this.refresher = refresher;
         if (done)
         {
             outcome.complete(failure);
@@ -175,8 +220,14 @@ final class ReadOperation
         attempt.thenAccept(this::onAttemptDone);
     }
 
+    /** An attempt's transfer finished (usually on an engine I/O thread). */
     private void onAttemptDone(final int code)
     {
+        if (code == 0 && verify)
+        {
+            failover.execute(this::verifyAttempt); // the checksum of a big value is no work for an I/O thread
+            return;
+        }
         record(code, clock.nanoTime());
         if (done)
         {
@@ -184,8 +235,61 @@ final class ReadOperation
         }
         else
         {
-            failover.execute(this::attempt);
+            failover.execute(this::next);
         }
+    }
+
+    /** Checks the bytes the current attempt delivered against the value's checksum; on a {@code failover} thread. */
+    private void verifyAttempt()
+    {
+        final boolean intact = Checksums.crc32c(dst, (int)length) == expectedCrc;
+        record(intact ? 0 : CHECKSUM_MISMATCH, clock.nanoTime());
+        if (done)
+        {
+            outcome.complete(failure);
+        }
+        else
+        {
+            next();
+        }
+    }
+
+    /** After a failed attempt, on a {@code failover} thread: fresh tokens once if a node refused ours, then on. */
+    private void next()
+    {
+        if (lastTokenRefusal != 0 && !refreshed)
+        {
+            refreshed = true;
+            try
+            {
+                final long askedAtNs = clock.nanoTime();
+                final GetReplicaListResponse fresh = refresher.refresh(key);
+                if (fresh.getCode() != 0)
+                {
+                    throw refusal(key, fresh.getCode());
+                }
+                if (fresh.getValueLength() != length)
+                {
+                    throw new GranaryException(ErrorCode.OBJECT_NOT_FOUND, "get " + Keys.quote(key) +
+                        ": the object was replaced while it was read (" + length + " bytes, now " +
+                        fresh.getValueLength() + ")");
+                }
+                adopt(fresh, askedAtNs);
+            }
+            catch (final GranaryException ex)
+            {
+                fail(OpFailure.of(ex));
+                outcome.complete(failure);
+                return;
+            }
+            if (untried.isEmpty())
+            {
+                fail(finalFailure());
+                outcome.complete(failure);
+                return;
+            }
+        }
+        attempt();
     }
 
     /** Records the outcome of the current attempt. */
@@ -205,10 +309,45 @@ final class ReadOperation
         failures.append(failures.length() == 0 ? "" : ", ")
             .append(current.describe()).append(": ").append(ProtoMapping.describeCode(code));
         allTimedOut &= code == ErrorCode.RPC_TIMEOUT.code();
-        if (untried.isEmpty())
+        if (isTokenRefusal(code))
         {
-            fail(new OpFailure(allTimedOut ? ErrorCode.RPC_TIMEOUT : ErrorCode.TRANSFER_FAIL, "get " +
-                Keys.quote(key) + ": every replica failed: " + failures));
+            lastTokenRefusal = code;
         }
+        else
+        {
+            failedReplicas.add(identity(current));
+            if (code == CHECKSUM_MISMATCH)
+            {
+                mismatches++;
+            }
+            else
+            {
+                otherFailures++;
+            }
+        }
+        if (untried.isEmpty() && (refreshed || lastTokenRefusal == 0))
+        {
+            fail(finalFailure());
+        }
+    }
+
+    /**
+     * Every replica failed: CHECKSUM_MISMATCH when one delivered bytes that did not match (the caller's buffer holds
+     * them: its content is undefined), the node's token code when every refusal was about the token, RPC_TIMEOUT when
+     * every replica timed out (stalled nodes), else TRANSFER_FAIL; the message names every attempt.
+     */
+    private OpFailure finalFailure()
+    {
+        final ErrorCode code = mismatches > 0 ? ErrorCode.CHECKSUM_MISMATCH :
+            otherFailures == 0 && lastTokenRefusal != 0 ? ProtoMapping.code(lastTokenRefusal) :
+            allTimedOut && failures.length() > 0 ? ErrorCode.RPC_TIMEOUT : ErrorCode.TRANSFER_FAIL;
+        final String what = mismatches > 0 ? "no replica delivered bytes matching the value's checksum: " :
+            "every replica failed: ";
+        return new OpFailure(code, "get " + Keys.quote(key) + ": " + what + failures);
+    }
+
+    private static String identity(final ReplicaExtent extent)
+    {
+        return extent.endpoint() + '/' + Integer.toUnsignedString(extent.segmentId()) + '/' + extent.offset();
     }
 }

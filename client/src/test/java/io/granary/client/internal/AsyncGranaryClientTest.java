@@ -365,6 +365,12 @@ class AsyncGranaryClientTest
             .containsExactly(true, false);
         assertThat(await(async.probeBatch(List.of("a1", "a2"), LeasePolicy.lastHitOnly(2))))
             .extracting(OpResult::value).containsExactly(true, true);
+        final List<ByteBuffer> slots = List.of(ByteBuffer.allocateDirect(4), ByteBuffer.allocate(4));
+        assertThat(await(async.getBatchInto(List.of("a1", "zz"), slots))).extracting(r -> r.ok())
+            .containsExactly(true, false);
+        assertThat(slots.get(0).position()).isEqualTo(1);
+        assertThat(slots.get(0).get(0)).isEqualTo(bytes(1, 1)[0]);
+        assertThat(slots.get(1).position()).isZero();
         assertThat(await(async.listKeys(null, 0))).hasSize(4);
         assertThat(await(async.clusterStatus()).objects()).isEqualTo(4);
         assertThat(await(async.remove("c1", true))).isNull();

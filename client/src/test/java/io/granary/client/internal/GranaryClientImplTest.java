@@ -605,6 +605,58 @@ class GranaryClientImplTest
     }
 
     @Test
+    void shouldGetABatchIntoTheCallersBuffersAdvancingEachPositionOnlyOnSuccess()
+    {
+        final List<String> keys = keys(6);
+        final List<ByteBuffer> values = values(6);
+        client.putBatch(keys, values, PutOptions.defaults());
+        final List<String> asked = new ArrayList<>(keys);
+        asked.add(2, "missing");
+        final List<ByteBuffer> dsts = new ArrayList<>();
+        for (int i = 0; i < asked.size(); i++)
+        {
+            final ByteBuffer dst = i % 2 == 0 ? ByteBuffer.allocateDirect(4096) : ByteBuffer.allocate(4096);
+            dst.position(3 + i);
+            dsts.add(dst);
+        }
+        final int tooLongFor = 5; // keys.get(4) lands in dsts.get(5): leave it no room
+        dsts.get(tooLongFor).limit(dsts.get(tooLongFor).position() + values.get(4).remaining() - 1);
+
+        final List<OpResult<Integer>> results = client.getBatchInto(asked, dsts);
+
+        assertThat(master.requests(BatchKeysRequest.class)).hasSize(2); // BatchPutEnd + BatchGetReplicaList
+        assertThat(results).hasSize(7);
+        assertThat(results.get(2).error()).isEqualTo(ErrorCode.OBJECT_NOT_FOUND);
+        assertThat(dsts.get(2).position()).isEqualTo(5);
+        assertThat(results.get(tooLongFor).error()).isEqualTo(ErrorCode.BUFFER_OVERFLOW);
+        assertThat(dsts.get(tooLongFor).position()).isEqualTo(3 + tooLongFor);
+        for (int i = 0; i < asked.size(); i++)
+        {
+            if (i == 2 || i == tooLongFor)
+            {
+                continue;
+            }
+            final byte[] expected = values.get(i < 2 ? i : i - 1).array();
+            assertThat(results.get(i).value()).as("key %d", i).isEqualTo(expected.length);
+            assertThat(dsts.get(i).position()).isEqualTo(3 + i + expected.length);
+            final byte[] landed = new byte[expected.length];
+            dsts.get(i).duplicate().position(3 + i).get(landed);
+            assertThat(landed).as("key %d", i).isEqualTo(expected);
+        }
+        assertThat(engine.requests(TransferRequest.Op.READ)).hasSize(5);
+    }
+
+    @Test
+    void shouldRefuseGetBatchIntoWithMismatchedOrReadOnlyBuffersBeforeAnyRpc()
+    {
+        assertThatThrownBy(() -> client.getBatchInto(keys(2), List.of(ByteBuffer.allocate(8))))
+            .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("one buffer per key");
+        assertThatThrownBy(() -> client.getBatchInto(keys(1), List.of(ByteBuffer.allocate(8).asReadOnlyBuffer())))
+            .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("writable");
+        assertThat(master.count(BatchKeysRequest.class)).isZero();
+    }
+
+    @Test
     void shouldSpreadABatchOverReplicasByTransfersInFlight()
     {
         final List<String> keys = keys(4);

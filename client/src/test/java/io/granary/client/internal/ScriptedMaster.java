@@ -67,6 +67,7 @@ final class ScriptedMaster extends MasterServiceGrpc.MasterServiceImplBase imple
         final long length;
         final List<Replica> replicas;
         volatile boolean complete;
+        volatile Integer crc;
 
         StoredObject(final long length, final List<Replica> replicas)
         {
@@ -81,6 +82,8 @@ final class ScriptedMaster extends MasterServiceGrpc.MasterServiceImplBase imple
     private final Set<String> hanging = ConcurrentHashMap.newKeySet();
     private final Map<String, StoredObject> objects = new ConcurrentHashMap<>();
     private final AtomicLong nextOffset = new AtomicLong();
+    private final java.util.concurrent.atomic.AtomicInteger tokenGeneration = new java.util.concurrent.atomic.AtomicInteger();
+    private volatile boolean tokens;
     private volatile List<Placement> placements = List.of(
         new Placement("node-a", "10.0.0.1:7001", 1),
         new Placement("node-b", "10.0.0.2:7002", 2));
@@ -123,6 +126,40 @@ final class ScriptedMaster extends MasterServiceGrpc.MasterServiceImplBase imple
     void placements(final Placement... placements)
     {
         this.placements = List.of(placements);
+    }
+
+    /**
+     * Hands out access tokens from now on: each PutStart and replica list carries fresh 20-byte tokens whose byte 4
+     * is a generation number counting from 1 ({@link #tokenGeneration(TransferRequest)}).
+     */
+    void issueTokens()
+    {
+        tokens = true;
+    }
+
+    /** The generation of the token a transfer carries (0 without one). */
+    static int tokenGeneration(final io.granary.transfer.TransferRequest request)
+    {
+        return request.accessToken() == null ? 0 : request.accessToken()[4];
+    }
+
+    private Replica withToken(final Replica replica, final int generation)
+    {
+        if (!tokens)
+        {
+            return replica;
+        }
+        final byte[] token = new byte[20];
+        token[3] = 1; // a non-zero expiry
+        token[4] = (byte)generation;
+        return replica.toBuilder().setAccessToken(com.google.protobuf.ByteString.copyFrom(token)).build();
+    }
+
+    /** The checksum the last PutEnd of {@code key} recorded, or null. */
+    Integer crc(final String key)
+    {
+        final StoredObject o = objects.get(key);
+        return o == null ? null : o.crc;
     }
 
     /** Answers {@code rpc} (e.g. "PutStart") with {@code answer} instead of the default behaviour. */
@@ -202,7 +239,8 @@ final class ScriptedMaster extends MasterServiceGrpc.MasterServiceImplBase imple
     @Override
     public void putEnd(final PutEndRequest request, final StreamObserver<CodeResponse> out)
     {
-        answer("PutEnd", request, out, r -> CodeResponse.newBuilder().setCode(end(r.getKey())).build());
+        answer("PutEnd", request, out, r -> CodeResponse.newBuilder()
+            .setCode(end(r.getKey(), r.hasCrc32C() ? r.getCrc32C() : null)).build());
     }
 
     @Override
@@ -232,7 +270,10 @@ final class ScriptedMaster extends MasterServiceGrpc.MasterServiceImplBase imple
         answer("BatchPutEnd", request, out, r ->
         {
             final BatchCodeResponse.Builder b = BatchCodeResponse.newBuilder();
-            r.getKeysList().forEach(k -> b.addCodes(end(k)));
+            for (int i = 0; i < r.getKeysCount(); i++)
+            {
+                b.addCodes(end(r.getKeys(i), r.getCrc32CCount() == 0 ? null : r.getCrc32C(i)));
+            }
             return b.build();
         });
     }
@@ -370,6 +411,7 @@ final class ScriptedMaster extends MasterServiceGrpc.MasterServiceImplBase imple
         final int count = Math.min(Math.max(1, replicas), where.size());
         final List<Replica> extents = new ArrayList<>(count);
         final long offset = nextOffset.getAndAdd((length + 63) & ~63L);
+        final int generation = tokenGeneration.incrementAndGet();
         for (int i = 0; i < count; i++)
         {
             final Placement p = where.get(i);
@@ -383,16 +425,19 @@ final class ScriptedMaster extends MasterServiceGrpc.MasterServiceImplBase imple
                 .build());
         }
         objects.put(key, new StoredObject(length, extents));
-        return PutStartResponse.newBuilder().addAllReplicas(extents).setVersion(nextVersion.incrementAndGet()).build();
+        final PutStartResponse.Builder b = PutStartResponse.newBuilder().setVersion(nextVersion.incrementAndGet());
+        extents.forEach(r -> b.addReplicas(withToken(r, generation)));
+        return b.build();
     }
 
-    private int end(final String key)
+    private int end(final String key, final Integer crc)
     {
         final StoredObject o = objects.get(key);
         if (o == null)
         {
             return ErrorCode.OBJECT_NOT_FOUND_VALUE;
         }
+        o.crc = crc;
         o.complete = true;
         return 0;
     }
@@ -412,7 +457,13 @@ final class ScriptedMaster extends MasterServiceGrpc.MasterServiceImplBase imple
         final GetReplicaListResponse.Builder b = GetReplicaListResponse.newBuilder()
             .setValueLength(o.length)
             .setLeaseTtlMs(LEASE_TTL_MS);
-        o.replicas.forEach(r -> b.addReplicas(r.toBuilder().setStatus(ReplicaStatus.REPLICA_STATUS_COMPLETE)));
+        if (o.crc != null)
+        {
+            b.setCrc32C(o.crc);
+        }
+        final int generation = tokenGeneration.incrementAndGet();
+        o.replicas.forEach(r -> b.addReplicas(
+            withToken(r.toBuilder().setStatus(ReplicaStatus.REPLICA_STATUS_COMPLETE).build(), generation)));
         return b.build();
     }
 }

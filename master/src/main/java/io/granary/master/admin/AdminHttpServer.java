@@ -1,192 +1,288 @@
 package io.granary.master.admin;
 
-import com.sun.net.httpserver.HttpExchange;
-import com.sun.net.httpserver.HttpServer;
+import io.granary.common.http.AdminHttp;
+import io.granary.common.http.AdminHttp.Query;
+import io.granary.common.http.AdminHttp.Response;
+import io.granary.common.http.Json;
 import io.granary.master.MasterServer;
+import io.granary.master.meta.MetadataStore;
+import io.granary.master.meta.ObjectSnapshot;
+import io.granary.master.metrics.MasterMetrics;
 import io.granary.master.rpc.MasterRequestHandler;
 import io.granary.proto.ClusterStatusResponse;
+import io.granary.proto.KeyInfo;
 import io.granary.proto.NodeStatus;
 import io.granary.proto.RebuildStatus;
 import io.granary.proto.SegmentStatus;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
+import io.granary.protocol.Limits;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 
-import java.io.IOException;
-import java.io.OutputStream;
-import java.io.UncheckedIOException;
-import java.net.InetSocketAddress;
-import java.nio.charset.StandardCharsets;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
+import java.util.List;
+import java.util.function.Predicate;
 
 /**
- * The master's admin HTTP port: health, readiness and a JSON cluster summary. Served by the JDK's
- * built-in HTTP server on one daemon thread; handlers only read metadata.
+ * The master's admin HTTP port: health and readiness, the JSON cluster summary, segments, one key's metadata
+ * (no lease granted), a bounded key listing and Prometheus metrics. Read-only; served on one daemon thread.
  */
 public final class AdminHttpServer implements AutoCloseable
 {
-    private static final Logger LOG = LoggerFactory.getLogger(AdminHttpServer.class);
+    /** Keys one {@code /keys} answer lists when the request gives no limit. */
+    static final int DEFAULT_KEYS_LIMIT = 100;
 
-    private final HttpServer http;
-    private final ExecutorService executor;
+    private final AdminHttp http;
     private final MasterServer master;
+    private final MasterMetrics metrics;
+    private final PrometheusMeterRegistry prometheus;
 
-    public AdminHttpServer(final String host, final int port, final MasterServer master)
+    /**
+     * Binds and starts serving.
+     *
+     * @throws java.io.UncheckedIOException when the port cannot be bound.
+     */
+    public AdminHttpServer(
+        final String host,
+        final int port,
+        final MasterServer master,
+        final MasterMetrics metrics,
+        final PrometheusMeterRegistry prometheus)
     {
         this.master = master;
-        try
-        {
-            http = HttpServer.create(new InetSocketAddress(host, port), 64);
-        }
-        catch (final IOException ex)
-        {
-            throw new UncheckedIOException("cannot bind the admin port " + host + ":" + port, ex);
-        }
-        executor = Executors.newSingleThreadExecutor(r ->
-        {
-            final Thread t = new Thread(r, "granary-master-admin");
-            t.setDaemon(true);
-            return t;
-        });
-        http.setExecutor(executor);
-        http.createContext("/health", ex -> safely(ex, this::health));
-        http.createContext("/ready", ex -> safely(ex, this::ready));
-        http.createContext("/status", ex -> safely(ex, this::status));
-        http.createContext("/", ex -> safely(ex, e -> send(e, 404, "text/plain", "not found: " + e.getRequestURI().getPath() +
-            "\nendpoints: /health /ready /status\n")));
-        http.start();
+        this.metrics = metrics;
+        this.prometheus = prometheus;
+        this.http = new AdminHttp(host, port, "granary-master-admin")
+            .route("/health", this::health)
+            .route("/ready", this::ready)
+            .route("/status", this::status)
+            .route("/segments", this::segments)
+            .route("/query", this::query)
+            .route("/keys", this::keys)
+            .route("/metrics", this::metrics)
+            .start();
     }
 
     public int port()
     {
-        return http.getAddress().getPort();
+        return http.port();
     }
 
-    private interface Handler
+    /** Answers {@code path?rawQuery} as the HTTP port would (tests, embedding). */
+    public Response answer(final String path, final String rawQuery)
     {
-        void handle(HttpExchange exchange) throws IOException;
+        return http.answer(path, rawQuery);
     }
 
-    private static void safely(final HttpExchange exchange, final Handler handler)
+    private Response health(final Query query)
     {
-        try (exchange)
-        {
-            if (!"GET".equals(exchange.getRequestMethod()) && !"HEAD".equals(exchange.getRequestMethod()))
-            {
-                send(exchange, 405, "text/plain", "only GET is supported\n");
-                return;
-            }
-            handler.handle(exchange);
-        }
-        catch (final IOException | RuntimeException ex)
-        {
-            LOG.debug("admin request {} failed", exchange.getRequestURI(), ex);
-        }
-    }
-
-    private void health(final HttpExchange exchange) throws IOException
-    {
+        query.allow();
         final boolean up = !master.isClosed();
-        final String body = "{\"status\":" + Json.quote(up ? "UP" : "DOWN") +
-            ",\"role\":\"master\",\"ready\":" + master.isReady() +
-            ",\"nodes\":" + master.registry().nodeCount() +
-            ",\"objects\":" + master.store().objectCount() + "}\n";
-        send(exchange, up ? 200 : 503, "application/json", body);
+        return Response.json(up ? 200 : 503, Json.object()
+            .field("status", up ? "UP" : "DOWN")
+            .field("role", "master")
+            .field("ready", master.isReady())
+            .field("nodes", master.registry().nodeCount())
+            .field("objects", master.store().objectCount())
+            .end());
     }
 
-    private void ready(final HttpExchange exchange) throws IOException
+    private Response ready(final Query query)
     {
+        query.allow();
         final boolean ready = master.isReady();
-        send(exchange, ready ? 200 : 503, "text/plain", ready ? "ready\n" : "not ready\n");
+        return Response.text(ready ? 200 : 503, ready ? "ready\n" : "not ready\n");
     }
 
-    private void status(final HttpExchange exchange) throws IOException
+    private Response status(final Query query)
     {
+        query.allow();
         final ClusterStatusResponse s = MasterRequestHandler.clusterStatus(master, master.store(), master.registry());
-        final StringBuilder b = new StringBuilder(256);
-        b.append("{\"version\":").append(Json.quote(s.getVersion()))
-            .append(",\"objects\":").append(s.getObjects())
-            .append(",\"capacity_bytes\":").append(s.getCapacityBytes())
-            .append(",\"allocated_bytes\":").append(s.getAllocatedBytes())
-            .append(",\"lease_ttl_ms\":").append(s.getLeaseTtlMs())
-            .append(",\"soft_pinned_objects\":").append(master.store().softPinnedCount())
-            .append(",\"lease_grants\":").append(master.store().leaseGrants())
-            .append(",\"eviction\":{\"rounds\":").append(master.evictor().rounds())
-            .append(",\"on_demand_rounds\":").append(master.evictor().onDemandRounds())
-            .append(",\"pass1_objects\":").append(master.evictor().evictedObjects(0))
-            .append(",\"pass1_bytes\":").append(master.evictor().evictedBytes(0))
-            .append(",\"pass2_objects\":").append(master.evictor().evictedObjects(1))
-            .append(",\"pass2_bytes\":").append(master.evictor().evictedBytes(1)).append('}')
-            .append(",\"puts\":{\"started\":").append(master.store().putStarts())
-            .append(",\"ended\":").append(master.store().putEnds())
-            .append(",\"revoked\":").append(master.store().putRevokes())
-            .append(",\"allocation_failures\":").append(master.store().allocationFailures())
-            .append(",\"partial_allocations\":").append(master.store().partialAllocations())
-            .append(",\"discarded\":").append(master.store().discardedPuts())
-            .append(",\"released\":").append(master.store().releasedPuts()).append('}')
-            .append(",\"lookup_requests\":").append(master.lookupRequests());
+        final MetadataStore store = master.store();
         final RebuildStatus r = s.getRebuild();
-        b.append(",\"rebuild\":{\"master_id\":").append(Json.quote(r.getMasterId()))
-            .append(",\"ready\":").append(r.getReady())
-            .append(",\"ledger_reports\":").append(r.getLedgerReports())
-            .append(",\"entries_reported\":").append(r.getEntriesReported())
-            .append(",\"objects_rebuilt\":").append(r.getObjectsRebuilt())
-            .append(",\"replicas_rebuilt\":").append(r.getReplicasRebuilt())
-            .append(",\"rejected_stale\":").append(r.getRejectedStale())
-            .append(",\"rejected_overlap\":").append(r.getRejectedOverlap())
-            .append(",\"rejected_invalid\":").append(r.getRejectedInvalid())
-            .append(",\"rejected_removed\":").append(r.getRejectedRemoved())
-            .append(",\"replaced_older\":").append(r.getReplacedOlder())
-            .append(",\"discarded_reports\":").append(r.getDiscardedReports())
-            .append(",\"uptime_ms\":").append(r.getUptimeMs()).append('}')
-            .append(",\"nodes\":[");
-        for (int i = 0; i < s.getNodesCount(); i++)
+        final Json json = Json.object()
+            .field("version", s.getVersion())
+            .field("objects", s.getObjects())
+            .field("capacity_bytes", s.getCapacityBytes())
+            .field("allocated_bytes", s.getAllocatedBytes())
+            .field("lease_ttl_ms", s.getLeaseTtlMs())
+            .field("soft_pinned_objects", store.softPinnedCount())
+            .field("lease_grants", store.leaseGrants())
+            .beginObject("eviction")
+            .field("rounds", master.evictor().rounds())
+            .field("on_demand_rounds", master.evictor().onDemandRounds())
+            .field("pass1_objects", master.evictor().evictedObjects(0))
+            .field("pass1_bytes", master.evictor().evictedBytes(0))
+            .field("pass2_objects", master.evictor().evictedObjects(1))
+            .field("pass2_bytes", master.evictor().evictedBytes(1))
+            .endObject()
+            .beginObject("puts")
+            .field("started", store.putStarts())
+            .field("ended", store.putEnds())
+            .field("revoked", store.putRevokes())
+            .field("allocation_failures", store.allocationFailures())
+            .field("partial_allocations", store.partialAllocations())
+            .field("discarded", store.discardedPuts())
+            .field("released", store.releasedPuts())
+            .endObject()
+            .field("lookup_requests", master.lookupRequests())
+            .beginObject("rebuild")
+            .field("master_id", r.getMasterId())
+            .field("ready", r.getReady())
+            .field("ledger_reports", r.getLedgerReports())
+            .field("entries_reported", r.getEntriesReported())
+            .field("objects_rebuilt", r.getObjectsRebuilt())
+            .field("replicas_rebuilt", r.getReplicasRebuilt())
+            .field("rejected_stale", r.getRejectedStale())
+            .field("rejected_overlap", r.getRejectedOverlap())
+            .field("rejected_invalid", r.getRejectedInvalid())
+            .field("rejected_removed", r.getRejectedRemoved())
+            .field("replaced_older", r.getReplacedOlder())
+            .field("discarded_reports", r.getDiscardedReports())
+            .field("uptime_ms", r.getUptimeMs())
+            .endObject()
+            .beginArray("nodes");
+        for (final NodeStatus n : s.getNodesList())
         {
-            final NodeStatus n = s.getNodes(i);
-            b.append(i == 0 ? "" : ",")
-                .append("{\"node_id\":").append(Json.quote(n.getNodeId()))
-                .append(",\"name\":").append(Json.quote(n.getNodeName()))
-                .append(",\"endpoint\":").append(Json.quote(n.getEndpoint()))
-                .append(",\"last_heartbeat_ago_ms\":").append(n.getLastHeartbeatAgoMs())
-                .append(",\"segments\":").append(n.getSegments()).append('}');
+            json.beginElement()
+                .field("node_id", n.getNodeId())
+                .field("name", n.getNodeName())
+                .field("endpoint", n.getEndpoint())
+                .field("last_heartbeat_ago_ms", n.getLastHeartbeatAgoMs())
+                .field("segments", n.getSegments())
+                .endObject();
         }
-        b.append("],\"segments\":[");
-        for (int i = 0; i < s.getSegmentsCount(); i++)
-        {
-            final SegmentStatus g = s.getSegments(i);
-            b.append(i == 0 ? "" : ",")
-                .append("{\"name\":").append(Json.quote(g.getName()))
-                .append(",\"node\":").append(Json.quote(g.getNodeName()))
-                .append(",\"endpoint\":").append(Json.quote(g.getEndpoint()))
-                .append(",\"size_bytes\":").append(g.getSizeBytes())
-                .append(",\"allocated_bytes\":").append(g.getAllocatedBytes())
-                .append(",\"allocations\":").append(g.getAllocations())
-                .append(",\"largest_free_bytes\":").append(g.getLargestFreeBytes()).append('}');
-        }
-        b.append("]}\n");
-        send(exchange, 200, "application/json", b.toString());
+        json.endArray().beginArray("segments");
+        writeSegments(json, s.getSegmentsList());
+        return Response.json(200, json.endArray().end());
     }
 
-    private static void send(final HttpExchange exchange, final int status, final String type, final String body)
-        throws IOException
+    private Response segments(final Query query)
     {
-        final byte[] bytes = body.getBytes(StandardCharsets.UTF_8);
-        exchange.getResponseHeaders().set("Content-Type", type + "; charset=utf-8");
-        final boolean head = "HEAD".equals(exchange.getRequestMethod());
-        exchange.sendResponseHeaders(status, head ? -1 : bytes.length);
-        if (!head)
+        query.allow();
+        final ClusterStatusResponse s = MasterRequestHandler.clusterStatus(master, master.store(), master.registry());
+        final Json json = Json.object()
+            .field("count", s.getSegmentsCount())
+            .field("capacity_bytes", s.getCapacityBytes())
+            .field("allocated_bytes", s.getAllocatedBytes())
+            .beginArray("segments");
+        writeSegments(json, s.getSegmentsList());
+        return Response.json(200, json.endArray().end());
+    }
+
+    private static void writeSegments(final Json json, final List<SegmentStatus> segments)
+    {
+        for (final SegmentStatus g : segments)
         {
-            try (OutputStream out = exchange.getResponseBody())
-            {
-                out.write(bytes);
-            }
+            json.beginElement()
+                .field("name", g.getName())
+                .field("node", g.getNodeName())
+                .field("node_id", g.getNodeId())
+                .field("endpoint", g.getEndpoint())
+                .field("size_bytes", g.getSizeBytes())
+                .field("allocated_bytes", g.getAllocatedBytes())
+                .field("allocations", g.getAllocations())
+                .field("largest_free_bytes", g.getLargestFreeBytes())
+                .endObject();
         }
+    }
+
+    private Response query(final Query query)
+    {
+        query.allow("key", "tenant");
+        final String tenant = tenant(query);
+        final String key = query.require("key");
+        final String keyProblem = Limits.checkKey(key);
+        if (keyProblem != null)
+        {
+            throw new AdminHttp.BadRequest("invalid key: " + keyProblem);
+        }
+        final ObjectSnapshot o = master.store().query(tenant, key);
+        if (o == null)
+        {
+            throw new AdminHttp.BadRequest(404, "no object '" + key + "' in tenant '" + tenant + "'");
+        }
+        final Json json = Json.object()
+            .field("tenant", o.tenant())
+            .field("key", o.key())
+            .field("size_bytes", o.sizeBytes())
+            .field("status", o.complete() ? "COMPLETE" : "PROCESSING")
+            .field("lease_remaining_ms", o.leaseRemainingMs())
+            .field("hard_pinned", o.hardPinned())
+            .field("soft_pinned", o.softPinned())
+            .field("soft_pin_remaining_ms", o.softPinRemainingMs())
+            .field("group", o.groupId())
+            .beginArray("replicas");
+        for (final ObjectSnapshot.Replica r : o.replicas())
+        {
+            json.beginElement()
+                .field("segment", r.segment())
+                .field("node", r.node())
+                .field("endpoint", r.endpoint())
+                .field("offset", r.offset())
+                .field("length_bytes", r.lengthBytes())
+                .field("alive", r.alive())
+                .endObject();
+        }
+        return Response.json(200, json.endArray().end());
+    }
+
+    private Response keys(final Query query)
+    {
+        query.allow("regex", "limit", "tenant");
+        final String tenant = tenant(query);
+        final int cap = master.store().settings().listKeysLimit;
+        final int limit = query.intValue("limit", Math.min(DEFAULT_KEYS_LIMIT, cap), 1, cap);
+        final String regex = query.get("regex", "");
+        final Predicate<String> filter = MasterRequestHandler.keyFilter(regex, true);
+        if (filter == null)
+        {
+            throw new AdminHttp.BadRequest("bad regex '" + regex + "' (Java syntax, at most " +
+                Limits.MAX_REGEX_LENGTH + " characters)");
+        }
+        final boolean[] truncated = new boolean[1];
+        final List<KeyInfo> keys = master.store().listKeys(tenant, filter, limit, truncated);
+        final Json json = Json.object()
+            .field("tenant", tenant)
+            .field("regex", regex)
+            .field("limit", limit)
+            .field("count", keys.size())
+            .field("truncated", truncated[0])
+            .beginArray("keys");
+        for (final KeyInfo k : keys)
+        {
+            json.beginElement()
+                .field("key", k.getKey())
+                .field("size_bytes", k.getValueLength())
+                .field("status", k.getStatus().name().substring("REPLICA_STATUS_".length()))
+                .field("replicas", k.getReplicas())
+                .field("lease_remaining_ms", k.getLeaseRemainingMs())
+                .field("hard_pinned", k.getHardPinned())
+                .field("soft_pinned", k.getSoftPinned())
+                .field("group", k.getGroupId().isEmpty() ? null : k.getGroupId())
+                .endObject();
+        }
+        return Response.json(200, json.endArray().end());
+    }
+
+    private Response metrics(final Query query)
+    {
+        query.allow();
+        metrics.refresh();
+        return new Response(200, AdminHttp.PROMETHEUS_TEXT, prometheus.scrape());
+    }
+
+    private static String tenant(final Query query)
+    {
+        final String tenant = query.get("tenant", "");
+        final String problem = Limits.checkTenant(tenant);
+        if (problem != null)
+        {
+            throw new AdminHttp.BadRequest("bad tenant '" + tenant + "': " + problem);
+        }
+        return Limits.tenantOrDefault(tenant);
     }
 
     @Override
     public void close()
     {
-        http.stop(0);
-        executor.shutdownNow();
+        http.close();
     }
 }

@@ -40,6 +40,14 @@ public final class Evictor
     private final LongAdder[] evictedBytes = {new LongAdder(), new LongAdder()};
     private final LongAdder onDemandRounds = new LongAdder();
 
+    // Eviction summary log: what was logged last, touched only by the thread calling logSummaryIfDue.
+    private boolean summarized;
+    private long lastSummaryNs;
+    private long summarizedRounds;
+    private long summarizedOnDemand;
+    private final long[] summarizedObjects = new long[2];
+    private final long[] summarizedBytes = new long[2];
+
     /** What one round did. */
     public static final class Result
     {
@@ -178,9 +186,9 @@ public final class Evictor
             evictedObjects[pass].add(result.objects[pass]);
             evictedBytes[pass].add(result.bytes[pass]);
         }
-        if (result.totalObjects() > 0)
+        if (result.totalObjects() > 0 && LOG.isDebugEnabled())
         {
-            LOG.info("evicted {} objects ({} bytes) for a target of {} bytes: pass 1 {} objects, pass 2 {} objects",
+            LOG.debug("evicted {} objects ({} bytes) for a target of {} bytes: pass 1 {} objects, pass 2 {} objects",
                 result.totalObjects(), result.totalBytes(), targetBytes, result.objects[0], result.objects[1]);
         }
         return result;
@@ -218,6 +226,43 @@ public final class Evictor
             list.sort(OLDEST_FIRST);
             return list;
         }
+    }
+
+    /**
+     * Logs one INFO line summing up the evictions since the last summary, when anything was evicted and at least
+     * {@code intervalNs} passed since then (the first eviction is summed up at once). Call from one thread.
+     *
+     * @return true when a line was logged.
+     */
+    public boolean logSummaryIfDue(final long nowNs, final long intervalNs)
+    {
+        if (summarized && nowNs - lastSummaryNs < intervalNs)
+        {
+            return false;
+        }
+        final long[] objects = {evictedObjects(0) - summarizedObjects[0], evictedObjects(1) - summarizedObjects[1]};
+        final long[] bytes = {evictedBytes(0) - summarizedBytes[0], evictedBytes(1) - summarizedBytes[1]};
+        if (objects[0] + objects[1] == 0)
+        {
+            return false;
+        }
+        final long roundsNow = rounds();
+        final long onDemandNow = onDemandRounds();
+        LOG.info("eviction: {} objects ({} bytes) in {} round(s) ({} on demand){}: pass 1 {} objects ({} bytes), " +
+            "pass 2 {} objects ({} bytes)", objects[0] + objects[1], bytes[0] + bytes[1], roundsNow - summarizedRounds,
+            onDemandNow - summarizedOnDemand,
+            summarized ? " in the last " + (nowNs - lastSummaryNs) / 1_000_000_000L + "s" : "",
+            objects[0], bytes[0], objects[1], bytes[1]);
+        summarized = true;
+        lastSummaryNs = nowNs;
+        summarizedRounds = roundsNow;
+        summarizedOnDemand = onDemandNow;
+        for (int pass = 0; pass < 2; pass++)
+        {
+            summarizedObjects[pass] += objects[pass];
+            summarizedBytes[pass] += bytes[pass];
+        }
+        return true;
     }
 
     public long rounds()

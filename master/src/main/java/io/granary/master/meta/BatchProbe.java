@@ -5,6 +5,7 @@ import io.granary.proto.LeaseMode;
 import java.util.Arrays;
 import java.util.IdentityHashMap;
 import java.util.List;
+import java.util.concurrent.atomic.LongAdder;
 
 import static io.granary.proto.ErrorCode.*;
 
@@ -17,6 +18,10 @@ import static io.granary.proto.ErrorCode.*;
 public final class BatchProbe
 {
     private final MetadataStore store;
+    // Indexed by LeaseMode number; counted once per probe, read by the metrics.
+    private final LongAdder[] probes = adders();
+    private final LongAdder[] selections = adders();
+    private final LongAdder[] selectedKeys = adders();
 
     public BatchProbe(final MetadataStore store)
     {
@@ -41,6 +46,64 @@ public final class BatchProbe
 
     /** {@link #probe(String, LeaseMode, int, List, boolean[], int[])} over keys given as bytes. */
     public int probe(
+        final String tenant,
+        final LeaseMode mode,
+        final int candidateSize,
+        final KeyBatch keys,
+        final boolean[] maskOut,
+        final int[] codesOut)
+    {
+        final int code = probeUncounted(tenant, mode, candidateSize, keys, maskOut, codesOut);
+        if (code == OK_VALUE && mode != null && mode != LeaseMode.UNRECOGNIZED)
+        {
+            final int m = mode.getNumber();
+            probes[m].increment();
+            if (mode != LeaseMode.LEASE_MODE_NONE)
+            {
+                int selected = 0;
+                for (int i = 0, n = keys.size(); i < n; i++)
+                {
+                    selected += maskOut[i] ? 1 : 0;
+                }
+                if (selected > 0)
+                {
+                    selections[m].increment();
+                    selectedKeys[m].add(selected);
+                }
+            }
+        }
+        return code;
+    }
+
+    /** Probes answered OK with {@code mode} (a LeaseMode number). */
+    public long probes(final int mode)
+    {
+        return probes[mode].sum();
+    }
+
+    /** Probes with {@code mode} that selected (and leased) a candidate; never counted for LEASE_MODE_NONE. */
+    public long selections(final int mode)
+    {
+        return selections[mode].sum();
+    }
+
+    /** Keys selected (marked true and leased) by probes with {@code mode}. */
+    public long selectedKeys(final int mode)
+    {
+        return selectedKeys[mode].sum();
+    }
+
+    private static LongAdder[] adders()
+    {
+        final LongAdder[] adders = new LongAdder[LeaseMode.values().length];
+        for (int i = 0; i < adders.length; i++)
+        {
+            adders[i] = new LongAdder();
+        }
+        return adders;
+    }
+
+    private int probeUncounted(
         final String tenant,
         final LeaseMode mode,
         final int candidateSize,

@@ -1,5 +1,6 @@
 package io.granary.master.meta;
 
+import com.google.protobuf.ByteString;
 import io.granary.common.Clock;
 import io.granary.master.alloc.ReplicaPlacement;
 import io.granary.master.segment.MountedSegment;
@@ -10,7 +11,9 @@ import io.granary.proto.PutOptions;
 import io.granary.proto.Replica;
 import io.granary.proto.ReplicaStatus;
 import io.granary.proto.SoftPinAction;
+import io.granary.protocol.AccessTokenCodec;
 import io.granary.protocol.Limits;
+import io.granary.protocol.Opcode;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -51,6 +54,8 @@ public final class MetadataStore
         public long putDiscardTimeoutNs = 30_000_000_000L;
         public long putReleaseTimeoutNs = 600_000_000_000L;
         public int listKeysLimit = 10_000;
+        /** Largest value a put may have (smaller than the protocol's limit when access tokens must cover it). */
+        public long maxValueBytes = Limits.MAX_VALUE_BYTES;
     }
 
     /** Outcome of a lookup that may grant a lease. */
@@ -59,6 +64,20 @@ public final class MetadataStore
         public int code;
         public long sizeBytes;
         public List<Replica> replicas;
+        /** Whether the object has a checksum, and its CRC32C. */
+        public boolean hasCrc;
+        public int crc32c;
+    }
+
+    /**
+     * Signs data-plane access tokens for the extents the store hands out (READ with replica lists, WRITE with
+     * PutStart); not installed when the master issues no tokens. Called under shard locks: must not block.
+     */
+    @FunctionalInterface
+    public interface ReplicaTokens
+    {
+        /** A token ({@code FrameDescriptor.ACCESS_TOKEN_LENGTH} bytes) granting {@code opcode} on the extent. */
+        byte[] sign(ReplicaRecord replica, int opcode, long expirySec);
     }
 
     private final MetadataShard[] shards;
@@ -79,6 +98,7 @@ public final class MetadataStore
         new PriorityQueue<>(Comparator.comparingLong((PinExpiry p) -> p.deadlineNs));
     private volatile java.util.function.LongPredicate allocationFailureHandler;
     private volatile LeaseListener leaseListener;
+    private volatile ReplicaTokens replicaTokens;
 
     /** Observes every read lease granted, on the granting thread, under the owner shard lock. */
     @FunctionalInterface
@@ -353,11 +373,15 @@ public final class MetadataStore
     /** Validates put options; returns OK or INVALID_PARAMS, and the soft-pin TTL to apply in {@code ttlOut[0]}. */
     int checkPutOptions(final PutOptions options, final long[] softPinTtlOut)
     {
-        if (options.getReplicas() > Limits.MAX_REPLICAS)
+        if (Integer.compareUnsigned(options.getReplicas(), Limits.MAX_REPLICAS) > 0)
         {
-            return INVALID_PARAMS_VALUE;
+            return INVALID_PARAMS_VALUE; // uint32 on the wire: above 2^31 reads negative here
         }
-        if (options.getGroupId().length() > Limits.MAX_KEY_BYTES)
+        if (!options.getGroupId().isEmpty() && Limits.checkKey(options.getGroupId()) != null)
+        {
+            return INVALID_PARAMS_VALUE; // a group id follows the key rules (stored and hashed like one)
+        }
+        if (options.getPreferredSegment().length() > Limits.MAX_KEY_BYTES)
         {
             return INVALID_PARAMS_VALUE;
         }
@@ -423,7 +447,7 @@ public final class MetadataStore
         {
             return code;
         }
-        if (valueLength < 0 || valueLength > Limits.MAX_VALUE_BYTES || clientId.isEmpty())
+        if (valueLength < 0 || valueLength > settings.maxValueBytes || clientId.isEmpty())
         {
             return INVALID_PARAMS_VALUE;
         }
@@ -453,7 +477,7 @@ public final class MetadataStore
                     // The same client asking again (a retried request): hand back the same extents.
                     for (final ReplicaRecord r : existing.replicas)
                     {
-                        replicasOut.add(toProto(r, ReplicaStatus.REPLICA_STATUS_PROCESSING));
+                        replicasOut.add(writeReplica(r, existing.putStartNs, now));
                     }
                     if (versionOut != null)
                     {
@@ -542,7 +566,7 @@ public final class MetadataStore
             processing.add(m);
             for (final ReplicaRecord r : replicas)
             {
-                replicasOut.add(toProto(r, ReplicaStatus.REPLICA_STATUS_PROCESSING));
+                replicasOut.add(writeReplica(r, now, now));
             }
             return OK_VALUE;
         }
@@ -556,8 +580,18 @@ public final class MetadataStore
         }
     }
 
-    /** Completes a put: the object becomes readable. Grants no lease (its age starts now). */
+    /** Completes a put without a checksum; see {@link #putEnd(String, String, String, boolean, int)}. */
     public int putEnd(final String tenant, final String clientId, final String key)
+    {
+        return putEnd(tenant, clientId, key, false, 0);
+    }
+
+    /**
+     * Completes a put: the object becomes readable, with the value's CRC32C when {@code hasCrc}. Grants no lease
+     * (its age starts now). A repeated PutEnd of a complete object answers OK and changes nothing.
+     */
+    public int putEnd(
+        final String tenant, final String clientId, final String key, final boolean hasCrc, final int crc32c)
     {
         final int code = checkKey(key);
         if (code != OK_VALUE)
@@ -582,6 +616,8 @@ public final class MetadataStore
             final long now = clock.nanoTime();
             m.complete = true;
             m.completedNs = now;
+            m.hasCrc = hasCrc;
+            m.crc32c = crc32c;
             if (m.group == null)
             {
                 m.leaseDeadlineNs = now;
@@ -759,6 +795,12 @@ public final class MetadataStore
         this.leaseListener = listener;
     }
 
+    /** Installs the signer of access tokens (the master does when it issues them); null issues none. */
+    public void replicaTokens(final ReplicaTokens tokens)
+    {
+        this.replicaTokens = tokens;
+    }
+
     /** Extends a lease: {@code deadline = max(old, now + ttl)}; owner lock held. Counts one grant. */
     void grantLeaseLocked(final ObjectMeta m, final long now)
     {
@@ -791,6 +833,8 @@ public final class MetadataStore
     {
         out.replicas = null;
         out.sizeBytes = 0;
+        out.hasCrc = false;
+        out.crc32c = 0;
         out.code = checkKey(key);
         if (out.code != OK_VALUE)
         {
@@ -810,11 +854,12 @@ public final class MetadataStore
                 return;
             }
             final List<Replica> replicas = new ArrayList<>(m.replicas.length);
+            final long nowMs = replicaTokens == null ? 0 : clock.epochMillis();
             for (final ReplicaRecord r : m.replicas)
             {
                 if (r.segment().isAlive())
                 {
-                    replicas.add(completeProto(r));
+                    replicas.add(readReplica(r, nowMs));
                 }
             }
             if (replicas.isEmpty())
@@ -826,6 +871,8 @@ public final class MetadataStore
             out.code = OK_VALUE;
             out.sizeBytes = m.sizeBytes;
             out.replicas = replicas;
+            out.hasCrc = m.hasCrc;
+            out.crc32c = m.crc32c;
         }
         finally
         {
@@ -935,6 +982,7 @@ public final class MetadataStore
     /** Removes one object when allowed; returns OK or the reason it stayed. */
     private int removeIf(final String tenant, final String key, final boolean force)
     {
+        long leasedUntilNs = 0;
         final ObjectMeta m = lockForKey(tenant, key);
         if (m == null)
         {
@@ -946,14 +994,23 @@ public final class MetadataStore
             {
                 return REPLICA_IS_NOT_READY_VALUE;
             }
-            if (!force && m.isLeased(clock.nanoTime()))
+            final long now = clock.nanoTime();
+            if (m.isLeased(now))
             {
-                return OBJECT_HAS_LEASE_VALUE;
+                if (!force)
+                {
+                    return OBJECT_HAS_LEASE_VALUE;
+                }
+                // Readers may still hold read tokens for these extents: keep them out of use until the lease ends.
+                leasedUntilNs = m.leaseDeadlineNs();
             }
             detachLocked(m);
-            for (final ReplicaRecord r : m.replicas)
+            if (leasedUntilNs == 0)
             {
-                r.release();
+                for (final ReplicaRecord r : m.replicas)
+                {
+                    r.release();
+                }
             }
             tombstoneIfAdopted(m);
         }
@@ -962,6 +1019,10 @@ public final class MetadataStore
             unlockOwner(m);
         }
         finishDetach(m);
+        if (leasedUntilNs != 0)
+        {
+            quarantine(m.replicas, leasedUntilNs);
+        }
         removedObjects.increment();
         return OK_VALUE;
     }
@@ -1043,7 +1104,12 @@ public final class MetadataStore
                     live += r.segment().isAlive() ? 1 : 0;
                 }
                 final long leaseLeftNs = m.leaseDeadlineNs() - now;
-                infos.add(KeyInfo.newBuilder()
+                final KeyInfo.Builder info = KeyInfo.newBuilder();
+                if (m.hasCrc)
+                {
+                    info.setCrc32C(m.crc32c);
+                }
+                infos.add(info
                     .setKey(key)
                     .setValueLength(m.sizeBytes)
                     .setStatus(m.complete ? ReplicaStatus.REPLICA_STATUS_COMPLETE : ReplicaStatus.REPLICA_STATUS_PROCESSING)
@@ -1390,6 +1456,41 @@ public final class MetadataStore
         }
     }
 
+    /** What the master holds about {@code key}, without granting a lease; null when there is no such object. */
+    public ObjectSnapshot query(final String tenant, final String key)
+    {
+        if (checkKey(key) != OK_VALUE)
+        {
+            return null;
+        }
+        final ObjectMeta m = lockForKey(tenant, key);
+        if (m == null)
+        {
+            return null;
+        }
+        try
+        {
+            final long now = clock.nanoTime();
+            final List<ObjectSnapshot.Replica> replicas = new ArrayList<>(m.replicas.length);
+            for (final ReplicaRecord r : m.replicas)
+            {
+                final MountedSegment s = r.segment();
+                replicas.add(new ObjectSnapshot.Replica(
+                    s.name(), s.nodeName(), s.endpoint(), r.offset(), r.length(), s.isAlive()));
+            }
+            final long leaseLeftNs = m.leaseDeadlineNs() - now;
+            final boolean softPinned = m.isSoftPinned(now);
+            final long pinLeftNs = softPinned && m.softPinDeadlineNs() != 0 ? m.softPinDeadlineNs() - now : 0;
+            return new ObjectSnapshot(m.tenant, key, m.sizeBytes, m.complete, m.hardPinned, softPinned,
+                leaseLeftNs > 0 ? leaseLeftNs / 1_000_000L : 0, pinLeftNs > 0 ? pinLeftNs / 1_000_000L : 0,
+                m.group == null ? null : m.group.groupId, List.copyOf(replicas));
+        }
+        finally
+        {
+            unlockOwner(m);
+        }
+    }
+
     // ------------------------------------------------------------------------------------ housekeeping
 
     /**
@@ -1719,6 +1820,49 @@ public final class MetadataStore
             .setOffset(r.offset())
             .setLength(r.length())
             .setStatus(status)
+            .build();
+    }
+
+    /**
+     * A complete replica as a reader gets it: with a READ token when tokens are on, expiring no later than the
+     * lease this lookup grants (cached per replica for the second it expires in). Owner lock held.
+     */
+    private Replica readReplica(final ReplicaRecord r, final long nowMs)
+    {
+        final Replica proto = completeProto(r);
+        final ReplicaTokens tokens = replicaTokens;
+        if (tokens == null)
+        {
+            return proto;
+        }
+        final long expirySec = AccessTokenCodec.expirySec(nowMs + settings.leaseTtlNs / 1_000_000L, nowMs);
+        if (r.readTokenProto == null || r.readTokenExpirySec != expirySec)
+        {
+            r.readTokenProto = proto.toBuilder()
+                .setAccessToken(ByteString.copyFrom(tokens.sign(r, Opcode.READ, expirySec)))
+                .build();
+            r.readTokenExpirySec = expirySec;
+        }
+        return r.readTokenProto;
+    }
+
+    /**
+     * A PROCESSING replica as the writer gets it: with a WRITE token when tokens are on, expiring with the put's
+     * discard timeout (after which the put may be preempted; its extents stay quarantined until the release timeout).
+     */
+    private Replica writeReplica(final ReplicaRecord r, final long putStartNs, final long nowNs)
+    {
+        final Replica proto = toProto(r, ReplicaStatus.REPLICA_STATUS_PROCESSING);
+        final ReplicaTokens tokens = replicaTokens;
+        if (tokens == null)
+        {
+            return proto;
+        }
+        final long nowMs = clock.epochMillis();
+        final long deadlineMs = nowMs + (putStartNs + settings.putDiscardTimeoutNs - nowNs) / 1_000_000L;
+        return proto.toBuilder()
+            .setAccessToken(ByteString.copyFrom(tokens.sign(r, Opcode.WRITE, AccessTokenCodec.expirySec(deadlineMs,
+                nowMs))))
             .build();
     }
 

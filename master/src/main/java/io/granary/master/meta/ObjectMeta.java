@@ -37,6 +37,9 @@ public final class ObjectMeta
     long softPinDeadlineNs;
     /** Set once, under the owner lock, when the object leaves the store. */
     boolean removed;
+    /** Whether PutEnd recorded a CRC32C of the value, and that CRC; set once, at PutEnd. */
+    boolean hasCrc;
+    int crc32c;
 
     ObjectMeta(
         final String tenant,
@@ -106,6 +109,18 @@ public final class ObjectMeta
     public boolean isComplete()
     {
         return complete;
+    }
+
+    /** True when PutEnd recorded a checksum ({@link #crc32c()}). */
+    public boolean hasCrc()
+    {
+        return hasCrc;
+    }
+
+    /** The value's CRC32C as PutEnd recorded it; meaningful only when {@link #hasCrc()}. */
+    public int crc32c()
+    {
+        return crc32c;
     }
 
     public boolean isHardPinned()

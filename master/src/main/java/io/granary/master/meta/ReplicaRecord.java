@@ -15,6 +15,9 @@ public final class ReplicaRecord
     long version;
     /** The COMPLETE-status wire form, built on first read; guarded by the owner shard lock. */
     io.granary.proto.Replica completeProto;
+    /** The COMPLETE-status wire form with a READ token expiring at {@link #readTokenExpirySec}; owner shard lock. */
+    io.granary.proto.Replica readTokenProto;
+    long readTokenExpirySec;
 
     public ReplicaRecord(final MountedSegment segment, final long offset, final long length)
     {

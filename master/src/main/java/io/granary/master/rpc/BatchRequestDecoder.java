@@ -4,6 +4,9 @@ import com.google.protobuf.InvalidProtocolBufferException;
 import io.granary.master.meta.KeyBatch;
 import io.netty.buffer.ByteBuf;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 
 /**
@@ -18,31 +21,40 @@ final class BatchRequestDecoder
     private static final int WIRE_VARINT = 0;
     private static final int WIRE_FIXED64 = 1;
     private static final int WIRE_LEN = 2;
+    private static final int WIRE_START_GROUP = 3;
+    private static final int WIRE_END_GROUP = 4;
     private static final int WIRE_FIXED32 = 5;
+    /** Protobuf's own recursion limit. */
+    private static final int MAX_GROUP_DEPTH = 100;
+    private static final int INITIAL_PAYLOAD_BYTES = 32 << 10;
+    /** A buffer grown above this for one big request is dropped after it, so idle connections stay small. */
+    private static final int RETAINED_PAYLOAD_BYTES = 1 << 20;
+    private static final VarHandle LONGS = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.BIG_ENDIAN);
 
     final KeyBatch keys = new KeyBatch(1024, 16);
     String tenant;
     int mode;
     int candidateSize;
 
-    private byte[] payload = new byte[32 << 10];
+    private byte[] payload = new byte[INITIAL_PAYLOAD_BYTES];
     private int pos;
     private int end;
 
     /** BatchKeysRequest: 1 tenant, 2 client_id, 3 repeated keys. */
     void decodeBatchKeys(final ByteBuf in) throws InvalidProtocolBufferException
     {
-        decode(in, 3, 1, -1, -1);
+        decode(in, 3, 1, -1, -1, 2);
     }
 
     /** BatchProbeKeyRequest: 1 tenant, 2 mode, 3 candidate_size, 4 repeated keys. */
     void decodeBatchProbe(final ByteBuf in) throws InvalidProtocolBufferException
     {
-        decode(in, 4, 1, 2, 3);
+        decode(in, 4, 1, 2, 3, -1);
     }
 
     private void decode(
-        final ByteBuf in, final int keysField, final int tenantField, final int modeField, final int sizeField)
+        final ByteBuf in, final int keysField, final int tenantField, final int modeField, final int sizeField,
+        final int ignoredStringField)
         throws InvalidProtocolBufferException
     {
         final int length = in.readableBytes();
@@ -59,9 +71,9 @@ final class BatchRequestDecoder
         candidateSize = 0;
         while (pos < end)
         {
-            final long tag = readVarint();
-            final int field = (int)(tag >>> 3);
-            final int wire = (int)(tag & 7);
+            final int tag = (int)readVarint(); // a tag is a varint32: higher bits are dropped, as protobuf does
+            final int field = tag >>> 3;
+            final int wire = tag & 7;
             if (field <= 0)
             {
                 throw new InvalidProtocolBufferException("invalid field number " + field);
@@ -69,6 +81,10 @@ final class BatchRequestDecoder
             if (wire == WIRE_LEN && (field == keysField || field == tenantField))
             {
                 final int len = readLength();
+                if (!validUtf8(payload, pos, len))
+                {
+                    throw new InvalidProtocolBufferException("string field " + field + " is not valid UTF-8");
+                }
                 if (field == keysField)
                 {
                     keys.addRange(pos, len);
@@ -76,6 +92,16 @@ final class BatchRequestDecoder
                 else
                 {
                     tenant = new String(payload, pos, len, StandardCharsets.UTF_8);
+                }
+                pos += len;
+            }
+            else if (wire == WIRE_LEN && field == ignoredStringField)
+            {
+                // Unused here (client_id), but protobuf refuses the message if it is not UTF-8: so must we.
+                final int len = readLength();
+                if (!validUtf8(payload, pos, len))
+                {
+                    throw new InvalidProtocolBufferException("string field " + field + " is not valid UTF-8");
                 }
                 pos += len;
             }
@@ -89,15 +115,97 @@ final class BatchRequestDecoder
             }
             else
             {
-                skip(wire);
+                skip(field, wire, 0);
             }
         }
     }
 
-    private void skip(final int wire) throws InvalidProtocolBufferException
+    /** Lets go of a buffer that one big request grew; call once the decoded batch is no longer used. */
+    void trim()
+    {
+        if (payload.length > RETAINED_PAYLOAD_BYTES)
+        {
+            payload = new byte[INITIAL_PAYLOAD_BYTES];
+            keys.wrap(payload);
+        }
+    }
+
+    /**
+     * Whether {@code len} bytes at {@code off} are well-formed UTF-8 (protobuf refuses string fields that are
+     * not, and so must this decoder, or keys could exist here that gRPC cannot name). ASCII runs go 8 at a time.
+     */
+    static boolean validUtf8(final byte[] b, final int off, final int len)
+    {
+        int i = off;
+        final int end = off + len;
+        while (i < end)
+        {
+            if (i + 8 <= end && ((long)LONGS.get(b, i) & 0x8080808080808080L) == 0)
+            {
+                i += 8;
+                continue;
+            }
+            final int c = b[i] & 0xFF;
+            if (c < 0x80)
+            {
+                i++;
+                continue;
+            }
+            final int extra;
+            final int min;
+            if (c >= 0xC2 && c <= 0xDF)
+            {
+                extra = 1;
+                min = 0x80;
+            }
+            else if (c >= 0xE0 && c <= 0xEF)
+            {
+                extra = 2;
+                min = 0x800;
+            }
+            else if (c >= 0xF0 && c <= 0xF4)
+            {
+                extra = 3;
+                min = 0x10000;
+            }
+            else
+            {
+                return false;
+            }
+            if (end - i <= extra)
+            {
+                return false;
+            }
+            int cp = c & (0x3F >> extra);
+            for (int k = 1; k <= extra; k++)
+            {
+                final int cc = b[i + k] & 0xFF;
+                if ((cc & 0xC0) != 0x80)
+                {
+                    return false;
+                }
+                cp = (cp << 6) | (cc & 0x3F);
+            }
+            if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+            {
+                return false;
+            }
+            i += extra + 1;
+        }
+        return true;
+    }
+
+    private void skip(final int field, final int wire, final int depth) throws InvalidProtocolBufferException
     {
         switch (wire)
         {
+            case WIRE_START_GROUP:
+                if (depth >= MAX_GROUP_DEPTH)
+                {
+                    throw new InvalidProtocolBufferException("groups nested deeper than " + MAX_GROUP_DEPTH);
+                }
+                skipGroup(field, depth + 1);
+                break;
             case WIRE_VARINT:
                 readVarint();
                 break;
@@ -112,6 +220,34 @@ final class BatchRequestDecoder
                 break;
             default:
                 throw new InvalidProtocolBufferException("unsupported wire type " + wire);
+        }
+    }
+
+    /** Skips an unknown (deprecated) group up to its matching end tag, as protobuf's parser does. */
+    private void skipGroup(final int groupField, final int depth) throws InvalidProtocolBufferException
+    {
+        while (true)
+        {
+            if (pos >= end)
+            {
+                throw new InvalidProtocolBufferException("truncated group");
+            }
+            final int tag = (int)readVarint();
+            final int field = tag >>> 3;
+            final int wire = tag & 7;
+            if (field <= 0)
+            {
+                throw new InvalidProtocolBufferException("invalid field number " + field);
+            }
+            if (wire == WIRE_END_GROUP)
+            {
+                if (field != groupField)
+                {
+                    throw new InvalidProtocolBufferException("end-group tag does not match its start");
+                }
+                return;
+            }
+            skip(field, wire, depth);
         }
     }
 

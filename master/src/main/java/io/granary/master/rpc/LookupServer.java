@@ -3,6 +3,7 @@ package io.granary.master.rpc;
 import com.google.protobuf.CodedOutputStream;
 import com.google.protobuf.InvalidProtocolBufferException;
 import com.google.protobuf.MessageLite;
+import io.granary.common.tls.TlsContexts;
 import io.granary.proto.BatchKeysRequest;
 import io.granary.proto.BatchPutStartRequest;
 import io.granary.proto.KeyRequest;
@@ -22,6 +23,7 @@ import io.netty.channel.ServerChannel;
 import io.netty.channel.socket.SocketChannel;
 import io.netty.handler.codec.LengthFieldBasedFrameDecoder;
 import io.netty.handler.codec.TooLongFrameException;
+import io.netty.handler.ssl.SslContext;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -45,6 +47,7 @@ public final class LookupServer implements AutoCloseable
     private final Channel serverChannel;
     private final MasterRequestHandler handler;
     private final java.util.concurrent.atomic.LongAdder requests = new java.util.concurrent.atomic.LongAdder();
+    private final RpcMetrics metrics;
 
     public LookupServer(
         final String host,
@@ -54,7 +57,38 @@ public final class LookupServer implements AutoCloseable
         final Class<? extends ServerChannel> channelType,
         final MasterRequestHandler handler)
     {
+        this(host, port, bossGroup, workerGroup, channelType, handler, RpcMetrics.NONE, null);
+    }
+
+    /** @param metrics per-call latency and failures of this transport. */
+    public LookupServer(
+        final String host,
+        final int port,
+        final EventLoopGroup bossGroup,
+        final EventLoopGroup workerGroup,
+        final Class<? extends ServerChannel> channelType,
+        final MasterRequestHandler handler,
+        final RpcMetrics metrics)
+    {
+        this(host, port, bossGroup, workerGroup, channelType, handler, metrics, null);
+    }
+
+    /**
+     * @param metrics per-call latency and failures of this transport.
+     * @param sslContext TLS for every connection, or null for plain text.
+     */
+    public LookupServer(
+        final String host,
+        final int port,
+        final EventLoopGroup bossGroup,
+        final EventLoopGroup workerGroup,
+        final Class<? extends ServerChannel> channelType,
+        final MasterRequestHandler handler,
+        final RpcMetrics metrics,
+        final SslContext sslContext)
+    {
         this.handler = handler;
+        this.metrics = metrics;
         final ServerBootstrap bootstrap = new ServerBootstrap()
             .group(bossGroup, workerGroup)
             .channel(channelType)
@@ -72,6 +106,10 @@ public final class LookupServer implements AutoCloseable
                         .addLast(new LengthFieldBasedFrameDecoder(MAX_FRAME_LENGTH, 0, LENGTH_FIELD_LENGTH, 0,
                             LENGTH_FIELD_LENGTH))
                         .addLast(new FrameHandler());
+                    if (sslContext != null)
+                    {
+                        TlsContexts.addServerHandler(ch, sslContext, LOG, "lookup");
+                    }
                 }
             });
         try
@@ -130,6 +168,13 @@ public final class LookupServer implements AutoCloseable
                     return;
                 }
                 requests.increment();
+                final MasterRpc rpc = rpcOf(method);
+                if (rpc == null)
+                {
+                    writeError(ctx, method, requestId, STATUS_UNKNOWN_METHOD, "unknown lookup method " + method);
+                    return;
+                }
+                final long startNs = System.nanoTime();
                 final MessageLite response;
                 try
                 {
@@ -137,20 +182,22 @@ public final class LookupServer implements AutoCloseable
                 }
                 catch (final InvalidProtocolBufferException ex)
                 {
+                    metrics.recordFailure(rpc, startNs);
                     writeError(ctx, method, requestId, STATUS_MALFORMED, "malformed request: " + ex.getMessage());
                     return;
                 }
                 catch (final RuntimeException ex)
                 {
+                    metrics.recordFailure(rpc, startNs);
                     LOG.error("lookup method {} failed unexpectedly", method, ex);
                     writeError(ctx, method, requestId, STATUS_INTERNAL, String.valueOf(ex));
                     return;
                 }
-                if (response == null)
+                finally
                 {
-                    writeError(ctx, method, requestId, STATUS_UNKNOWN_METHOD, "unknown lookup method " + method);
-                    return;
+                    decoder.trim();
                 }
+                metrics.record(rpc, startNs, response);
                 final int size = response.getSerializedSize();
                 final ByteBuf out = ctx.alloc().directBuffer(HEADER_LENGTH + size);
                 writeHeader(out, HEADER_LENGTH - LENGTH_FIELD_LENGTH + size, method, STATUS_OK, requestId);
@@ -189,6 +236,26 @@ public final class LookupServer implements AutoCloseable
                 LOG.debug("lookup connection {} failed", ctx.channel().remoteAddress(), cause);
             }
             ctx.close();
+        }
+    }
+
+    /** The call a lookup method number stands for, or null for an unknown method. */
+    static MasterRpc rpcOf(final int method)
+    {
+        switch (method)
+        {
+            case METHOD_EXIST_KEY: return MasterRpc.EXIST_KEY;
+            case METHOD_BATCH_EXIST_KEY: return MasterRpc.BATCH_EXIST_KEY;
+            case METHOD_BATCH_PROBE_KEY: return MasterRpc.BATCH_PROBE_KEY;
+            case METHOD_GET_REPLICA_LIST: return MasterRpc.GET_REPLICA_LIST;
+            case METHOD_BATCH_GET_REPLICA_LIST: return MasterRpc.BATCH_GET_REPLICA_LIST;
+            case METHOD_PUT_START: return MasterRpc.PUT_START;
+            case METHOD_PUT_END: return MasterRpc.PUT_END;
+            case METHOD_PUT_REVOKE: return MasterRpc.PUT_REVOKE;
+            case METHOD_BATCH_PUT_START: return MasterRpc.BATCH_PUT_START;
+            case METHOD_BATCH_PUT_END: return MasterRpc.BATCH_PUT_END;
+            case METHOD_BATCH_PUT_REVOKE: return MasterRpc.BATCH_PUT_REVOKE;
+            default: return null;
         }
     }
 

@@ -18,14 +18,23 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
     private static final Logger LOG = LoggerFactory.getLogger(MasterGrpcService.class);
 
     private final MasterRequestHandler handler;
+    private final RpcMetrics metrics;
 
     public MasterGrpcService(final MasterRequestHandler handler)
     {
-        this.handler = handler;
+        this(handler, RpcMetrics.NONE);
     }
 
-    private static <T> void reply(final StreamObserver<T> observer, final String rpc, final Supplier<T> call)
+    /** @param metrics per-call latency and failures of this transport. */
+    public MasterGrpcService(final MasterRequestHandler handler, final RpcMetrics metrics)
     {
+        this.handler = handler;
+        this.metrics = metrics;
+    }
+
+    private <T> void reply(final StreamObserver<T> observer, final MasterRpc rpc, final Supplier<T> call)
+    {
+        final long startNs = System.nanoTime();
         final T response;
         try
         {
@@ -33,10 +42,12 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
         }
         catch (final RuntimeException ex)
         {
+            metrics.recordFailure(rpc, startNs);
             LOG.error("{} failed unexpectedly", rpc, ex);
             observer.onError(Status.INTERNAL.withDescription(rpc + ": " + ex).asRuntimeException());
             return;
         }
+        metrics.record(rpc, startNs, response);
         observer.onNext(response);
         observer.onCompleted();
     }
@@ -44,132 +55,132 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
     @Override
     public void mountSegment(final MountSegmentRequest req, final StreamObserver<MountSegmentResponse> observer)
     {
-        reply(observer, "MountSegment", () -> handler.mountSegment(req));
+        reply(observer, MasterRpc.MOUNT_SEGMENT, () -> handler.mountSegment(req));
     }
 
     @Override
     public void unmountSegment(final UnmountSegmentRequest req, final StreamObserver<CodeResponse> observer)
     {
-        reply(observer, "UnmountSegment", () -> handler.unmountSegment(req));
+        reply(observer, MasterRpc.UNMOUNT_SEGMENT, () -> handler.unmountSegment(req));
     }
 
     @Override
     public void deregisterNode(final DeregisterNodeRequest req, final StreamObserver<CodeResponse> observer)
     {
-        reply(observer, "DeregisterNode", () -> handler.deregisterNode(req));
+        reply(observer, MasterRpc.DEREGISTER_NODE, () -> handler.deregisterNode(req));
     }
 
     @Override
     public void reportLedger(final ReportLedgerRequest req, final StreamObserver<ReportLedgerResponse> observer)
     {
-        reply(observer, "ReportLedger", () -> handler.reportLedger(req));
+        reply(observer, MasterRpc.REPORT_LEDGER, () -> handler.reportLedger(req));
     }
 
     @Override
     public void heartbeat(final HeartbeatRequest req, final StreamObserver<HeartbeatResponse> observer)
     {
-        reply(observer, "Heartbeat", () -> handler.heartbeat(req));
+        reply(observer, MasterRpc.HEARTBEAT, () -> handler.heartbeat(req));
     }
 
     @Override
     public void putStart(final PutStartRequest req, final StreamObserver<PutStartResponse> observer)
     {
-        reply(observer, "PutStart", () -> handler.putStart(req));
+        reply(observer, MasterRpc.PUT_START, () -> handler.putStart(req));
     }
 
     @Override
     public void putEnd(final PutEndRequest req, final StreamObserver<CodeResponse> observer)
     {
-        reply(observer, "PutEnd", () -> handler.putEnd(req));
+        reply(observer, MasterRpc.PUT_END, () -> handler.putEnd(req));
     }
 
     @Override
     public void putRevoke(final PutRevokeRequest req, final StreamObserver<CodeResponse> observer)
     {
-        reply(observer, "PutRevoke", () -> handler.putRevoke(req));
+        reply(observer, MasterRpc.PUT_REVOKE, () -> handler.putRevoke(req));
     }
 
     @Override
     public void batchPutStart(final BatchPutStartRequest req, final StreamObserver<BatchPutStartResponse> observer)
     {
-        reply(observer, "BatchPutStart", () -> handler.batchPutStart(req));
+        reply(observer, MasterRpc.BATCH_PUT_START, () -> handler.batchPutStart(req));
     }
 
     @Override
     public void batchPutEnd(final BatchKeysRequest req, final StreamObserver<BatchCodeResponse> observer)
     {
-        reply(observer, "BatchPutEnd", () -> handler.batchPutEnd(req));
+        reply(observer, MasterRpc.BATCH_PUT_END, () -> handler.batchPutEnd(req));
     }
 
     @Override
     public void batchPutRevoke(final BatchKeysRequest req, final StreamObserver<BatchCodeResponse> observer)
     {
-        reply(observer, "BatchPutRevoke", () -> handler.batchPutRevoke(req));
+        reply(observer, MasterRpc.BATCH_PUT_REVOKE, () -> handler.batchPutRevoke(req));
     }
 
     @Override
     public void getReplicaList(final KeyRequest req, final StreamObserver<GetReplicaListResponse> observer)
     {
-        reply(observer, "GetReplicaList", () -> handler.getReplicaList(req));
+        reply(observer, MasterRpc.GET_REPLICA_LIST, () -> handler.getReplicaList(req));
     }
 
     @Override
     public void batchGetReplicaList(final BatchKeysRequest req, final StreamObserver<BatchGetReplicaListResponse> observer)
     {
-        reply(observer, "BatchGetReplicaList", () -> handler.batchGetReplicaList(req));
+        reply(observer, MasterRpc.BATCH_GET_REPLICA_LIST, () -> handler.batchGetReplicaList(req));
     }
 
     @Override
     public void existKey(final KeyRequest req, final StreamObserver<ExistKeyResponse> observer)
     {
-        reply(observer, "ExistKey", () -> handler.existKey(req));
+        reply(observer, MasterRpc.EXIST_KEY, () -> handler.existKey(req));
     }
 
     @Override
     public void batchExistKey(final BatchKeysRequest req, final StreamObserver<BatchExistKeyResponse> observer)
     {
-        reply(observer, "BatchExistKey", () -> handler.batchExistKey(req));
+        reply(observer, MasterRpc.BATCH_EXIST_KEY, () -> handler.batchExistKey(req));
     }
 
     @Override
     public void batchProbeKey(final BatchProbeKeyRequest req, final StreamObserver<BatchProbeKeyResponse> observer)
     {
-        reply(observer, "BatchProbeKey", () -> handler.batchProbeKey(req));
+        reply(observer, MasterRpc.BATCH_PROBE_KEY, () -> handler.batchProbeKey(req));
     }
 
     @Override
     public void remove(final RemoveRequest req, final StreamObserver<CodeResponse> observer)
     {
-        reply(observer, "Remove", () -> handler.remove(req));
+        reply(observer, MasterRpc.REMOVE, () -> handler.remove(req));
     }
 
     @Override
     public void removeByRegex(final RemoveByRegexRequest req, final StreamObserver<CountResponse> observer)
     {
-        reply(observer, "RemoveByRegex", () -> handler.removeByRegex(req));
+        reply(observer, MasterRpc.REMOVE_BY_REGEX, () -> handler.removeByRegex(req));
     }
 
     @Override
     public void removeAll(final RemoveAllRequest req, final StreamObserver<CountResponse> observer)
     {
-        reply(observer, "RemoveAll", () -> handler.removeAll(req));
+        reply(observer, MasterRpc.REMOVE_ALL, () -> handler.removeAll(req));
     }
 
     @Override
     public void listKeys(final ListKeysRequest req, final StreamObserver<ListKeysResponse> observer)
     {
-        reply(observer, "ListKeys", () -> handler.listKeys(req));
+        reply(observer, MasterRpc.LIST_KEYS, () -> handler.listKeys(req));
     }
 
     @Override
     public void getServerInfo(final ServerInfoRequest req, final StreamObserver<ServerInfoResponse> observer)
     {
-        reply(observer, "GetServerInfo", () -> handler.getServerInfo(req));
+        reply(observer, MasterRpc.GET_SERVER_INFO, () -> handler.getServerInfo(req));
     }
 
     @Override
     public void getClusterStatus(final ClusterStatusRequest req, final StreamObserver<ClusterStatusResponse> observer)
     {
-        reply(observer, "GetClusterStatus", () -> handler.getClusterStatus(req));
+        reply(observer, MasterRpc.GET_CLUSTER_STATUS, () -> handler.getClusterStatus(req));
     }
 }

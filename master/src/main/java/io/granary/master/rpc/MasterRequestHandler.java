@@ -1,5 +1,6 @@
 package io.granary.master.rpc;
 
+import com.google.protobuf.ByteString;
 import com.google.protobuf.ProtocolStringList;
 import io.granary.master.MasterServer;
 import io.granary.master.alloc.SegmentAllocation;
@@ -10,6 +11,7 @@ import io.granary.master.segment.FreedExtents;
 import io.granary.master.segment.MountedSegment;
 import io.granary.master.segment.NodeRecord;
 import io.granary.master.segment.SegmentRegistry;
+import io.granary.master.token.TokenIssuer;
 import io.granary.proto.BatchCodeResponse;
 import io.granary.proto.BatchExistKeyResponse;
 import io.granary.proto.BatchGetReplicaListResponse;
@@ -106,6 +108,12 @@ public final class MasterRequestHandler
         return size > Limits.MAX_BATCH_KEYS;
     }
 
+    /** Puts name their client: 1..256 characters without control characters (the store keeps it per object). */
+    private static boolean badClientId(final String clientId)
+    {
+        return Limits.checkClientId(clientId) != null;
+    }
+
     private static boolean validId(final String id)
     {
         if (id.isEmpty() || id.length() > MAX_ID_LENGTH)
@@ -142,20 +150,20 @@ public final class MasterRequestHandler
 
     private interface KeyOp
     {
-        int apply(String key);
+        int apply(int index, String key);
     }
 
     private static BatchCodeResponse perKey(final BatchKeysRequest req, final KeyOp op)
     {
         final BatchCodeResponse.Builder b = BatchCodeResponse.newBuilder();
-        if (badTenant(req.getTenant()) || badBatch(req.getKeysCount()))
+        if (badTenant(req.getTenant()) || badBatch(req.getKeysCount()) || badClientId(req.getClientId()))
         {
             return b.setCode(INVALID_PARAMS_VALUE).build();
         }
         final ProtocolStringList keys = req.getKeysList();
         for (int i = 0; i < keys.size(); i++)
         {
-            b.addCodes(op.apply(keys.get(i)));
+            b.addCodes(op.apply(i, keys.get(i)));
         }
         return b.setCode(OK_VALUE).build();
     }
@@ -169,6 +177,10 @@ public final class MasterRequestHandler
             b.setValueLength(out.sizeBytes)
                 .addAllReplicas(out.replicas)
                 .setLeaseTtlMs(store.settings().leaseTtlNs / 1_000_000L);
+            if (out.hasCrc)
+            {
+                b.setCrc32C(out.crc32c);
+            }
         }
         return b;
     }
@@ -190,7 +202,9 @@ public final class MasterRequestHandler
         try
         {
             final Pattern pattern = Pattern.compile(regex);
-            return key -> pattern.matcher(key).matches();
+            // A pathological pattern ((a+)+b) backtracks exponentially: bound the work per key so that one request
+            // cannot hold an event loop; a key that runs out of budget counts as not matching.
+            return key -> BoundedCharSequence.matches(pattern, key);
         }
         catch (final PatternSyntaxException ex)
         {
@@ -264,7 +278,8 @@ public final class MasterRequestHandler
             .setNodeTtlMs(server.context().nodeTtl().toMillis());
         if (!validId(req.getNodeId()) || !validId(req.getNodeName()) || !validEndpoint(req.getEndpoint()) ||
             !req.hasSegment() || !validId(req.getSegment().getName()) || req.getSegment().getSegmentId() == 0 ||
-            req.getSegment().getSizeBytes() <= 0 || req.getSegment().getSizeBytes() > MAX_SEGMENT_BYTES)
+            req.getSegment().getSizeBytes() < server.context().allocationGranularity() ||
+            req.getSegment().getSizeBytes() > MAX_SEGMENT_BYTES)
         {
             return b.setCode(INVALID_PARAMS_VALUE).build();
         }
@@ -275,11 +290,20 @@ public final class MasterRequestHandler
         {
             store.purgeSegments(new HashSet<>(result.replaced));
         }
+        final TokenIssuer tokens = server.tokenIssuer();
+        if (tokens != null && (result.code == OK_VALUE || result.code == SEGMENT_ALREADY_EXISTS_VALUE))
+        {
+            b.setDataTokenKey(ByteString.copyFrom(tokens.nodeKey(req.getNodeId())));
+        }
         return b.setCode(result.code).build();
     }
 
     public CodeResponse unmountSegment(final UnmountSegmentRequest req)
     {
+        if (!validId(req.getNodeId()))
+        {
+            return code(INVALID_PARAMS_VALUE);
+        }
         final MountedSegment removed = registry.unmount(req.getNodeId(), req.getSegmentId());
         if (removed == null)
         {
@@ -291,6 +315,10 @@ public final class MasterRequestHandler
 
     public CodeResponse deregisterNode(final DeregisterNodeRequest req)
     {
+        if (!validId(req.getNodeId()))
+        {
+            return code(INVALID_PARAMS_VALUE);
+        }
         final List<MountedSegment> removed = registry.deregister(req.getNodeId());
         if (removed == null)
         {
@@ -307,6 +335,10 @@ public final class MasterRequestHandler
     public HeartbeatResponse heartbeat(final HeartbeatRequest req)
     {
         final HeartbeatResponse.Builder b = HeartbeatResponse.newBuilder().setMasterId(server.masterId());
+        if (!validId(req.getNodeId()))
+        {
+            return b.setCode(INVALID_PARAMS_VALUE).build();
+        }
         final NodeRecord node = registry.node(req.getNodeId());
         if (node == null || !registry.heartbeat(req.getNodeId()))
         {
@@ -370,7 +402,7 @@ public final class MasterRequestHandler
 
     public PutStartResponse putStart(final PutStartRequest req)
     {
-        if (badTenant(req.getTenant()))
+        if (badTenant(req.getTenant()) || badClientId(req.getClientId()))
         {
             return PutStartResponse.newBuilder().setCode(INVALID_PARAMS_VALUE).build();
         }
@@ -392,20 +424,21 @@ public final class MasterRequestHandler
 
     public CodeResponse putEnd(final PutEndRequest req)
     {
-        return badTenant(req.getTenant()) ? code(INVALID_PARAMS_VALUE) :
-            code(store.putEnd(tenant(req.getTenant()), req.getClientId(), req.getKey()));
+        return badTenant(req.getTenant()) || badClientId(req.getClientId()) ? code(INVALID_PARAMS_VALUE) :
+            code(store.putEnd(tenant(req.getTenant()), req.getClientId(), req.getKey(), req.hasCrc32C(),
+                req.getCrc32C()));
     }
 
     public CodeResponse putRevoke(final PutRevokeRequest req)
     {
-        return badTenant(req.getTenant()) ? code(INVALID_PARAMS_VALUE) :
+        return badTenant(req.getTenant()) || badClientId(req.getClientId()) ? code(INVALID_PARAMS_VALUE) :
             code(store.putRevoke(tenant(req.getTenant()), req.getClientId(), req.getKey()));
     }
 
     public BatchPutStartResponse batchPutStart(final BatchPutStartRequest req)
     {
         final BatchPutStartResponse.Builder b = BatchPutStartResponse.newBuilder();
-        if (badTenant(req.getTenant()) || badBatch(req.getKeysCount()) ||
+        if (badTenant(req.getTenant()) || badBatch(req.getKeysCount()) || badClientId(req.getClientId()) ||
             req.getKeysCount() != req.getValueLengthsCount() || req.getAvoidNodeIdsCount() > MAX_AVOID_NODES)
         {
             return b.setCode(INVALID_PARAMS_VALUE).build();
@@ -425,14 +458,21 @@ public final class MasterRequestHandler
         return b.setCode(OK_VALUE).build();
     }
 
+    /** BatchPutEnd: {@code crc32c} holds no checksum or one per key. */
     public BatchCodeResponse batchPutEnd(final BatchKeysRequest req)
     {
-        return perKey(req, key -> store.putEnd(tenant(req.getTenant()), req.getClientId(), key));
+        final boolean hasCrc = req.getCrc32CCount() > 0;
+        if (hasCrc && req.getCrc32CCount() != req.getKeysCount())
+        {
+            return BatchCodeResponse.newBuilder().setCode(INVALID_PARAMS_VALUE).build();
+        }
+        return perKey(req, (i, key) ->
+            store.putEnd(tenant(req.getTenant()), req.getClientId(), key, hasCrc, hasCrc ? req.getCrc32C(i) : 0));
     }
 
     public BatchCodeResponse batchPutRevoke(final BatchKeysRequest req)
     {
-        return perKey(req, key -> store.putRevoke(tenant(req.getTenant()), req.getClientId(), key));
+        return perKey(req, (i, key) -> store.putRevoke(tenant(req.getTenant()), req.getClientId(), key));
     }
 
     public GetReplicaListResponse getReplicaList(final KeyRequest req)

@@ -10,6 +10,7 @@ import java.util.Collection;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.LongAdder;
 
 /**
  * Registry of storage nodes and their mounted segments, and the node-TTL liveness rule.
@@ -39,6 +40,9 @@ public final class SegmentRegistry
     private final AllocationFactory allocationFactory;
     private final Map<String, NodeRecord> nodes = new ConcurrentHashMap<>();
     private volatile MountedSegment[] live = new MountedSegment[0];
+    private final LongAdder nodesJoined = new LongAdder();
+    private final LongAdder nodesExpired = new LongAdder();
+    private final LongAdder nodesLeft = new LongAdder();
 
     /** Creates the allocator of a newly mounted segment. */
     @FunctionalInterface
@@ -99,6 +103,7 @@ public final class SegmentRegistry
         {
             node = new NodeRecord(nodeId, nodeName, endpoint, now);
             nodes.put(nodeId, node);
+            nodesJoined.increment();
             LOG.info("node joined: {} id={} endpoint={}", nodeName, nodeId, endpoint);
         }
         else if (!node.endpoint().equals(endpoint))
@@ -206,6 +211,7 @@ public final class SegmentRegistry
             return null;
         }
         LOG.info("node left: {} id={} endpoint={}", node.name(), node.nodeId(), node.endpoint());
+        nodesLeft.increment();
         return removeNodeLocked(node);
     }
 
@@ -220,6 +226,7 @@ public final class SegmentRegistry
             {
                 LOG.warn("node expired: {} id={} endpoint={} (no heartbeat for {} ms)",
                     node.name(), node.nodeId(), node.endpoint(), (now - node.lastHeartbeatNs()) / 1_000_000L);
+                nodesExpired.increment();
                 if (removed == null)
                 {
                     removed = new ArrayList<>();
@@ -280,5 +287,23 @@ public final class SegmentRegistry
     public int nodeCount()
     {
         return nodes.size();
+    }
+
+    /** Node incarnations registered since start. */
+    public long nodesJoined()
+    {
+        return nodesJoined.sum();
+    }
+
+    /** Nodes dropped for missing heartbeats longer than the node TTL. */
+    public long nodesExpired()
+    {
+        return nodesExpired.sum();
+    }
+
+    /** Nodes that deregistered cleanly. */
+    public long nodesLeft()
+    {
+        return nodesLeft.sum();
     }
 }

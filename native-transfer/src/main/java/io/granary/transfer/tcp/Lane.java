@@ -1,7 +1,6 @@
 package io.granary.transfer.tcp;
 
 import io.granary.protocol.FrameDescriptor;
-import io.granary.protocol.FrameHeader;
 import io.granary.protocol.Opcode;
 import io.netty.bootstrap.Bootstrap;
 import io.netty.buffer.ByteBuf;
@@ -43,13 +42,14 @@ final class Lane
     private final Bootstrap bootstrap;
     private final InetSocketAddress address;
     private final long timeoutMs;
+    private final int maxVectorEntries;
     private final Queue<TransferSlice> submitted = new ConcurrentLinkedQueue<>();
     private final AtomicBoolean drainScheduled = new AtomicBoolean();
     private final Runnable drainTask = this::drain;
     private volatile boolean dead;
 
     // Event-loop confined.
-    private final LongObjectHashMap<TransferSlice> inflight = new LongObjectHashMap<>();
+    private final LongObjectHashMap<InflightFrame> inflight = new LongObjectHashMap<>();
     private State state = State.CONNECTING;
     private Channel channel;
     private long nextRequestId = 1;
@@ -59,13 +59,15 @@ final class Lane
         final EventLoop eventLoop,
         final Bootstrap bootstrap,
         final InetSocketAddress address,
-        final long timeoutMs)
+        final long timeoutMs,
+        final int maxVectorEntries)
     {
         this.peer = peer;
         this.eventLoop = eventLoop;
         this.bootstrap = bootstrap;
         this.address = address;
         this.timeoutMs = timeoutMs;
+        this.maxVectorEntries = maxVectorEntries;
     }
 
     /** True once the lane failed or closed; it accepts no more work and is replaced. */
@@ -131,7 +133,7 @@ final class Lane
             return;
         }
         final ChannelFuture connectFuture = bootstrap.clone(eventLoop)
-            .handler(new ResponseDecoder(this))
+            .handler(peer.laneHandler(this))
             .connect(address);
         channel = connectFuture.channel();
         connectFuture.addListener((ChannelFuture f) -> onConnectComplete(f));
@@ -168,14 +170,38 @@ final class Lane
 
         final Channel ch = channel;
         int frames = 0;
+        VectorRead vector = null;
         TransferSlice slice;
         while ((slice = submitted.poll()) != null)
         {
-            if (!slice.isDone())
+            if (slice.isDone())
             {
-                send(ch, slice);
-                frames++;
+                continue;
             }
+            if (maxVectorEntries > 1 && VectorRead.fits(slice))
+            {
+                // Small READs queued together travel as one READV frame.
+                if (vector == null)
+                {
+                    vector = new VectorRead(maxVectorEntries);
+                }
+                if (vector.add(slice))
+                {
+                    continue;
+                }
+                sendVector(ch, vector);
+                frames++;
+                vector = new VectorRead(maxVectorEntries);
+                vector.add(slice);
+                continue;
+            }
+            send(ch, slice);
+            frames++;
+        }
+        if (vector != null)
+        {
+            sendVector(ch, vector);
+            frames++;
         }
         if (frames > 0)
         {
@@ -183,18 +209,37 @@ final class Lane
         }
     }
 
-    private void send(final Channel ch, final TransferSlice slice)
+    private void sendVector(final Channel ch, final VectorRead vector)
+    {
+        if (vector.size() == 1)
+        {
+            send(ch, vector.only());
+            return;
+        }
+        final long requestId = track(vector);
+        final int bytes = FrameDescriptor.HEADER_LENGTH * (1 + vector.size());
+        final ByteBuf frame = ch.alloc().directBuffer(bytes, bytes);
+        vector.encode(frame, requestId);
+        ch.write(frame, ch.voidPromise());
+    }
+
+    /** Gives {@code frame} the next request id, registers it as waiting for an answer and starts its timeout. */
+    private long track(final InflightFrame frame)
     {
         final long requestId = nextRequestId++;
-        slice.requestId = requestId;
-        slice.lane = this;
-        inflight.put(requestId, slice);
-        slice.timeout = eventLoop.schedule(slice, timeoutMs, TimeUnit.MILLISECONDS);
+        frame.requestId = requestId;
+        frame.lane = this;
+        inflight.put(requestId, frame);
+        frame.timeout = eventLoop.schedule(frame, timeoutMs, TimeUnit.MILLISECONDS);
+        return requestId;
+    }
+
+    private void send(final Channel ch, final TransferSlice slice)
+    {
+        final long requestId = track(slice);
 
         final ByteBuf header = ch.alloc().directBuffer(FrameDescriptor.HEADER_LENGTH, FrameDescriptor.HEADER_LENGTH);
-        FrameHeader.encode(
-            header, slice.opcode, 0, requestId, slice.segmentId, 0, slice.remoteOffset, slice.length,
-            slice.tokenExpiryMs, slice.tokenMac);
+        slice.encodeHeader(header, requestId);
         if ((slice.opcode == Opcode.WRITE || slice.opcode == Opcode.COMMIT) && slice.length > 0)
         {
             ch.write(header, ch.voidPromise());
@@ -207,22 +252,36 @@ final class Lane
         }
     }
 
-    /** Takes the slice waiting for {@code requestId}, or null if it is unknown (e.g. timed out). */
-    TransferSlice takeInflight(final long requestId)
+    /** True when this lane sent a request with this id (answered, pending or timed out). */
+    boolean wasIssued(final long requestId)
+    {
+        return requestId > 0 && requestId < nextRequestId;
+    }
+
+    /** Takes the frame waiting for {@code requestId}, or null if it is unknown (e.g. timed out). */
+    InflightFrame takeInflight(final long requestId)
     {
         return inflight.remove(requestId);
     }
 
-    void onTimeout(final TransferSlice slice)
+    /** True if request {@code requestId} is an outstanding READ of at least {@code minBytes} (event loop only). */
+    boolean expectsLargeRead(final long requestId, final int minBytes)
     {
-        inflight.remove(slice.requestId);
-        if (!slice.payloadWritten)
+        final InflightFrame frame = inflight.get(requestId);
+        return frame instanceof TransferSlice && frame.opcode() == Opcode.READ &&
+            ((TransferSlice)frame).length >= minBytes;
+    }
+
+    void onTimeout(final InflightFrame frame)
+    {
+        inflight.remove(frame.requestId);
+        if (frame.payloadPending())
         {
             // The caller's buffer still sits in the outbound queue: drop the connection so that the
             // engine lets go of it before the caller gets the buffer back.
             fail(TRANSFER_FAIL_VALUE, "write to " + peer.endpoint() + " stalled for " + timeoutMs + " ms");
         }
-        slice.complete(RPC_TIMEOUT_VALUE);
+        frame.complete(RPC_TIMEOUT_VALUE);
     }
 
     /** The connection broke, closed or spoke nonsense: everything pending fails and the lane is dropped. */
@@ -245,11 +304,11 @@ final class Lane
         {
             channel.close();
         }
-        final ArrayList<TransferSlice> slices = new ArrayList<>(inflight.values());
+        final ArrayList<InflightFrame> frames = new ArrayList<>(inflight.values());
         inflight.clear();
-        for (final TransferSlice slice : slices)
+        for (final InflightFrame frame : frames)
         {
-            slice.complete(status);
+            frame.complete(status);
         }
         failSubmitted(status);
     }

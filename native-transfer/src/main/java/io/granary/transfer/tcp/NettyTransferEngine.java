@@ -1,5 +1,6 @@
 package io.granary.transfer.tcp;
 
+import io.granary.common.tls.TlsContexts;
 import io.granary.protocol.FrameDescriptor;
 import io.granary.transfer.TransferConfig;
 import io.granary.transfer.TransferEngine;
@@ -16,13 +17,13 @@ import io.netty.channel.epoll.Epoll;
 import io.netty.channel.epoll.EpollIoHandler;
 import io.netty.channel.epoll.EpollSocketChannel;
 import io.netty.channel.nio.NioIoHandler;
+import io.netty.handler.ssl.SslContext;
 import io.netty.channel.socket.nio.NioSocketChannel;
 import io.netty.util.concurrent.DefaultThreadFactory;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.net.InetSocketAddress;
-import java.util.Arrays;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
@@ -44,11 +45,12 @@ public final class NettyTransferEngine implements TransferEngine
     /** Socket buffers big enough for a few MiB in flight per lane (the kernel caps them at net.core.*mem_max). */
     static final int SOCKET_BUFFER_BYTES = 4 << 20;
     static final WriteBufferWaterMark WRITE_BUFFER_WATER_MARK = new WriteBufferWaterMark(4 << 20, 16 << 20);
-    /** An access token in a request is the header's token fields verbatim: expiry (8 bytes) then MAC. */
-    public static final int ACCESS_TOKEN_LENGTH = 8 + FrameDescriptor.TOKEN_MAC_LENGTH;
+    /** An access token in a request is the header's token fields verbatim: expiry (4 bytes) then MAC. */
+    public static final int ACCESS_TOKEN_LENGTH = FrameDescriptor.ACCESS_TOKEN_LENGTH;
     private static final long SHUTDOWN_TIMEOUT_MS = 3_000;
 
     private final TransferConfig config;
+    private final SslContext sslContext;
     private final boolean epoll;
     private final EventLoopGroup group;
     private final Bootstrap bootstrap;
@@ -56,9 +58,11 @@ public final class NettyTransferEngine implements TransferEngine
     private final AtomicBoolean closed = new AtomicBoolean();
     private final AdmissionCounters counters = new AdmissionCounters();
 
+    /** @throws IllegalArgumentException for a bad setting, including unusable TLS files. */
     public NettyTransferEngine(final TransferConfig config)
     {
         this.config = config.copy().conclude();
+        this.sslContext = TlsContexts.clientContext(this.config.tls());
         this.epoll = this.config.preferEpoll() && Epoll.isAvailable();
         final IoHandlerFactory ioHandlerFactory = epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory();
         this.group = new MultiThreadIoEventLoopGroup(
@@ -75,9 +79,10 @@ public final class NettyTransferEngine implements TransferEngine
             .option(ChannelOption.WRITE_BUFFER_WATER_MARK, WRITE_BUFFER_WATER_MARK)
             .option(ChannelOption.CONNECT_TIMEOUT_MILLIS,
                 (int)Math.min(Integer.MAX_VALUE, this.config.connectTimeoutMs()));
-        LOG.debug("Java TCP transfer engine started: {} transport, {} I/O threads, {} lanes per peer, " +
+        LOG.debug("Java TCP transfer engine started: {} transport{}, {} I/O threads, {} lanes per peer, " +
             "{} queued frames and {} pending admissions per peer, admission timeout {} ms",
-            epoll ? "epoll" : "nio", this.config.ioThreads(), this.config.lanesPerPeer(),
+            epoll ? "epoll" : "nio", sslContext == null ? "" : " with TLS", this.config.ioThreads(),
+            this.config.lanesPerPeer(),
             this.config.maxQueuedTransfersPerPeer(), this.config.maxPendingAdmissionsPerPeer(),
             this.config.admissionTimeoutMs());
     }
@@ -86,6 +91,12 @@ public final class NettyTransferEngine implements TransferEngine
     public TransportKind kind()
     {
         return TransportKind.JAVA;
+    }
+
+    /** True when every lane speaks TLS (frames are then decrypted into the TLS handler's own buffers). */
+    public boolean tlsEnabled()
+    {
+        return sslContext != null;
     }
 
     /** "epoll" or "nio": the Netty transport underneath. */
@@ -103,7 +114,9 @@ public final class NettyTransferEngine implements TransferEngine
         }
 
         final byte[] token = request.accessToken();
-        if ((token != null && token.length != ACCESS_TOKEN_LENGTH) ||
+        final FrameToken frameToken =
+            token == null ? null : FrameToken.of(token, request.grantOffset(), request.grantLength());
+        if ((token != null && (frameToken == null || !request.withinGrant())) ||
             (request.op() == TransferRequest.Op.READ && request.local().isReadOnly()))
         {
             return completed(INVALID_PARAMS_VALUE);
@@ -122,12 +135,10 @@ public final class NettyTransferEngine implements TransferEngine
                 return completed(TRANSFER_FAIL_VALUE); // not cached: name resolution may work later
             }
             peer = peers.computeIfAbsent(request.endpoint(), endpoint -> new PeerConnection(
-                endpoint, address, group, bootstrap, config, counters));
+                endpoint, address, group, bootstrap, config, counters, sslContext));
         }
 
-        final long tokenExpiryMs = token == null ? 0 : tokenExpiry(token);
-        final byte[] tokenMac = token == null ? null : Arrays.copyOfRange(token, 8, ACCESS_TOKEN_LENGTH);
-        final CompletableFuture<Integer> future = peer.submit(request, tokenExpiryMs, tokenMac);
+        final CompletableFuture<Integer> future = peer.submit(request, frameToken);
         if (closed.get())
         {
             peer.close(); // raced with close(): make sure nothing is left behind on a fresh lane
@@ -217,16 +228,6 @@ public final class NettyTransferEngine implements TransferEngine
             return null;
         }
         return new InetSocketAddress(host, port);
-    }
-
-    private static long tokenExpiry(final byte[] token)
-    {
-        long value = 0;
-        for (int i = 0; i < 8; i++)
-        {
-            value = (value << 8) | (token[i] & 0xFF);
-        }
-        return value;
     }
 
     private static CompletableFuture<Integer> completed(final int status)

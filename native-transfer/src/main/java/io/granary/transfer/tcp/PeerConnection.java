@@ -1,9 +1,16 @@
 package io.granary.transfer.tcp;
 
+import io.granary.common.tls.TlsContexts;
 import io.granary.transfer.TransferConfig;
 import io.granary.transfer.TransferRequest;
 import io.netty.bootstrap.Bootstrap;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelHandler;
+import io.netty.channel.ChannelInitializer;
 import io.netty.channel.EventLoopGroup;
+import io.netty.handler.ssl.SslContext;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 import java.net.InetSocketAddress;
 import java.util.concurrent.CompletableFuture;
@@ -19,6 +26,7 @@ import static io.granary.proto.ErrorCode.TRANSFER_FAIL_VALUE;
  */
 final class PeerConnection
 {
+    private static final Logger LOG = LoggerFactory.getLogger(PeerConnection.class);
     /** Bytes of one transfer kept in flight per lane: enough to keep a lane busy, small enough to let others in. */
     static final int WINDOW_BYTES_PER_LANE = 4 << 20;
     static final int MIN_WINDOW_SLICES_PER_LANE = 2;
@@ -31,9 +39,11 @@ final class PeerConnection
     private final int sliceBytes;
     private final int sliceWindow;
     private final long timeoutMs;
+    private final int maxVectorEntries;
     private final AtomicReferenceArray<Lane> lanes;
     private final AtomicInteger nextLane = new AtomicInteger();
     private final AdmissionControl admission;
+    private final SslContext sslContext;
 
     PeerConnection(
         final String endpoint,
@@ -41,15 +51,18 @@ final class PeerConnection
         final EventLoopGroup group,
         final Bootstrap bootstrap,
         final TransferConfig config,
-        final AdmissionCounters counters)
+        final AdmissionCounters counters,
+        final SslContext sslContext)
     {
         this.endpoint = endpoint;
+        this.sslContext = sslContext;
         this.address = address;
         this.group = group;
         this.bootstrap = bootstrap;
         this.sliceBytes = config.sliceBytes();
         this.sliceWindow = sliceWindow(config.lanesPerPeer(), config.sliceBytes());
         this.timeoutMs = config.transferTimeoutMs();
+        this.maxVectorEntries = config.maxVectorEntries();
         this.lanes = new AtomicReferenceArray<>(config.lanesPerPeer());
         this.admission = new AdmissionControl(
             endpoint, config.maxQueuedTransfersPerPeer(), config.maxPendingAdmissionsPerPeer(),
@@ -69,6 +82,35 @@ final class PeerConnection
         return endpoint;
     }
 
+    /** True when this peer's lanes speak TLS. */
+    boolean tlsEnabled()
+    {
+        return sslContext != null;
+    }
+
+    /**
+     * The pipeline of a new lane: the response decoder, behind a TLS handler when TLS is on (the server's
+     * certificate must name the endpoint's host). Only plain lanes receive READ payloads in place: with TLS the
+     * socket bytes are ciphertext, and the SslHandler decrypts into its own buffers.
+     */
+    ChannelHandler laneHandler(final Lane lane)
+    {
+        if (!tlsEnabled())
+        {
+            return new ResponseDecoder(lane, true);
+        }
+        return new ChannelInitializer<>()
+        {
+            @Override
+            protected void initChannel(final Channel ch)
+            {
+                ch.pipeline().addLast(new ResponseDecoder(lane, !tlsEnabled()));
+                TlsContexts.addClientHandler(ch, sslContext, address.getHostString(), address.getPort(), LOG,
+                    "storage node");
+            }
+        };
+    }
+
     /** Frames admitted to this peer and not yet completed (sent, queued on a lane or waiting for the window). */
     int outstandingFrames()
     {
@@ -81,10 +123,10 @@ final class PeerConnection
         return admission.pendingAdmissions();
     }
 
-    CompletableFuture<Integer> submit(final TransferRequest request, final long tokenExpiryMs, final byte[] tokenMac)
+    CompletableFuture<Integer> submit(final TransferRequest request, final FrameToken token)
     {
         final PendingTransfer transfer = new PendingTransfer(
-            this, request, sliceBytes, nextLane.getAndIncrement(), tokenExpiryMs, tokenMac);
+            this, request, sliceBytes, nextLane.getAndIncrement(), token);
         admission.submit(transfer);
         return transfer.future();
     }
@@ -138,7 +180,7 @@ final class PeerConnection
             {
                 return lane;
             }
-            final Lane fresh = new Lane(this, group.next(), bootstrap, address, timeoutMs);
+            final Lane fresh = new Lane(this, group.next(), bootstrap, address, timeoutMs, maxVectorEntries);
             if (lanes.compareAndSet(index, lane, fresh))
             {
                 fresh.start();

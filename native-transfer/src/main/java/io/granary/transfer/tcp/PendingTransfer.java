@@ -38,8 +38,7 @@ final class PendingTransfer
     private final byte[] commit;
     private final boolean commitPipelined;
     private final int firstLane;
-    private final long tokenExpiryMs;
-    private final byte[] tokenMac;
+    private final FrameToken token;
     private final CompletableFuture<Integer> future = new CompletableFuture<>();
 
     /** When a pending admission gives up; guarded by the peer's admission lock. */
@@ -55,8 +54,7 @@ final class PendingTransfer
         final TransferRequest request,
         final int sliceBytes,
         final int firstLane,
-        final long tokenExpiryMs,
-        final byte[] tokenMac)
+        final FrameToken token)
     {
         this.peer = peer;
         this.opcode = request.op() == TransferRequest.Op.READ ? Opcode.READ : Opcode.WRITE;
@@ -77,8 +75,7 @@ final class PendingTransfer
         }
         this.commitPipelined = commit != null && sliceCount == 1;
         this.firstLane = firstLane;
-        this.tokenExpiryMs = tokenExpiryMs;
-        this.tokenMac = tokenMac;
+        this.token = token;
         this.remainingSlices = frameCount();
         this.dataSlicesLeft = sliceCount;
     }
@@ -185,13 +182,13 @@ final class PendingTransfer
         final int sliceLength = Math.min(sliceBytes, length - offset);
         final ByteBuffer view = local.duplicate();
         view.limit(base + offset + sliceLength).position(base + offset);
-        return new TransferSlice(
-            this, opcode, segmentId, remoteOffset + offset, view, sliceLength, tokenExpiryMs, tokenMac);
+        return new TransferSlice(this, opcode, segmentId, remoteOffset + offset, view, sliceLength, token);
     }
 
+    /** The COMMIT frame: the extent's offset, the record as payload, and the WRITE's token (the node checks it). */
     private TransferSlice commitSlice()
     {
         return new TransferSlice(this, Opcode.COMMIT, segmentId, remoteOffset, ByteBuffer.wrap(commit), commit.length,
-            tokenExpiryMs, tokenMac);
+            token);
     }
 }

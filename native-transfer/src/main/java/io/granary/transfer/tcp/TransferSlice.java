@@ -1,5 +1,6 @@
 package io.granary.transfer.tcp;
 
+import io.granary.protocol.FrameHeader;
 import io.granary.protocol.Opcode;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
@@ -7,7 +8,6 @@ import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelFutureListener;
 
 import java.nio.ByteBuffer;
-import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
 
 /**
@@ -15,7 +15,7 @@ import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
  * with its own request id. Created when it is handed to a lane, then owned by that lane's event loop;
  * {@link #complete(int)} is safe from any thread and takes effect once.
  */
-final class TransferSlice implements Runnable, ChannelFutureListener
+final class TransferSlice extends InflightFrame implements ChannelFutureListener
 {
     private static final AtomicIntegerFieldUpdater<TransferSlice> DONE =
         AtomicIntegerFieldUpdater.newUpdater(TransferSlice.class, "done");
@@ -24,17 +24,14 @@ final class TransferSlice implements Runnable, ChannelFutureListener
     final int segmentId;
     final long remoteOffset;
     final int length;
-    final long tokenExpiryMs;
-    final byte[] tokenMac;
+    /** The transfer's access token, or null. */
+    final FrameToken token;
 
     private final PendingTransfer transfer;
     private final ByteBuffer local;
     private final int localEnd;
 
     // Event-loop confined once handed to a lane.
-    long requestId;
-    Lane lane;
-    ScheduledFuture<?> timeout;
     boolean payloadWritten;
 
     private volatile int done;
@@ -46,8 +43,7 @@ final class TransferSlice implements Runnable, ChannelFutureListener
         final long remoteOffset,
         final ByteBuffer local,
         final int length,
-        final long tokenExpiryMs,
-        final byte[] tokenMac)
+        final FrameToken token)
     {
         this.transfer = transfer;
         this.opcode = opcode;
@@ -56,13 +52,59 @@ final class TransferSlice implements Runnable, ChannelFutureListener
         this.local = local;
         this.localEnd = local.limit();
         this.length = length;
-        this.tokenExpiryMs = tokenExpiryMs;
-        this.tokenMac = tokenMac;
+        this.token = token;
     }
 
+    @Override
+    int opcode()
+    {
+        return opcode;
+    }
+
+    @Override
     boolean isDone()
     {
         return done != 0;
+    }
+
+    /** A READ or WRITE answer echoes segment, offset and length, whatever its status. */
+    @Override
+    boolean echoedBy(final FrameHeader response)
+    {
+        return response.segmentId == segmentId && response.offset == remoteOffset && response.length == length;
+    }
+
+    @Override
+    boolean acceptsPayload(final long payloadBytes)
+    {
+        return payloadBytes == length;
+    }
+
+    @Override
+    void payloadComplete()
+    {
+        complete(0);
+    }
+
+    @Override
+    boolean payloadPending()
+    {
+        return !payloadWritten;
+    }
+
+    /** Writes this slice's request header with {@code requestId}, its token placed in the transfer's grant. */
+    void encodeHeader(final ByteBuf out, final long requestId)
+    {
+        final FrameToken t = token;
+        if (t == null)
+        {
+            FrameHeader.encode(out, opcode, 0, requestId, segmentId, 0, remoteOffset, length, 0, null);
+        }
+        else
+        {
+            FrameHeader.encode(out, opcode, 0, requestId, segmentId, 0, remoteOffset, length, t.deltaOf(remoteOffset),
+                t.grantLength, t.expirySec, t.mac);
+        }
     }
 
     /** The WRITE payload: a zero-copy view of the caller's range. */
@@ -72,39 +114,54 @@ final class TransferSlice implements Runnable, ChannelFutureListener
     }
 
     /** Copies {@code count} READ response bytes from {@code in} (reader index untouched) into the caller's buffer. */
+    @Override
     void receive(final ByteBuf in, final int count)
+    {
+        receiveAt(in, in.readerIndex(), count);
+    }
+
+    /** Copies {@code count} READ response bytes of {@code in} from {@code index} into the caller's buffer. */
+    void receiveAt(final ByteBuf in, final int index, final int count)
     {
         final ByteBuffer dst = local;
         dst.limit(dst.position() + count);
-        in.getBytes(in.readerIndex(), dst);
+        in.getBytes(index, dst);
         dst.limit(localEnd);
     }
 
+    /**
+     * A writable view of the next {@code maxBytes} (at most) of the caller's buffer for a READ payload to land
+     * in, or null when the caller's buffer is on the heap (the bytes then go through a socket buffer).
+     */
+    @Override
+    ByteBuf inPlaceView(final int maxBytes)
+    {
+        if (!local.isDirect())
+        {
+            return null;
+        }
+        final ByteBuffer view = local.duplicate();
+        view.limit(view.position() + Math.min(maxBytes, view.remaining()));
+        return Unpooled.wrappedBuffer(view.slice()).clear();
+    }
+
+    /** {@code count} READ payload bytes landed in the caller's buffer through {@link #inPlaceView}. */
+    @Override
+    void receivedInPlace(final int count)
+    {
+        local.position(local.position() + count);
+    }
+
     /** Completes this slice once; later calls are ignored. */
+    @Override
     void complete(final int status)
     {
         if (!DONE.compareAndSet(this, 0, 1))
         {
             return;
         }
-        final ScheduledFuture<?> t = timeout;
-        if (t != null)
-        {
-            timeout = null;
-            t.cancel(false);
-        }
+        cancelTimeout();
         transfer.onSliceDone(status, opcode == Opcode.COMMIT);
-    }
-
-    /** The per-slice timeout, run on the lane's event loop. */
-    @Override
-    public void run()
-    {
-        timeout = null;
-        if (!isDone())
-        {
-            lane.onTimeout(this);
-        }
     }
 
     /** Completion of the payload write: the kernel holds the bytes, the caller's buffer is no longer needed. */

@@ -13,9 +13,12 @@ import java.io.OutputStream;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Queue;
 import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
@@ -45,6 +48,8 @@ final class FakeNode implements AutoCloseable
     }
 
     private static final FrameHeader END_OF_STREAM = new FrameHeader();
+    /** The READ entries of each READV header being answered (the header itself is what the responder queues). */
+    private final Map<FrameHeader, List<FrameHeader>> vectors = new ConcurrentHashMap<>();
 
     /** A request header and the number of the connection it came on (1 = first accepted). */
     record Received(int connection, FrameHeader header)
@@ -170,6 +175,23 @@ final class FakeNode implements AutoCloseable
                 headerBuf.setIndex(0, headerBytes.length);
                 final FrameHeader header = new FrameHeader();
                 header.decode(headerBuf, FrameDescriptor.MAX_FRAME_LENGTH_LIMIT);
+                if (header.opcode == Opcode.READV)
+                {
+                    // Record each READ entry as a request of its own; answer the vector as one frame.
+                    final List<FrameHeader> entries = new ArrayList<>();
+                    for (long i = 0; i < header.length / FrameDescriptor.HEADER_LENGTH; i++)
+                    {
+                        in.readFully(headerBytes);
+                        headerBuf.setIndex(0, headerBytes.length);
+                        final FrameHeader entry = new FrameHeader();
+                        entry.decode(headerBuf, FrameDescriptor.MAX_FRAME_LENGTH_LIMIT);
+                        entries.add(entry);
+                        requests.add(entry);
+                    }
+                    vectors.put(header, entries);
+                    toAnswer.add(header);
+                    continue;
+                }
                 requests.add(header);
                 received.add(new Received(number, header));
                 if (header.hasPayload())
@@ -211,8 +233,14 @@ final class FakeNode implements AutoCloseable
         }
     }
 
-    private static void respond(final OutputStream out, final FrameHeader request) throws IOException
+    private void respond(final OutputStream out, final FrameHeader request) throws IOException
     {
+        final List<FrameHeader> entries = vectors.remove(request);
+        if (entries != null)
+        {
+            respondToVector(out, request, entries);
+            return;
+        }
         final int responseOpcode = request.opcode | Opcode.RESPONSE_BIT;
         final boolean payload = request.opcode == Opcode.READ;
         final ByteBuf frame = Unpooled.buffer(FrameDescriptor.HEADER_LENGTH + (payload ? (int)request.length : 0));
@@ -225,6 +253,39 @@ final class FakeNode implements AutoCloseable
                 for (long i = 0; i < request.length; i++)
                 {
                     frame.writeByte((int)(request.offset + i));
+                }
+            }
+            out.write(frame.array(), frame.arrayOffset(), frame.readableBytes());
+            out.flush();
+        }
+        finally
+        {
+            frame.release();
+        }
+    }
+
+    /** Every entry succeeds: statuses 0, then each entry's bytes (the low byte of their remote offset). */
+    private static void respondToVector(final OutputStream out, final FrameHeader request, final List<FrameHeader> entries)
+        throws IOException
+    {
+        long payload = (long)entries.size() * FrameDescriptor.VECTOR_STATUS_LENGTH;
+        for (final FrameHeader entry : entries)
+        {
+            payload += entry.length;
+        }
+        final ByteBuf frame = Unpooled.buffer(FrameDescriptor.HEADER_LENGTH + (int)payload);
+        try
+        {
+            FrameHeader.encode(frame, Opcode.READV_RESPONSE, 0, request.requestId, 0, 0, 0, payload, 0, null);
+            for (int i = 0; i < entries.size(); i++)
+            {
+                frame.writeInt(0);
+            }
+            for (final FrameHeader entry : entries)
+            {
+                for (long i = 0; i < entry.length; i++)
+                {
+                    frame.writeByte((int)(entry.offset + i));
                 }
             }
             out.write(frame.array(), frame.arrayOffset(), frame.readableBytes());

@@ -30,7 +30,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 /**
  * Per-peer admission control of the Java engine against scripted peers that hold their responses until
  * the test lets them go: bounded queue, pending admissions in FIFO order, admission timeout, refusals
- * that never stall accepted work, and slices of a big transfer sharing the lanes with small ones.
+ * that never stall accepted work, and slices of a big transfer sharing the lanes with small ones. READV
+ * batching is off here (maxVectorEntries 1): these tests count frames and release answers one by one.
  */
 class NettyTransferEngineAdmissionTest
 {
@@ -54,7 +55,7 @@ class NettyTransferEngineAdmissionTest
     void shouldHoldTransfersBeyondTheQueueAsPendingAdmissionsAndAdmitThemInFifoOrder() throws Exception
     {
         final FakeNode node = node();
-        final NettyTransferEngine engine = engine(new TransferConfig()
+        final NettyTransferEngine engine = engine(new TransferConfig().maxVectorEntries(1)
             .lanesPerPeer(1).maxQueuedTransfersPerPeer(4).maxPendingAdmissionsPerPeer(8)
             .admissionTimeoutMs(NO_ADMISSION_TIMEOUT_MS));
         final Queue<Integer> completionOrder = new ConcurrentLinkedQueue<>();
@@ -102,7 +103,7 @@ class NettyTransferEngineAdmissionTest
         throws Exception
     {
         final FakeNode node = node();
-        final NettyTransferEngine engine = engine(new TransferConfig()
+        final NettyTransferEngine engine = engine(new TransferConfig().maxVectorEntries(1)
             .lanesPerPeer(1).maxQueuedTransfersPerPeer(2).maxPendingAdmissionsPerPeer(4).admissionTimeoutMs(100));
         final List<CompletableFuture<Integer>> admitted = List.of(
             engine.submit(read(node.endpoint(), 0, 16)), engine.submit(read(node.endpoint(), 100, 16)));
@@ -144,7 +145,7 @@ class NettyTransferEngineAdmissionTest
     {
         final FakeNode node = node();
         final int sliceBytes = 4096;
-        final NettyTransferEngine engine = engine(new TransferConfig()
+        final NettyTransferEngine engine = engine(new TransferConfig().maxVectorEntries(1)
             .lanesPerPeer(1).sliceBytes(sliceBytes).maxQueuedTransfersPerPeer(2).maxPendingAdmissionsPerPeer(2)
             .admissionTimeoutMs(NO_ADMISSION_TIMEOUT_MS));
         final String endpoint = node.endpoint();
@@ -203,7 +204,7 @@ class NettyTransferEngineAdmissionTest
     {
         final FakeNode node = node();
         node.openGate();
-        final NettyTransferEngine engine = engine(new TransferConfig()
+        final NettyTransferEngine engine = engine(new TransferConfig().maxVectorEntries(1)
             .lanesPerPeer(2).maxQueuedTransfersPerPeer(8).maxPendingAdmissionsPerPeer(16)
             .admissionTimeoutMs(NO_ADMISSION_TIMEOUT_MS));
         final int threads = 4;
@@ -269,7 +270,7 @@ class NettyTransferEngineAdmissionTest
         final int lanes = 2;
         final int window = PeerConnection.sliceWindow(lanes, sliceBytes);
         final int bigSlices = 4 * window;
-        final NettyTransferEngine engine = engine(new TransferConfig().lanesPerPeer(lanes).sliceBytes(sliceBytes));
+        final NettyTransferEngine engine = engine(new TransferConfig().maxVectorEntries(1).lanesPerPeer(lanes).sliceBytes(sliceBytes));
         final String endpoint = node.endpoint();
         final ByteBuffer bigInto = ByteBuffer.allocateDirect(bigSlices * sliceBytes);
         final CompletableFuture<Integer> big = engine.submit(
@@ -310,7 +311,7 @@ class NettyTransferEngineAdmissionTest
     void shouldFailOutstandingAndPendingTransfersWithTransferFailOnClose() throws Exception
     {
         final FakeNode node = node();
-        final NettyTransferEngine engine = new NettyTransferEngine(new TransferConfig()
+        final NettyTransferEngine engine = new NettyTransferEngine(new TransferConfig().maxVectorEntries(1)
             .maxQueuedTransfersPerPeer(2).maxPendingAdmissionsPerPeer(4).admissionTimeoutMs(NO_ADMISSION_TIMEOUT_MS));
         final List<CompletableFuture<Integer>> futures = new ArrayList<>();
         for (int i = 0; i < 5; i++)

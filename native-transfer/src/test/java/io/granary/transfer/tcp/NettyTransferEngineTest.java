@@ -14,6 +14,7 @@ import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
@@ -245,12 +246,7 @@ class NettyTransferEngineTest
         final FakeNode node = node(FakeNode.Mode.ANSWER);
         node.openGate();
         final NettyTransferEngine engine = engine(new TransferConfig());
-        final byte[] token = new byte[NettyTransferEngine.ACCESS_TOKEN_LENGTH];
-        ByteBuffer.wrap(token).putLong(1_700_000_000_000L);
-        for (int i = 8; i < token.length; i++)
-        {
-            token[i] = (byte)i;
-        }
+        final byte[] token = token(1_700_000_000L);
         final ByteBuffer data = ByteBuffer.allocate(10);
         final TransferRequest request = new TransferRequest(
             TransferRequest.Op.WRITE, node.endpoint(), 7, 99, data, 10, token);
@@ -262,11 +258,70 @@ class NettyTransferEngineTest
         assertThat(header.segmentId).isEqualTo(7);
         assertThat(header.offset).isEqualTo(99);
         assertThat(header.length).isEqualTo(10);
-        assertThat(header.tokenExpiryMs).isEqualTo(1_700_000_000_000L);
+        assertThat(header.grantDelta).isZero();
+        assertThat(header.grantLength).isEqualTo(10);
+        assertThat(header.tokenExpirySec).isEqualTo(1_700_000_000L);
         for (int i = 0; i < FrameDescriptor.TOKEN_MAC_LENGTH; i++)
         {
-            assertThat(header.tokenMac[i]).isEqualTo((byte)(8 + i));
+            assertThat(header.tokenMac[i]).isEqualTo((byte)(4 + i));
         }
+    }
+
+    @Test
+    void shouldPlaceEverySliceInTheGrantOfItsToken() throws Exception
+    {
+        final FakeNode node = node(FakeNode.Mode.ANSWER);
+        node.openGate();
+        final NettyTransferEngine engine = engine(new TransferConfig().sliceBytes(4096).lanesPerPeer(2));
+        final ByteBuffer data = ByteBuffer.allocate(10_000);
+        // The grant is the whole extent [1000, 21000); the request reads 10000 bytes from 5000 in 3 slices.
+        final TransferRequest request = new TransferRequest(
+            TransferRequest.Op.READ, node.endpoint(), 7, 5_000, data, 10_000, token(1_700_000_000L), 1_000, 20_000);
+
+        assertThat(await(engine.submit(request))).isZero();
+
+        final List<FrameHeader> frames = new ArrayList<>(node.requests());
+        frames.sort(Comparator.comparingLong(h -> h.offset));
+        assertThat(frames).hasSize(3);
+        assertThat(frames).extracting(h -> h.offset).containsExactly(5_000L, 9_096L, 13_192L);
+        assertThat(frames).extracting(h -> h.grantDelta).containsExactly(4_000L, 8_096L, 12_192L);
+        assertThat(frames).allSatisfy(h ->
+        {
+            assertThat(h.grantLength).isEqualTo(20_000);
+            assertThat(h.tokenExpirySec).isEqualTo(1_700_000_000L);
+        });
+    }
+
+    @Test
+    void shouldRefuseTokensThatCannotGrantTheRequest() throws Exception
+    {
+        final NettyTransferEngine engine = engine(new TransferConfig());
+        final ByteBuffer buffer = ByteBuffer.allocate(8);
+        final byte[] token = token(1_700_000_000L);
+
+        assertThat(engine.submit(new TransferRequest(
+            TransferRequest.Op.READ, "127.0.0.1:1", 1, 96, buffer, 8, token, 100, 50)))
+            .as("starts before the grant").isCompletedWithValue(INVALID_PARAMS_VALUE);
+        assertThat(engine.submit(new TransferRequest(
+            TransferRequest.Op.READ, "127.0.0.1:1", 1, 145, buffer, 8, token, 100, 50)))
+            .as("ends after the grant").isCompletedWithValue(INVALID_PARAMS_VALUE);
+        assertThat(engine.submit(new TransferRequest(
+            TransferRequest.Op.READ, "127.0.0.1:1", 1, 0, buffer, 8, token, 0, 1L << 32)))
+            .as("a grant the header cannot carry").isCompletedWithValue(INVALID_PARAMS_VALUE);
+        assertThat(engine.submit(new TransferRequest(
+            TransferRequest.Op.READ, "127.0.0.1:1", 1, 0, buffer, 8, token(0))))
+            .as("no expiry").isCompletedWithValue(INVALID_PARAMS_VALUE);
+    }
+
+    private static byte[] token(final long expirySec)
+    {
+        final byte[] token = new byte[NettyTransferEngine.ACCESS_TOKEN_LENGTH];
+        ByteBuffer.wrap(token).putInt((int)expirySec);
+        for (int i = 4; i < token.length; i++)
+        {
+            token[i] = (byte)i;
+        }
+        return token;
     }
 
     @Test

@@ -1,6 +1,8 @@
 package io.granary.node.master;
 
 import io.granary.common.Clock;
+import io.granary.common.tls.GrpcTls;
+import io.granary.common.tls.TlsSettings;
 import io.granary.node.segment.Segment;
 import io.granary.node.segment.SegmentLedger;
 import io.granary.node.segment.SegmentRegistry;
@@ -22,11 +24,14 @@ import io.grpc.ManagedChannel;
 import io.grpc.ManagedChannelBuilder;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
+import io.grpc.netty.NettyChannelBuilder;
+import io.netty.handler.ssl.SslContext;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.Consumer;
 import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
@@ -79,6 +84,7 @@ public final class MasterLink implements AutoCloseable
     private final AtomicLong entriesRejected = new AtomicLong();
     private final AtomicLong ledgersDiscarded = new AtomicLong();
     private final AtomicLong freesApplied = new AtomicLong();
+    private volatile Consumer<byte[]> tokenKeyListener = key -> { };
     private volatile boolean closing;
     private volatile LinkState state = LinkState.STARTING;
     private volatile String masterId = "";
@@ -116,6 +122,25 @@ public final class MasterLink implements AutoCloseable
         final long maxBackoffMs,
         final Clock clock)
     {
+        this(masterAddress, nodeId, nodeName, endpoint, registry, segments, heartbeatIntervalMs, rpcTimeoutMs,
+            initialBackoffMs, maxBackoffMs, clock, TlsSettings.DISABLED);
+    }
+
+    /** As above, with TLS towards the master: its certificate is verified, the node's own is presented. */
+    public MasterLink(
+        final String masterAddress,
+        final String nodeId,
+        final String nodeName,
+        final String endpoint,
+        final SegmentRegistry registry,
+        final List<Segment> segments,
+        final long heartbeatIntervalMs,
+        final long rpcTimeoutMs,
+        final long initialBackoffMs,
+        final long maxBackoffMs,
+        final Clock clock,
+        final TlsSettings tls)
+    {
         this.masterAddress = masterAddress;
         this.nodeId = nodeId;
         this.nodeName = nodeName;
@@ -129,7 +154,7 @@ public final class MasterLink implements AutoCloseable
         this.clock = clock;
         this.effectiveHeartbeatMs = heartbeatIntervalMs;
         this.backoffMs = this.initialBackoffMs;
-        this.channel = ManagedChannelBuilder.forTarget(masterAddress).usePlaintext().build();
+        this.channel = channel(masterAddress, tls);
         this.stub = MasterServiceGrpc.newBlockingStub(channel);
         this.scheduler = Executors.newSingleThreadScheduledExecutor(r ->
         {
@@ -137,6 +162,27 @@ public final class MasterLink implements AutoCloseable
             t.setDaemon(true);
             return t;
         });
+    }
+
+    private static ManagedChannel channel(final String masterAddress, final TlsSettings tls)
+    {
+        final SslContext sslContext = GrpcTls.clientContext(tls);
+        if (sslContext == null)
+        {
+            return ManagedChannelBuilder.forTarget(masterAddress).usePlaintext().build();
+        }
+        return NettyChannelBuilder.forTarget(masterAddress).sslContext(sslContext).build();
+    }
+
+    /**
+     * Receives the data-token key of every MountSegment answer (empty when the master issues no tokens), on the
+     * link's thread; set before {@link #start()}. It may throw IllegalArgumentException for a key it cannot use:
+     * the mount then counts as refused and is retried.
+     */
+    public MasterLink tokenKeyListener(final Consumer<byte[]> listener)
+    {
+        this.tokenKeyListener = listener;
+        return this;
     }
 
     /** Starts mounting and heartbeating in the background; returns at once. */
@@ -420,6 +466,7 @@ public final class MasterLink implements AutoCloseable
                 throw new MountRefusedException("MountSegment", segment.name(), code);
             }
             mounts.incrementAndGet();
+            onTokenKey(segment, response);
             final long masterIntervalMs = response.getHeartbeatIntervalMs();
             if (masterIntervalMs > 0 && masterIntervalMs < effectiveHeartbeatMs)
             {
@@ -428,6 +475,20 @@ public final class MasterLink implements AutoCloseable
             }
         }
         onReachable();
+    }
+
+    /** Hands the master's data-token key to the transfer server before the node counts as registered. */
+    private void onTokenKey(final Segment segment, final MountSegmentResponse response)
+    {
+        try
+        {
+            tokenKeyListener.accept(response.getDataTokenKey().toByteArray());
+        }
+        catch (final IllegalArgumentException ex)
+        {
+            LOG.error("master {} sent an unusable data-token key: {}", masterAddress, ex.getMessage());
+            throw new MountRefusedException("MountSegment", segment.name(), ErrorCode.INVALID_PARAMS_VALUE);
+        }
     }
 
     private long heartbeat()

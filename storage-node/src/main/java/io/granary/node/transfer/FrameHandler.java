@@ -8,7 +8,9 @@ import io.granary.protocol.FrameDescriptor;
 import io.granary.protocol.FrameHeader;
 import io.granary.protocol.HeaderAssembler;
 import io.granary.protocol.Opcode;
+import io.granary.transfer.tcp.InPlaceReceiveAllocator;
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import org.slf4j.Logger;
@@ -22,12 +24,12 @@ import static io.granary.proto.ErrorCode.SEGMENT_NOT_FOUND_VALUE;
 
 /**
  * Serves the frames of one client connection: a state machine that reads a 64-byte header, checks the
- * segment and range before any byte moves, streams WRITE payloads straight into segment memory and
- * sends READ payloads from it without copying. A WRITE first removes the ledger entries its range
- * overlaps; a COMMIT records its extent in the segment's ledger unless a WRITE of that extent failed on
- * this connection. Runs on the connection's event loop only.
+ * access token, segment and range before any byte moves, streams WRITE payloads straight into segment memory and
+ * sends READ payloads from it without copying. A WRITE first removes the ledger entries its range overlaps; a
+ * COMMIT (checked like a WRITE of its extent, token included) records its extent in the segment's ledger unless a
+ * WRITE of that extent failed on this connection. Runs on the connection's event loop only.
  */
-final class FrameHandler extends ChannelInboundHandlerAdapter
+final class FrameHandler extends ChannelInboundHandlerAdapter implements InPlaceReceiveAllocator.Receiver
 {
     private static final Logger LOG = LoggerFactory.getLogger(FrameHandler.class);
 
@@ -35,6 +37,7 @@ final class FrameHandler extends ChannelInboundHandlerAdapter
     private final SegmentRegistry registry;
     private final int maxFrameBytes;
     private final FrameHeader header = new FrameHeader();
+    private final AccessTokenVerifier.Checker tokens;
     private HeaderAssembler headers;
     private boolean broken;
     private boolean flushPending;
@@ -47,6 +50,10 @@ final class FrameHandler extends ChannelInboundHandlerAdapter
     private int writeSegmentId;
     private long writeOffset;
     private long writeLength;
+    private long writeStartNs;
+    // A view over segment memory handed to the socket read; the next channelRead of it only counts bytes.
+    private ByteBuf inPlace;
+    private boolean lastWriteLarge;
 
     // The COMMIT whose payload is arriving; commitPayload null means discard (too long).
     private long commitRemaining;
@@ -56,6 +63,8 @@ final class FrameHandler extends ChannelInboundHandlerAdapter
     private int commitSegmentId;
     private long commitOffset;
     private long commitLength;
+    // The COMMIT's header, kept to check its token as a WRITE of the committed extent once the record is in.
+    private final FrameHeader commitHeader = new FrameHeader();
     /** WRITEs refused on this connection, by (segment, offset): their COMMIT must be refused too. Bounded. */
     private final Map<Long, Integer> failedWrites = new LinkedHashMap<>(16, 0.75f, false)
     {
@@ -67,17 +76,54 @@ final class FrameHandler extends ChannelInboundHandlerAdapter
     };
     private static final int MAX_FAILED_WRITES_REMEMBERED = 4096;
 
-    FrameHandler(final TransferServer server, final SegmentRegistry registry, final int maxFrameBytes)
+    // The READV whose entries are arriving; vectorEntries null means discard (malformed vector).
+    private final FrameHeader entry = new FrameHeader();
+    private long vectorRemaining;
+    private long vectorRequestId;
+    private ByteBuf vectorEntries;
+    private final boolean receiveInPlace;
+
+    /** @param receiveInPlace let WRITE payloads land in segment memory straight from the socket (not with TLS). */
+    FrameHandler(
+        final TransferServer server,
+        final SegmentRegistry registry,
+        final int maxFrameBytes,
+        final boolean receiveInPlace)
     {
         this.server = server;
         this.registry = registry;
         this.maxFrameBytes = maxFrameBytes;
+        this.receiveInPlace = receiveInPlace && MemoryCopier.ZERO_COPY_READS;
+        this.tokens = server.tokenVerifier().newChecker();
     }
 
     @Override
     public void handlerAdded(final ChannelHandlerContext ctx)
     {
         headers = new HeaderAssembler(ctx.alloc());
+        if (receiveInPlace)
+        {
+            ctx.channel().config().setRecvByteBufAllocator(new InPlaceReceiveAllocator(this));
+        }
+    }
+
+    @Override
+    public int nextReadLimit()
+    {
+        // After a large WRITE the next frame is likely another one: read its header alone, then the
+        // payload in place. Streams of small frames keep reading in big batches.
+        return lastWriteLarge && writeRemaining == 0 && !broken ? FrameDescriptor.HEADER_LENGTH : 0;
+    }
+
+    @Override
+    public ByteBuf inPlaceBuffer()
+    {
+        if (broken || writeAddress == 0 || writeRemaining < InPlaceReceiveAllocator.MIN_IN_PLACE_BYTES)
+        {
+            return null;
+        }
+        inPlace = Unpooled.wrappedBuffer(writeAddress, (int)writeRemaining, false).clear();
+        return inPlace;
     }
 
     @Override
@@ -88,12 +134,23 @@ final class FrameHandler extends ChannelInboundHandlerAdapter
             headers.release();
             headers = null;
         }
+        if (vectorEntries != null)
+        {
+            vectorEntries.release();
+            vectorEntries = null;
+        }
     }
 
     @Override
     public void channelRead(final ChannelHandlerContext ctx, final Object msg)
     {
         final ByteBuf in = (ByteBuf)msg;
+        if (in == inPlace)
+        {
+            inPlace = null;
+            receivedInPlace(ctx, in);
+            return;
+        }
         try
         {
             if (broken)
@@ -111,6 +168,11 @@ final class FrameHandler extends ChannelInboundHandlerAdapter
                 if (commitRemaining > 0)
                 {
                     consumeCommitPayload(ctx, in);
+                    continue;
+                }
+                if (vectorRemaining > 0)
+                {
+                    consumeVectorEntries(ctx, in);
                     continue;
                 }
 
@@ -144,7 +206,10 @@ final class FrameHandler extends ChannelInboundHandlerAdapter
 
     private void onRequest(final ChannelHandlerContext ctx)
     {
-        server.onRequest();
+        if (header.opcode != Opcode.READV)
+        {
+            server.onRequest(); // a READV counts its entries once they are in
+        }
         switch (header.opcode)
         {
             case Opcode.READ:
@@ -159,6 +224,10 @@ final class FrameHandler extends ChannelInboundHandlerAdapter
                 onCommit(ctx);
                 break;
 
+            case Opcode.READV:
+                onReadv(ctx);
+                break;
+
             default:
                 respond(ctx, Opcode.PING_RESPONSE, header.requestId, header.segmentId, 0, header.offset, header.length);
                 break;
@@ -167,8 +236,10 @@ final class FrameHandler extends ChannelInboundHandlerAdapter
 
     private void onRead(final ChannelHandlerContext ctx)
     {
+        final long startNs = System.nanoTime();
+        lastWriteLarge = false;
         final Segment segment = registry.get(header.segmentId);
-        final int status = check(segment);
+        final int status = check(segment, header);
         respond(ctx, Opcode.READ_RESPONSE, header.requestId, header.segmentId, status, header.offset, header.length);
         if (status == 0)
         {
@@ -176,12 +247,14 @@ final class FrameHandler extends ChannelInboundHandlerAdapter
             ctx.write(MemoryCopier.readView(ctx.alloc(), segment.address() + header.offset, length), ctx.voidPromise());
             server.onBytesOut(length);
         }
+        server.metrics().recordRead(System.nanoTime() - startNs);
     }
 
     private void onWrite(final ChannelHandlerContext ctx)
     {
+        writeStartNs = System.nanoTime();
         final Segment segment = registry.get(header.segmentId);
-        writeStatus = check(segment);
+        writeStatus = check(segment, header);
         if (writeStatus == 0)
         {
             writeStatus = invalidateLedger(segment);
@@ -192,26 +265,170 @@ final class FrameHandler extends ChannelInboundHandlerAdapter
         writeSegmentId = header.segmentId;
         writeOffset = header.offset;
         writeLength = header.length;
+        lastWriteLarge = writeAddress != 0 && writeRemaining >= InPlaceReceiveAllocator.MIN_IN_PLACE_BYTES;
         if (writeRemaining == 0)
         {
             finishWrite(ctx);
         }
     }
 
-    /** Validation before any byte moves: segment known, then range non-empty and inside it. */
-    private int check(final Segment segment)
+    /**
+     * Validation of one request (a READ, a WRITE or a READV entry) before any byte moves: status 0, then access
+     * token, then segment known, then range non-empty and inside it.
+     */
+    private int check(final Segment segment, final FrameHeader request)
     {
+        if (request.status != 0)
+        {
+            server.onErrorResponse();
+            return INVALID_PARAMS_VALUE;
+        }
+        final int tokenStatus = checkToken(request);
+        if (tokenStatus != 0)
+        {
+            server.onErrorResponse();
+            return tokenStatus;
+        }
         if (segment == null)
         {
             server.onErrorResponse();
             return SEGMENT_NOT_FOUND_VALUE;
         }
-        if (header.length == 0 || !segment.contains(header.offset, header.length))
+        if (request.length == 0 || !segment.contains(request.offset, request.length))
         {
             server.onErrorResponse();
             return INVALID_PARAMS_VALUE;
         }
         return 0;
+    }
+
+    /** A READV header: its payload is the entries, collected (at most 64 KiB) and answered once complete. */
+    private void onReadv(final ChannelHandlerContext ctx)
+    {
+        lastWriteLarge = false;
+        final long length = header.length;
+        vectorRequestId = header.requestId;
+        vectorRemaining = length;
+        // A request's status is 0; a vector header that says otherwise is refused whole, like a bad length.
+        final boolean wellFormed = header.status == 0 && length > 0 && length % FrameDescriptor.HEADER_LENGTH == 0 &&
+            length / FrameDescriptor.HEADER_LENGTH <= FrameDescriptor.MAX_VECTOR_ENTRIES;
+        vectorEntries = wellFormed ? ctx.alloc().buffer((int)length, (int)length) : null;
+        if (length == 0)
+        {
+            finishReadv(ctx);
+        }
+    }
+
+    private void consumeVectorEntries(final ChannelHandlerContext ctx, final ByteBuf in)
+    {
+        final int count = (int)Math.min(vectorRemaining, in.readableBytes());
+        if (vectorEntries != null)
+        {
+            vectorEntries.writeBytes(in, in.readerIndex(), count);
+        }
+        in.skipBytes(count);
+        vectorRemaining -= count;
+        if (vectorRemaining == 0)
+        {
+            finishReadv(ctx);
+        }
+    }
+
+    /**
+     * Checks every entry as a READ of its own, then answers: the status of each entry, then the bytes of the
+     * good ones straight from segment memory. A malformed vector, or one whose answer would exceed the frame
+     * limit, gets a header-only INVALID_PARAMS answer; the connection stays in sync either way.
+     */
+    private void finishReadv(final ChannelHandlerContext ctx)
+    {
+        final ByteBuf entries = vectorEntries;
+        vectorEntries = null;
+        server.onReadVector();
+        if (entries == null)
+        {
+            server.onErrorResponse();
+            respond(ctx, Opcode.READV_RESPONSE, vectorRequestId, 0, INVALID_PARAMS_VALUE, 0, 0);
+            return;
+        }
+        try
+        {
+            final int n = entries.readableBytes() / FrameDescriptor.HEADER_LENGTH;
+            final long[] addresses = new long[n];
+            final int[] lengths = new int[n];
+            final ByteBuf statuses = ctx.alloc().buffer(n * FrameDescriptor.VECTOR_STATUS_LENGTH);
+            long responseBytes = (long)n * FrameDescriptor.VECTOR_STATUS_LENGTH;
+            for (int i = 0; i < n; i++)
+            {
+                server.onRequest();
+                final int decoded = entry.decode(entries, maxFrameBytes);
+                int status = INVALID_PARAMS_VALUE;
+                if (decoded == FrameHeader.DECODE_OK && entry.opcode == Opcode.READ)
+                {
+                    final Segment segment = registry.get(entry.segmentId);
+                    status = check(segment, entry);
+                    if (status == 0)
+                    {
+                        addresses[i] = segment.address() + entry.offset;
+                        lengths[i] = (int)entry.length;
+                        responseBytes += lengths[i];
+                    }
+                }
+                else
+                {
+                    server.onErrorResponse();
+                }
+                statuses.writeInt(status);
+            }
+            if (responseBytes > maxFrameBytes)
+            {
+                statuses.release();
+                server.onErrorResponse();
+                respond(ctx, Opcode.READV_RESPONSE, vectorRequestId, 0, INVALID_PARAMS_VALUE, 0, 0);
+                return;
+            }
+            respond(ctx, Opcode.READV_RESPONSE, vectorRequestId, 0, 0, 0, responseBytes);
+            ctx.write(statuses, ctx.voidPromise());
+            server.onBytesOut(statuses.readableBytes());
+            for (int i = 0; i < n; i++)
+            {
+                if (lengths[i] > 0)
+                {
+                    ctx.write(MemoryCopier.readView(ctx.alloc(), addresses[i], lengths[i]), ctx.voidPromise());
+                    server.onBytesOut(lengths[i]);
+                }
+            }
+        }
+        finally
+        {
+            entries.release();
+        }
+    }
+
+    /**
+     * Access control (docs/protocol.md, "Access tokens"): once the master gave this node a key, the frame's token must
+     * grant this operation on a range holding the frame's; 0 or ACCESS_DENIED / TOKEN_EXPIRED.
+     */
+    private int checkToken(final FrameHeader request)
+    {
+        return tokens.check(request);
+    }
+
+    /** WRITE payload bytes the socket read put straight into segment memory: only count them. */
+    private void receivedInPlace(final ChannelHandlerContext ctx, final ByteBuf in)
+    {
+        final int count = in.readableBytes();
+        in.release(); // a view over segment memory: frees nothing
+        if (broken || count == 0)
+        {
+            return;
+        }
+        server.onBytesIn(count);
+        writeAddress += count;
+        writeRemaining -= count;
+        if (writeRemaining == 0)
+        {
+            finishWrite(ctx);
+        }
     }
 
     private void consumeWritePayload(final ChannelHandlerContext ctx, final ByteBuf in)
@@ -232,6 +449,7 @@ final class FrameHandler extends ChannelInboundHandlerAdapter
 
     private void finishWrite(final ChannelHandlerContext ctx)
     {
+        server.metrics().recordWrite(System.nanoTime() - writeStartNs);
         writeAddress = 0;
         rememberWriteOutcome(writeSegmentId, writeOffset, writeStatus);
         respond(ctx, Opcode.WRITE_RESPONSE, writeRequestId, writeSegmentId, writeStatus, writeOffset, writeLength);
@@ -273,6 +491,12 @@ final class FrameHandler extends ChannelInboundHandlerAdapter
         commitOffset = header.offset;
         commitLength = header.length;
         commitRemaining = header.length;
+        commitHeader.set(Opcode.WRITE, header.requestId, header.segmentId, header.offset, 0);
+        commitHeader.status = header.status;
+        commitHeader.grantDelta = header.grantDelta;
+        commitHeader.grantLength = header.grantLength;
+        commitHeader.tokenExpirySec = header.tokenExpirySec;
+        System.arraycopy(header.tokenMac, 0, commitHeader.tokenMac, 0, header.tokenMac.length);
         commitFilled = 0;
         commitPayload = header.length > 0 && header.length <= FrameDescriptor.MAX_COMMIT_PAYLOAD ?
             new byte[(int)header.length] : null;
@@ -312,14 +536,27 @@ final class FrameHandler extends ChannelInboundHandlerAdapter
         respond(ctx, Opcode.COMMIT_RESPONSE, commitRequestId, commitSegmentId, status, commitOffset, commitLength);
     }
 
-    /** Validates a COMMIT and records it: payload, segment, range, then the outcome of its WRITE here. */
+    /**
+     * Validates a COMMIT and records it: status, payload, then the token as for a WRITE of the committed extent
+     * (a client may tie to its key only an extent it may write), segment, range, then the outcome of its WRITE here.
+     */
     private int commitStatus()
     {
+        if (commitHeader.status != 0)
+        {
+            return INVALID_PARAMS_VALUE;
+        }
         final CommitRecord record = commitPayload == null ? null :
             CommitRecord.decode(commitPayload, 0, commitPayload.length);
         if (record == null)
         {
             return INVALID_PARAMS_VALUE;
+        }
+        commitHeader.length = Math.max(1, record.valueLength());
+        final int tokenStatus = tokens.check(commitHeader);
+        if (tokenStatus != 0)
+        {
+            return tokenStatus;
         }
         final Segment segment = registry.get(commitSegmentId);
         if (segment == null)
@@ -363,9 +600,10 @@ final class FrameHandler extends ChannelInboundHandlerAdapter
             flushPending = false;
             ctx.flush();
         }
-        if (!ctx.channel().isWritable())
+        if (!ctx.channel().isWritable() && ctx.channel().config().isAutoRead())
         {
             ctx.channel().config().setAutoRead(false);
+            server.onBackpressurePause();
         }
         ctx.fireChannelReadComplete();
     }

@@ -1,5 +1,8 @@
 package io.granary.node.transfer;
 
+import io.granary.common.Clock;
+import io.granary.common.tls.TlsContexts;
+import io.granary.common.tls.TlsSettings;
 import io.granary.node.segment.SegmentRegistry;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.channel.Channel;
@@ -18,6 +21,7 @@ import io.netty.channel.group.ChannelGroup;
 import io.netty.channel.group.DefaultChannelGroup;
 import io.netty.channel.nio.NioIoHandler;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
+import io.netty.handler.ssl.SslContext;
 import io.netty.util.concurrent.DefaultThreadFactory;
 import io.netty.util.concurrent.ImmediateEventExecutor;
 import org.slf4j.Logger;
@@ -43,7 +47,9 @@ public final class TransferServer implements AutoCloseable
     private final int requestedPort;
     private final SegmentRegistry registry;
     private final int maxFrameBytes;
+    private final AccessTokenVerifier tokenVerifier;
     private final boolean epoll;
+    private final SslContext sslContext;
     private final EventLoopGroup group;
     private final ChannelGroup connections =
         new DefaultChannelGroup("granary-transfer", ImmediateEventExecutor.INSTANCE);
@@ -54,12 +60,17 @@ public final class TransferServer implements AutoCloseable
     private final LongAdder bytesIn = new LongAdder();
     private final LongAdder bytesOut = new LongAdder();
     private final LongAdder requests = new LongAdder();
+    private final LongAdder readVectors = new LongAdder();
     private final LongAdder errorResponses = new LongAdder();
     private final LongAdder protocolErrors = new LongAdder();
     private final LongAdder connectionsOpened = new LongAdder();
     private final LongAdder connectionsClosed = new LongAdder();
+    private final LongAdder backpressurePauses = new LongAdder();
+    private final TransferMetrics metrics;
 
     /**
+     * A server without access control until a key is installed in {@link #tokenVerifier()}.
+     *
      * @param port          0 for an ephemeral port.
      * @param maxFrameBytes longest range a single frame may carry; longer frames close the connection.
      */
@@ -71,6 +82,77 @@ public final class TransferServer implements AutoCloseable
         final int ioThreads,
         final boolean preferEpoll)
     {
+        this(host, port, registry, maxFrameBytes, ioThreads, preferEpoll, TransferMetrics.NONE,
+            new AccessTokenVerifier(Clock.SYSTEM), TlsSettings.DISABLED);
+    }
+
+    /**
+     * @param tls TLS for every connection ({@link TlsSettings#DISABLED}: plain text).
+     * @throws IllegalArgumentException when the TLS files are unusable.
+     */
+    public TransferServer(
+        final String host,
+        final int port,
+        final SegmentRegistry registry,
+        final int maxFrameBytes,
+        final int ioThreads,
+        final boolean preferEpoll,
+        final TlsSettings tls)
+    {
+        this(host, port, registry, maxFrameBytes, ioThreads, preferEpoll, TransferMetrics.NONE,
+            new AccessTokenVerifier(Clock.SYSTEM), tls);
+    }
+
+    /** @param metrics the latency histograms the frame handlers record into. */
+    public TransferServer(
+        final String host,
+        final int port,
+        final SegmentRegistry registry,
+        final int maxFrameBytes,
+        final int ioThreads,
+        final boolean preferEpoll,
+        final TransferMetrics metrics)
+    {
+        this(host, port, registry, maxFrameBytes, ioThreads, preferEpoll, metrics,
+            new AccessTokenVerifier(Clock.SYSTEM), TlsSettings.DISABLED);
+    }
+
+    /** @param tokenVerifier checks every READ and WRITE frame's access token once it holds a key. */
+    public TransferServer(
+        final String host,
+        final int port,
+        final SegmentRegistry registry,
+        final int maxFrameBytes,
+        final int ioThreads,
+        final boolean preferEpoll,
+        final AccessTokenVerifier tokenVerifier)
+    {
+        this(host, port, registry, maxFrameBytes, ioThreads, preferEpoll, TransferMetrics.NONE, tokenVerifier,
+            TlsSettings.DISABLED);
+    }
+
+    /**
+     * @param port          0 for an ephemeral port.
+     * @param maxFrameBytes longest range a single frame may carry; longer frames close the connection.
+     * @param metrics       the latency histograms the frame handlers record into.
+     * @param tokenVerifier checks every READ and WRITE frame's access token once it holds a key.
+     * @param tls           TLS for every connection ({@link TlsSettings#DISABLED}: plain text).
+     * @throws IllegalArgumentException when the TLS files are unusable.
+     */
+    public TransferServer(
+        final String host,
+        final int port,
+        final SegmentRegistry registry,
+        final int maxFrameBytes,
+        final int ioThreads,
+        final boolean preferEpoll,
+        final TransferMetrics metrics,
+        final AccessTokenVerifier tokenVerifier,
+        final TlsSettings tls)
+    {
+        this.sslContext = TlsContexts.serverContext(tls);
+        this.metrics = metrics;
+        this.tokenVerifier = tokenVerifier;
         this.host = host;
         this.requestedPort = port;
         this.registry = registry;
@@ -103,7 +185,13 @@ public final class TransferServer implements AutoCloseable
                 protected void initChannel(final Channel ch)
                 {
                     connections.add(ch);
-                    ch.pipeline().addLast(new FrameHandler(TransferServer.this, registry, maxFrameBytes));
+                    // In-place receive needs the socket's bytes to be the frames': never behind TLS.
+                    ch.pipeline().addLast(
+                        new FrameHandler(TransferServer.this, registry, maxFrameBytes, !tlsEnabled()));
+                    if (sslContext != null)
+                    {
+                        installTls(ch);
+                    }
                 }
             });
         final ChannelFuture bound = bootstrap.bind(host, requestedPort).awaitUninterruptibly();
@@ -122,9 +210,24 @@ public final class TransferServer implements AutoCloseable
             LOG.warn("READs copy once: start the JVM with --add-opens java.base/java.nio=ALL-UNNAMED " +
                 "-Dio.netty.tryReflectionSetAccessible=true to send segment memory without copying");
         }
-        LOG.info("transfer server listening on {}:{} ({} transport, max frame {} bytes)",
-            host, port, epoll ? "epoll" : "nio", maxFrameBytes);
+        LOG.info("transfer server listening on {}:{} ({} transport{}, max frame {} bytes)",
+            host, port, epoll ? "epoll" : "nio", sslContext == null ? "" : ", TLS", maxFrameBytes);
         return this;
+    }
+
+    /**
+     * Puts the TLS handler in front of the frame handler. Frames are then decrypted into the TLS handler's own
+     * buffers, so a receive path that reads the socket straight into segment memory must stay off here.
+     */
+    private void installTls(final Channel ch)
+    {
+        TlsContexts.addServerHandler(ch, sslContext, LOG, "transfer");
+    }
+
+    /** True when every connection speaks TLS. */
+    public boolean tlsEnabled()
+    {
+        return sslContext != null;
     }
 
     public String host()
@@ -138,6 +241,12 @@ public final class TransferServer implements AutoCloseable
         return port;
     }
 
+    /** The access-token check of this server's frames (install or remove the key there). */
+    public AccessTokenVerifier tokenVerifier()
+    {
+        return tokenVerifier;
+    }
+
     public long bytesIn()
     {
         return bytesIn.sum();
@@ -148,10 +257,16 @@ public final class TransferServer implements AutoCloseable
         return bytesOut.sum();
     }
 
-    /** Frames served (READ, WRITE, PING), including rejected ones. */
+    /** Requests served (READ, WRITE, PING frames and every entry of a READV), including rejected ones. */
     public long requests()
     {
         return requests.sum();
+    }
+
+    /** READV frames served (each also counts its entries as requests). */
+    public long readVectors()
+    {
+        return readVectors.sum();
     }
 
     /** Requests answered with a non-OK status. */
@@ -171,6 +286,39 @@ public final class TransferServer implements AutoCloseable
         return connectionsOpened.sum() - connectionsClosed.sum();
     }
 
+    public long connectionsOpened()
+    {
+        return connectionsOpened.sum();
+    }
+
+    /** Times a connection stopped reading because its responses were not leaving fast enough. */
+    public long backpressurePauses()
+    {
+        return backpressurePauses.sum();
+    }
+
+    /** Response bytes queued on all connections and not yet written to their sockets (the node's queue depth). */
+    public long queuedBytes()
+    {
+        long bytes = 0;
+        for (final Channel ch : connections)
+        {
+            final io.netty.channel.ChannelOutboundBuffer buffer = ch.unsafe().outboundBuffer();
+            bytes += buffer == null ? 0 : buffer.totalPendingWriteBytes();
+        }
+        return bytes;
+    }
+
+    TransferMetrics metrics()
+    {
+        return metrics;
+    }
+
+    void onBackpressurePause()
+    {
+        backpressurePauses.increment();
+    }
+
     void onBytesIn(final long bytes)
     {
         bytesIn.add(bytes);
@@ -179,6 +327,11 @@ public final class TransferServer implements AutoCloseable
     void onBytesOut(final long bytes)
     {
         bytesOut.add(bytes);
+    }
+
+    void onReadVector()
+    {
+        readVectors.increment();
     }
 
     void onRequest()

@@ -44,6 +44,23 @@ final class RawClient implements AutoCloseable
         }
     }
 
+    /** The 64 header bytes of {@code header}, token fields included. */
+    static byte[] header(final FrameHeader header)
+    {
+        final ByteBuf buf = Unpooled.buffer(FrameDescriptor.HEADER_LENGTH);
+        try
+        {
+            header.encode(buf);
+            final byte[] bytes = new byte[FrameDescriptor.HEADER_LENGTH];
+            buf.readBytes(bytes);
+            return bytes;
+        }
+        finally
+        {
+            buf.release();
+        }
+    }
+
     void send(final byte[] bytes) throws IOException
     {
         out.write(bytes);

@@ -3,6 +3,7 @@ package io.granary.node.transfer;
 import io.granary.node.Await;
 import io.granary.node.segment.Segment;
 import io.granary.node.segment.SegmentRegistry;
+import io.granary.protocol.FrameDescriptor;
 import io.granary.protocol.FrameHeader;
 import io.granary.protocol.Opcode;
 import io.granary.transfer.TransferConfig;
@@ -15,6 +16,7 @@ import org.junit.jupiter.api.Test;
 
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Random;
 import java.util.concurrent.CompletableFuture;
@@ -325,6 +327,200 @@ class TransferServerTest
             assertThat(pong.requestId).isEqualTo(3);
             assertThat(pong.status).isZero();
         }
+    }
+
+    @Test
+    void shouldLandLargeWritesArrivingInUnevenPiecesExactlyInTheirRangeAndStayInSync() throws Exception
+    {
+        // Large WRITE payloads are read from the socket straight into segment memory; every piece must land
+        // at the right place, nothing around the range may change, and the frames behind must still decode.
+        final int size = (1 << 20) + 123;
+        final long offset = 8192;
+        final byte[] before = randomBytes((int)offset + size + 8192);
+        new UnsafeBuffer(segment.address(), before.length).putBytes(0, before);
+        final byte[] first = randomBytes(size);
+        final byte[] second = randomBytes(size);
+        try (RawClient client = new RawClient(server.port()))
+        {
+            client.send(RawClient.header(Opcode.WRITE, 1, segment.id(), offset, size));
+            int sent = 0;
+            for (final int piece : new int[]{1, 63, 4096, 100_000, 17, 300_000})
+            {
+                client.send(Arrays.copyOfRange(first, sent, sent + piece));
+                sent += piece;
+            }
+            client.send(Arrays.copyOfRange(first, sent, size));
+            // A second large WRITE over the same range, its header glued to its payload and to a READ request.
+            final byte[] glued = new byte[64 + size + 64];
+            System.arraycopy(RawClient.header(Opcode.WRITE, 2, segment.id(), offset, size), 0, glued, 0, 64);
+            System.arraycopy(second, 0, glued, 64, size);
+            System.arraycopy(RawClient.header(Opcode.READ, 3, segment.id(), offset, size), 0, glued, 64 + size, 64);
+            client.send(glued);
+
+            final FrameHeader one = client.readHeader();
+            assertThat(one.requestId).isEqualTo(1);
+            assertThat(one.status).isZero();
+            final FrameHeader two = client.readHeader();
+            assertThat(two.requestId).isEqualTo(2);
+            assertThat(two.status).isZero();
+            final FrameHeader three = client.readHeader();
+            assertThat(three.requestId).isEqualTo(3);
+            assertThat(three.status).isZero();
+            assertThat(client.readPayload(size)).isEqualTo(second);
+        }
+        assertThat(segmentBytes(segment, offset, size)).isEqualTo(second);
+        assertThat(segmentBytes(segment, 0, (int)offset))
+            .isEqualTo(Arrays.copyOfRange(before, 0, (int)offset));
+        assertThat(segmentBytes(segment, offset + size, 8192))
+            .isEqualTo(Arrays.copyOfRange(before, (int)offset + size, before.length));
+    }
+
+    @Test
+    void shouldAnswerAReadVectorWithAStatusPerEntryAndTheBytesOfTheGoodOnesInOrder() throws Exception
+    {
+        final byte[] content = randomBytes(64 << 10);
+        new UnsafeBuffer(segment.address(), content.length).putBytes(0, content);
+        final long[][] entries = {
+            {segment.id(), 0, 4096},                        // good
+            {segment.id() + 1, 0, 100},                     // unknown segment
+            {segment.id(), 10_000, 1},                      // good, one byte
+            {segment.id(), SEGMENT_BYTES - 10, 100},        // past the end
+            {segment.id(), 5, 0},                           // empty
+            {segment.id(), 20_000, 40_000}};                // good
+        final byte[] vector = new byte[64 * (entries.length + 1)];
+        System.arraycopy(RawClient.header(Opcode.READV, 7, 0, 0, 64L * entries.length), 0, vector, 0, 64);
+        for (int i = 0; i < entries.length; i++)
+        {
+            System.arraycopy(RawClient.header(Opcode.READ, i, (int)entries[i][0], entries[i][1], entries[i][2]), 0,
+                vector, 64 * (i + 1), 64);
+        }
+        try (RawClient client = new RawClient(server.port()))
+        {
+            client.sendByteByByte(Arrays.copyOf(vector, 100)); // entries split across reads
+            client.send(Arrays.copyOfRange(vector, 100, vector.length));
+            client.send(RawClient.header(Opcode.PING, 8, 0, 0, 0));
+
+            final FrameHeader answer = client.readHeader();
+            assertThat(answer.opcode).isEqualTo(Opcode.READV_RESPONSE);
+            assertThat(answer.requestId).isEqualTo(7);
+            assertThat(answer.status).isZero();
+            assertThat(answer.length).isEqualTo(4L * entries.length + 4096 + 1 + 40_000);
+            final ByteBuffer statuses = ByteBuffer.wrap(client.readPayload(4 * entries.length));
+            assertThat(new int[]{statuses.getInt(), statuses.getInt(), statuses.getInt(), statuses.getInt(),
+                statuses.getInt(), statuses.getInt()})
+                .containsExactly(0, SEGMENT_NOT_FOUND_VALUE, 0, INVALID_PARAMS_VALUE, INVALID_PARAMS_VALUE, 0);
+            assertThat(client.readPayload(4096)).isEqualTo(Arrays.copyOfRange(content, 0, 4096));
+            assertThat(client.readPayload(1)).isEqualTo(Arrays.copyOfRange(content, 10_000, 10_001));
+            assertThat(client.readPayload(40_000)).isEqualTo(Arrays.copyOfRange(content, 20_000, 60_000));
+            assertThat(client.readHeader().opcode).isEqualTo(Opcode.PING_RESPONSE); // still in sync
+        }
+    }
+
+    /** A request header with a nonzero {@code status}, which no well-behaved client sends. */
+    private static byte[] headerWithStatus(
+        final int opcode, final long requestId, final int segmentId, final int status, final long offset,
+        final long length)
+    {
+        final io.netty.buffer.ByteBuf buf = io.netty.buffer.Unpooled.buffer(FrameDescriptor.HEADER_LENGTH);
+        FrameHeader.encode(buf, opcode, 0, requestId, segmentId, status, offset, length, 0, null);
+        final byte[] bytes = new byte[FrameDescriptor.HEADER_LENGTH];
+        buf.readBytes(bytes).release();
+        return bytes;
+    }
+
+    @Test
+    void shouldRefuseAVectorEntryWithANonzeroStatusAloneAndAVectorHeaderWithOneWhole() throws Exception
+    {
+        final byte[] content = randomBytes(4096);
+        new UnsafeBuffer(segment.address(), content.length).putBytes(0, content);
+        try (RawClient client = new RawClient(server.port()))
+        {
+            // Entry 0 is a good READ, entry 1 the same READ with status -1.
+            client.send(RawClient.header(Opcode.READV, 1, 0, 0, 128));
+            client.send(RawClient.header(Opcode.READ, 0, segment.id(), 0, 100));
+            client.send(headerWithStatus(Opcode.READ, 1, segment.id(), -1, 0, 100));
+            // A vector whose own header carries a status, with one good entry: consumed and refused whole.
+            client.send(headerWithStatus(Opcode.READV, 2, 0, 7, 0, 64));
+            client.send(RawClient.header(Opcode.READ, 0, segment.id(), 0, 100));
+            client.send(RawClient.header(Opcode.PING, 3, 0, 0, 0));
+
+            final FrameHeader first = client.readHeader();
+            assertThat(first.requestId).isEqualTo(1);
+            assertThat(first.status).isZero();
+            assertThat(first.length).isEqualTo(8 + 100);
+            final ByteBuffer statuses = ByteBuffer.wrap(client.readPayload(8));
+            assertThat(new int[]{statuses.getInt(), statuses.getInt()}).containsExactly(0, INVALID_PARAMS_VALUE);
+            assertThat(client.readPayload(100)).isEqualTo(Arrays.copyOf(content, 100));
+            final FrameHeader second = client.readHeader();
+            assertThat(second.requestId).isEqualTo(2);
+            assertThat(second.status).isEqualTo(INVALID_PARAMS_VALUE);
+            assertThat(second.length).isZero();
+            assertThat(client.readHeader().opcode).isEqualTo(Opcode.PING_RESPONSE); // still in sync
+        }
+    }
+
+    @Test
+    void shouldRefuseMalformedReadVectorsWholeAndStayInSync() throws Exception
+    {
+        try (RawClient client = new RawClient(server.port()))
+        {
+            // Not a whole number of entries: the 70 bytes are consumed and refused.
+            client.send(RawClient.header(Opcode.READV, 1, 0, 0, 70));
+            client.send(new byte[70]);
+            // An entry that is not a READ.
+            client.send(RawClient.header(Opcode.READV, 2, 0, 0, 64));
+            client.send(RawClient.header(Opcode.WRITE, 0, segment.id(), 0, 10));
+            // More entries than a vector may carry.
+            final int tooMany = FrameDescriptor.MAX_VECTOR_ENTRIES + 1;
+            client.send(RawClient.header(Opcode.READV, 3, 0, 0, 64L * tooMany));
+            client.send(new byte[64 * tooMany]);
+            client.send(RawClient.header(Opcode.PING, 4, 0, 0, 0));
+
+            final FrameHeader first = client.readHeader();
+            assertThat(first.requestId).isEqualTo(1);
+            assertThat(first.status).isEqualTo(INVALID_PARAMS_VALUE);
+            assertThat(first.length).isZero();
+            final FrameHeader second = client.readHeader();
+            assertThat(second.requestId).isEqualTo(2);
+            assertThat(second.status).isZero();
+            assertThat(client.readPayload(4)).isEqualTo(new byte[]{(byte)0xFF, (byte)0xFF, (byte)0xFD, (byte)0xA8});
+            final FrameHeader third = client.readHeader();
+            assertThat(third.requestId).isEqualTo(3);
+            assertThat(third.status).isEqualTo(INVALID_PARAMS_VALUE);
+            assertThat(client.readHeader().opcode).isEqualTo(Opcode.PING_RESPONSE);
+        }
+    }
+
+    @Test
+    void shouldBatchSmallReadsOfAnEngineIntoVectorsAndPlaceEveryByte() throws Exception
+    {
+        final int n = 300;
+        final byte[] content = randomBytes(n * 1000);
+        new UnsafeBuffer(segment.address(), content.length).putBytes(0, content);
+        final NettyTransferEngine engine = engine(new TransferConfig().lanesPerPeer(1));
+        final ByteBuffer into = ByteBuffer.allocateDirect(n * 1000);
+        final List<CompletableFuture<Integer>> reads = new ArrayList<>();
+        final long requestsBefore = server.requests();
+        final long vectorsBefore = server.readVectors();
+        for (int i = 0; i < n; i++)
+        {
+            final ByteBuffer slot = into.duplicate().position(i * 1000).limit(i * 1000 + 999);
+            // Every tenth read asks past the segment's end: that entry fails alone.
+            final long offset = i % 10 == 9 ? SEGMENT_BYTES - 5 : i * 1000L;
+            reads.add(engine.submit(TransferRequest.read(endpoint, segment.id(), offset, slot.slice(), 999)));
+        }
+        for (int i = 0; i < n; i++)
+        {
+            assertThat(await(reads.get(i))).as("read %d", i).isEqualTo(i % 10 == 9 ? INVALID_PARAMS_VALUE : 0);
+            if (i % 10 != 9)
+            {
+                assertThat(contentOf(into, i * 1000, 999))
+                    .isEqualTo(Arrays.copyOfRange(content, i * 1000, i * 1000 + 999));
+            }
+        }
+        assertThat(server.requests() - requestsBefore).isEqualTo(n);
+        final long vectors = server.readVectors() - vectorsBefore;
+        assertThat(vectors).as("READV frames for %d small reads", n).isPositive().isLessThan(n / 2);
     }
 
     @Test
