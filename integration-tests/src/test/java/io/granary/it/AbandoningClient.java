@@ -47,8 +47,10 @@ public final class AbandoningClient
         {
             for (final Replica r : started.getReplicasList())
             {
+                final byte[] token = r.getAccessToken().isEmpty() ? null : r.getAccessToken().toByteArray();
                 final int code = engine.submit(new TransferRequest(TransferRequest.Op.WRITE, r.getEndpoint(),
-                    r.getSegmentId(), r.getOffset(), ByteBuffer.allocate(size), size, null, commit))
+                    r.getSegmentId(), r.getOffset(), ByteBuffer.allocate(size), size, token, r.getOffset(),
+                    Math.max(1, r.getLength()), commit))
                     .get(30, TimeUnit.SECONDS);
                 if (code != 0)
                 {

@@ -259,6 +259,7 @@ final class Workload
         catch (final GranaryException ex)
         {
             putsFailed.incrementAndGet();
+            problem("put " + key + " failed: " + ex.getMessage());
             return false;
         }
         putsOk.incrementAndGet();
@@ -287,6 +288,7 @@ final class Workload
         catch (final GranaryException ex)
         {
             putsFailed.addAndGet(keys.size());
+            problem("putBatch " + keys + " failed: " + ex.getMessage());
             return false;
         }
         boolean all = true;
@@ -301,6 +303,7 @@ final class Workload
             else
             {
                 putsFailed.incrementAndGet();
+                problem("putBatch key " + keys.get(i) + " failed: " + results.get(i));
                 all = false;
             }
         }
