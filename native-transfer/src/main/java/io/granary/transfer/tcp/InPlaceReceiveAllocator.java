@@ -44,13 +44,8 @@ public final class InPlaceReceiveAllocator implements RecvByteBufAllocator
 
     public InPlaceReceiveAllocator(final Receiver receiver)
     {
-        this(receiver, new AdaptiveRecvByteBufAllocator(64 << 10, 1 << 20, 4 << 20));
-    }
-
-    public InPlaceReceiveAllocator(final Receiver receiver, final RecvByteBufAllocator fallback)
-    {
         this.receiver = receiver;
-        this.fallback = fallback;
+        this.fallback = new AdaptiveRecvByteBufAllocator(64 << 10, 1 << 20, 4 << 20);
     }
 
     @Override

@@ -103,20 +103,6 @@ public final class TransferServer implements AutoCloseable
             new AccessTokenVerifier(Clock.SYSTEM), tls);
     }
 
-    /** @param metrics the latency histograms the frame handlers record into. */
-    public TransferServer(
-        final String host,
-        final int port,
-        final SegmentRegistry registry,
-        final int maxFrameBytes,
-        final int ioThreads,
-        final boolean preferEpoll,
-        final TransferMetrics metrics)
-    {
-        this(host, port, registry, maxFrameBytes, ioThreads, preferEpoll, metrics,
-            new AccessTokenVerifier(Clock.SYSTEM), TlsSettings.DISABLED);
-    }
-
     /** @param tokenVerifier checks every READ and WRITE frame's access token once it holds a key. */
     public TransferServer(
         final String host,
