@@ -1,0 +1,212 @@
+/*
+ * Granary native transfer engine: the C API.
+ *
+ * A client engine moves bytes between registered local memory and extents of storage-node segments over the
+ * data-plane frame protocol of docs/protocol.md (native TCP), or over RDMA verbs where a device exists. A server
+ * serves a storage node's segments over the same TCP protocol. Every function reports failure as a negative
+ * Granary ErrorCode number plus a message in a gt_error; no input can make the library abort.
+ *
+ * Threading: gt_engine_submit, gt_engine_provide_commit, gt_engine_connect, gt_engine_register_memory and
+ * gt_engine_wakeup may be called from any thread; gt_engine_poll runs the engine's I/O and must be called from one
+ * thread at a time. The same holds for the server: gt_server_run on one thread, the table updates from any.
+ */
+#ifndef GRANARY_TRANSFER_H
+#define GRANARY_TRANSFER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ErrorCode numbers (docs/protocol.md, "Status codes"). */
+#define GT_OK 0
+#define GT_INTERNAL_ERROR (-1)
+#define GT_SEGMENT_NOT_FOUND (-101)
+#define GT_INVALID_PARAMS (-600)
+#define GT_TRANSFER_FAIL (-800)
+#define GT_RPC_TIMEOUT (-901)
+#define GT_UNAVAILABLE (-1010)
+#define GT_ACCESS_DENIED (-1800)
+#define GT_TOKEN_EXPIRED (-1801)
+
+#define GT_ERROR_MESSAGE_LENGTH 256
+
+typedef struct gt_error
+{
+    int code;
+    char message[GT_ERROR_MESSAGE_LENGTH];
+} gt_error;
+
+/* ---------------------------------------------------------------- client engine */
+
+typedef struct gt_engine gt_engine;
+
+typedef struct gt_engine_config
+{
+    uint32_t lanes_per_peer;           /* connections per peer, 1..64 */
+    uint32_t slice_bytes;              /* largest range one frame carries, >= 4096 */
+    uint32_t max_queued_frames_per_peer; /* admitted frames outstanding per peer */
+    uint32_t max_pending_per_peer;     /* transfers waiting for admission per peer; 0 = refuse at once */
+    uint64_t admission_timeout_ms;
+    uint64_t transfer_timeout_ms;      /* per frame, from the moment it is handed to its lane */
+    uint64_t connect_timeout_ms;
+} gt_engine_config;
+
+/* Fills the defaults of docs/configuration.md (the Java TransferConfig's). */
+void gt_engine_config_defaults(gt_engine_config *config);
+
+int gt_engine_create(const gt_engine_config *config, gt_engine **engine, gt_error *error);
+
+/* Registers [address, address + length): operations name local memory as (region, offset) inside it. */
+int gt_engine_register_memory(gt_engine *engine, void *address, uint64_t length, uint32_t *region, gt_error *error);
+
+/* Forgets a region; the caller guarantees no operation on it is outstanding. */
+int gt_engine_unregister_memory(gt_engine *engine, uint32_t region);
+
+/* A peer handle for host:port (resolved here, connected lazily on first use, lanes reopened after a failure). */
+int gt_engine_connect(gt_engine *engine, const char *host, uint16_t port, uint32_t *peer, gt_error *error);
+
+#define GT_OP_READ 1
+#define GT_OP_WRITE 2
+
+/* The WRITE carries a COMMIT whose payload is given with gt_engine_provide_commit once it is known. */
+#define GT_OP_FLAG_COMMIT_LATER 0x01
+/* The engine unregisters the operation's region when the operation completes (a region made for it alone). */
+#define GT_OP_FLAG_RELEASE_REGION 0x02
+
+#define GT_TOKEN_LENGTH 20
+
+typedef struct gt_op
+{
+    uint64_t user_data;        /* returned in the completion; unique among outstanding operations */
+    uint32_t peer;
+    uint8_t opcode;            /* GT_OP_READ or GT_OP_WRITE */
+    uint8_t flags;             /* GT_OP_FLAG_* */
+    uint8_t has_token;
+    uint32_t region;
+    uint64_t local_offset;
+    uint32_t length;
+    uint32_t segment_id;
+    uint64_t remote_offset;
+    uint64_t grant_offset;     /* the extent the token grants; must hold the range */
+    uint64_t grant_length;
+    uint8_t token[GT_TOKEN_LENGTH]; /* expiry (u32 big-endian) then the 16-byte MAC */
+    const uint8_t *commit;     /* COMMIT payload sent after the WRITE (copied at submit), or NULL */
+    uint32_t commit_length;
+} gt_op;
+
+typedef struct gt_completion
+{
+    uint64_t user_data;
+    int32_t status;            /* ErrorCode number, 0 = OK */
+} gt_completion;
+
+/*
+ * Submits a batch. An operation that is refused at once (bad region or range, unknown peer, queue full) still
+ * completes through gt_engine_poll with its status; the return value is the number accepted for completion (all).
+ */
+int gt_engine_submit(gt_engine *engine, const gt_op *ops, int count, gt_error *error);
+
+/* The COMMIT payload of a GT_OP_FLAG_COMMIT_LATER write; NULL/0 means "no COMMIT after all". */
+int gt_engine_provide_commit(gt_engine *engine, uint64_t user_data, const uint8_t *payload, uint32_t length,
+    gt_error *error);
+
+/* Runs I/O for up to timeout_ms (0 = do not wait) and returns up to max completions (or a negative code). */
+int gt_engine_poll(gt_engine *engine, gt_completion *completions, int max, int timeout_ms);
+
+/* Makes a gt_engine_poll in progress return soon (any thread). */
+void gt_engine_wakeup(gt_engine *engine);
+
+/* Frames outstanding (admitted, not completed) to a peer; transfers waiting for admission. For tests and stats. */
+int gt_engine_peer_stats(gt_engine *engine, uint32_t peer, uint32_t *outstanding_frames, uint32_t *pending);
+
+/* Closes every connection; outstanding operations are dropped without completion (the caller fails them). */
+void gt_engine_destroy(gt_engine *engine);
+
+/* ---------------------------------------------------------------- server */
+
+typedef struct gt_server gt_server;
+
+/*
+ * Decisions the server asks its owner for, on the gt_server_run thread, before any byte moves.
+ * on_write: a WRITE passed decode, status, token, segment and range checks; return 0 to let its bytes land
+ *   (the owner forgot the ledger entries the range overlaps) or an ErrorCode to refuse it.
+ * on_commit: a COMMIT and its payload (at most 16 KiB) arrived; header is the 64-byte request header,
+ *   failed_write_status the status of a refused WRITE of the same extent on this connection (0 if none).
+ *   Returns the COMMIT_RESPONSE status.
+ * on_close: a connection was closed because of a protocol error (reason) or the peer went away (reason NULL).
+ */
+typedef struct gt_server_callbacks
+{
+    void *context;
+    int (*on_write)(void *context, uint32_t segment_id, uint64_t offset, uint32_t length);
+    int (*on_commit)(void *context, const uint8_t *header, const uint8_t *payload, uint32_t length,
+        int failed_write_status);
+    void (*on_close)(void *context, const char *peer, const char *reason);
+} gt_server_callbacks;
+
+typedef struct gt_server_config
+{
+    const char *host;
+    uint16_t port;                 /* 0 = ephemeral */
+    uint32_t max_frame_bytes;
+} gt_server_config;
+
+typedef struct gt_server_stats
+{
+    uint64_t bytes_in;
+    uint64_t bytes_out;
+    uint64_t requests;
+    uint64_t read_vectors;
+    uint64_t error_responses;
+    uint64_t protocol_errors;
+    uint64_t connections_opened;
+    uint64_t connections_closed;
+    uint64_t tokens_verified;
+    uint64_t tokens_missing;
+    uint64_t tokens_invalid;
+    uint64_t tokens_expired;
+} gt_server_stats;
+
+int gt_server_create(const gt_server_config *config, const gt_server_callbacks *callbacks, gt_server **server,
+    gt_error *error);
+
+/* The bound port. */
+uint16_t gt_server_port(const gt_server *server);
+
+/* Replaces the whole segment table (ids, base addresses, sizes); any thread. */
+int gt_server_set_segments(gt_server *server, const uint32_t *ids, const uint64_t *addresses, const uint64_t *sizes,
+    int count, gt_error *error);
+
+/* Installs the 32-byte data-token key, or removes it (NULL): then every frame passes without a token. */
+int gt_server_set_token_key(gt_server *server, const uint8_t *key, gt_error *error);
+
+/* Serves until gt_server_stop; returns 0, or a negative code when the event loop failed. */
+int gt_server_run(gt_server *server, gt_error *error);
+
+/* Makes gt_server_run return (any thread). */
+void gt_server_stop(gt_server *server);
+
+void gt_server_get_stats(gt_server *server, gt_server_stats *stats);
+
+/* Closes the listener and every connection; only once gt_server_run returned. */
+void gt_server_destroy(gt_server *server);
+
+/* ---------------------------------------------------------------- RDMA */
+
+/*
+ * 1 when this build has the verbs transport, libibverbs loads and at least one RDMA device is present;
+ * otherwise 0 with the reason in error (no headers at build time, library missing, no device).
+ */
+int gt_rdma_available(gt_error *error);
+
+/* The library's version string. */
+const char *gt_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,1499 @@
+/*
+ * The native TCP client engine: lanes per peer over non-blocking sockets and one epoll set, frames of
+ * docs/protocol.md sent straight from registered memory (writev of header and payload) and READ payloads received
+ * straight into it. Slicing, the per-transfer window, admission per peer, per-frame timeouts and the COMMIT after a
+ * WRITE follow the Java engine (NettyTransferEngine); see docs/architecture.md "Native transfer engine".
+ *
+ * Threading: gt_engine_poll is the only thread that touches lanes, frames and transfers. Other threads hand
+ * operations over through the incoming queue under the engine mutex and wake the loop with an eventfd.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "gt_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#define MAX_PEERS 4096
+#define MAX_LANES 64
+#define SOCKET_BUFFER_BYTES (4 << 20)
+#define STAGING_BYTES (64 << 10)
+#define MAX_IOV 64
+#define MAX_WRITEV_BYTES (8u << 20)
+#define WINDOW_BYTES_PER_LANE (4u << 20)
+#define LARGE_PAYLOAD_BYTES (16u << 10)
+
+typedef struct transfer transfer;
+typedef struct frame frame;
+typedef struct lane lane;
+typedef struct peer peer;
+
+enum commit_state
+{
+    COMMIT_NONE,      /* no COMMIT */
+    COMMIT_WAITING,   /* the payload comes later (gt_engine_provide_commit) */
+    COMMIT_READY,     /* payload known, not sent yet */
+    COMMIT_SENT,      /* frame handed to a lane */
+    COMMIT_DONE
+};
+
+struct transfer
+{
+    uint64_t user_data;
+    peer *peer;
+    uint8_t op;
+    uint8_t own_region;
+    uint32_t region;
+    uint8_t *local;
+    uint32_t length;
+    uint32_t segment_id;
+    uint64_t remote_offset;
+    int has_token;
+    uint32_t grant_delta0; /* remote_offset - grant_offset */
+    uint32_t grant_length;
+    uint8_t token[GT_TOKEN_LENGTH];
+    uint32_t slices_total;
+    uint32_t slices_issued;
+    uint32_t slices_done;
+    uint32_t in_lanes;       /* frames of this transfer on lanes */
+    uint32_t frames_admitted;
+    int32_t status;
+    int admitted;
+    enum commit_state commit_state;
+    uint8_t *commit;
+    uint32_t commit_length;
+    lane *write_lane;        /* the lane of a one-frame WRITE, where its COMMIT follows */
+    uint64_t admission_deadline_ms;
+    transfer *next;          /* incoming queue or pending-admission queue */
+    transfer *commit_link;   /* waiting-commit or provided list (under the engine mutex) */
+    int commit_listed;       /* on the waiting-commit list (else, if late_commit, maybe on the provided list) */
+    int late_commit;         /* submitted with GT_OP_FLAG_COMMIT_LATER: lists under the mutex may hold it */
+};
+
+struct frame
+{
+    uint64_t seq;
+    transfer *transfer;
+    uint8_t opcode;
+    uint32_t length;         /* range length (READ/WRITE) or payload length (COMMIT) */
+    uint32_t payload_out;    /* bytes sent after the header: WRITE and COMMIT */
+    uint64_t offset;
+    uint8_t *local;
+    uint8_t header[GT_HEADER_LENGTH];
+    uint64_t sent;
+    uint64_t deadline_ms;
+    int timed_out;
+    frame *next;
+    frame *prev;
+};
+
+struct lane
+{
+    peer *peer;
+    int index;
+    int fd;
+    int connecting;
+    int doomed;              /* a status: fail the lane at the end of this loop turn */
+    int dirty;               /* frames to write */
+    int want_out;
+    uint32_t uid;
+    uint64_t next_seq;
+    uint64_t connect_deadline_ms;
+    frame *head;             /* every frame handed to the lane, in order (deadline order) */
+    frame *tail;
+    frame *cursor;           /* first frame not completely sent */
+    uint32_t frames;
+    /* receive state */
+    uint8_t staging[STAGING_BYTES];
+    uint32_t staged_start;
+    uint32_t staged_end;
+    uint8_t header[GT_HEADER_LENGTH];
+    uint32_t header_fill;
+    frame *receiving;        /* the READ whose payload is arriving, or NULL */
+    uint8_t *receive_at;
+    uint64_t payload_left;   /* payload bytes of the current response still to come */
+    int large_payload;       /* last response carried a large payload: read the next header alone */
+    lane *dirty_next;
+    int in_dirty_list;
+};
+
+struct peer
+{
+    uint32_t id;
+    char host[256];
+    uint16_t port;
+    struct sockaddr_storage address;
+    socklen_t address_length;
+    uint32_t lanes_count;
+    uint32_t next_lane;
+    lane *lanes[MAX_LANES];
+    uint32_t outstanding_frames;
+    uint32_t pending_count;
+    transfer *pending_head;
+    transfer *pending_tail;
+};
+
+struct gt_engine
+{
+    gt_engine_config config;
+    uint32_t window_slices;
+    int epoll_fd;
+    int event_fd;
+    pthread_mutex_t mutex;
+    gt_region_table regions;       /* under mutex */
+    peer *peers[MAX_PEERS];        /* slots written under mutex, read by the loop */
+    uint32_t peer_count;
+    transfer *incoming_head;       /* under mutex */
+    transfer *incoming_tail;
+    transfer *waiting_commits;     /* under mutex: transfers whose COMMIT payload is still to come */
+    transfer *provided;            /* under mutex: commits provided, for the loop to act on */
+    gt_completion *completions;    /* loop only */
+    uint32_t completions_count;
+    uint32_t completions_capacity;
+    uint32_t completions_read;
+    uint32_t next_lane_uid;
+    lane *dirty_head;
+    uint8_t discard[STAGING_BYTES];
+};
+
+static void lane_fail(gt_engine *engine, lane *l, int status);
+static void transfer_progress(gt_engine *engine, transfer *t);
+
+void gt_engine_config_defaults(gt_engine_config *config)
+{
+    config->lanes_per_peer = 2;
+    config->slice_bytes = 1u << 20;
+    config->max_queued_frames_per_peer = 4096;
+    config->max_pending_per_peer = 1024;
+    config->admission_timeout_ms = 1000;
+    config->transfer_timeout_ms = 10000;
+    config->connect_timeout_ms = 3000;
+}
+
+int gt_engine_create(const gt_engine_config *config, gt_engine **out, gt_error *error)
+{
+    *out = NULL;
+    if (config->lanes_per_peer < 1 || config->lanes_per_peer > MAX_LANES)
+    {
+        return gt_fail(error, GT_INVALID_PARAMS, "lanes_per_peer must be in 1..%d, was %u", MAX_LANES,
+            config->lanes_per_peer);
+    }
+    if (config->slice_bytes < 4096 || config->slice_bytes > GT_MAX_FRAME_LENGTH_LIMIT)
+    {
+        return gt_fail(error, GT_INVALID_PARAMS, "slice_bytes must be in 4096..%u, was %u",
+            GT_MAX_FRAME_LENGTH_LIMIT, config->slice_bytes);
+    }
+    if (config->max_queued_frames_per_peer < 1 || config->transfer_timeout_ms < 1 ||
+        config->connect_timeout_ms < 1 || config->admission_timeout_ms < 1)
+    {
+        return gt_fail(error, GT_INVALID_PARAMS, "queue bound and timeouts must be positive");
+    }
+    gt_engine *engine = calloc(1, sizeof(gt_engine));
+    if (engine == NULL)
+    {
+        return gt_fail(error, GT_INTERNAL_ERROR, "out of memory");
+    }
+    engine->config = *config;
+    uint64_t per_lane = (WINDOW_BYTES_PER_LANE + config->slice_bytes - 1) / config->slice_bytes;
+    per_lane = per_lane < 2 ? 2 : per_lane > 16 ? 16 : per_lane;
+    engine->window_slices = (uint32_t)per_lane * config->lanes_per_peer;
+    engine->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+    engine->event_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (engine->epoll_fd < 0 || engine->event_fd < 0)
+    {
+        const int saved = errno;
+        if (engine->epoll_fd >= 0)
+        {
+            close(engine->epoll_fd);
+        }
+        if (engine->event_fd >= 0)
+        {
+            close(engine->event_fd);
+        }
+        free(engine);
+        return gt_fail(error, GT_INTERNAL_ERROR, "epoll/eventfd: %s", strerror(saved));
+    }
+    struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
+    epoll_ctl(engine->epoll_fd, EPOLL_CTL_ADD, engine->event_fd, &ev);
+    pthread_mutex_init(&engine->mutex, NULL);
+    gt_regions_init(&engine->regions);
+    engine->next_lane_uid = 1;
+    *out = engine;
+    return GT_OK;
+}
+
+int gt_engine_register_memory(gt_engine *engine, void *address, const uint64_t length, uint32_t *region,
+    gt_error *error)
+{
+    pthread_mutex_lock(&engine->mutex);
+    const int result = gt_regions_add(&engine->regions, address, length, region);
+    pthread_mutex_unlock(&engine->mutex);
+    if (result != GT_OK)
+    {
+        return gt_fail(error, result, "cannot register %llu bytes at %p", (unsigned long long)length, address);
+    }
+    return GT_OK;
+}
+
+int gt_engine_unregister_memory(gt_engine *engine, const uint32_t region)
+{
+    pthread_mutex_lock(&engine->mutex);
+    const int result = gt_regions_remove(&engine->regions, region);
+    pthread_mutex_unlock(&engine->mutex);
+    return result;
+}
+
+int gt_engine_connect(gt_engine *engine, const char *host, const uint16_t port, uint32_t *id, gt_error *error)
+{
+    if (host == NULL || host[0] == '\0' || strlen(host) >= sizeof(((peer *)0)->host) || port == 0)
+    {
+        return gt_fail(error, GT_INVALID_PARAMS, "malformed endpoint");
+    }
+    pthread_mutex_lock(&engine->mutex);
+    for (uint32_t i = 0; i < engine->peer_count; i++)
+    {
+        peer *p = engine->peers[i];
+        if (p->port == port && strcmp(p->host, host) == 0)
+        {
+            *id = p->id;
+            pthread_mutex_unlock(&engine->mutex);
+            return GT_OK;
+        }
+    }
+    pthread_mutex_unlock(&engine->mutex);
+
+    struct addrinfo hints;
+    struct addrinfo *found = NULL;
+    char port_text[8];
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    snprintf(port_text, sizeof(port_text), "%u", port);
+    const int resolved = getaddrinfo(host, port_text, &hints, &found);
+    if (resolved != 0 || found == NULL)
+    {
+        return gt_fail(error, GT_TRANSFER_FAIL, "cannot resolve %s: %s", host, gai_strerror(resolved));
+    }
+    peer *p = calloc(1, sizeof(peer));
+    if (p == NULL)
+    {
+        freeaddrinfo(found);
+        return gt_fail(error, GT_INTERNAL_ERROR, "out of memory");
+    }
+    snprintf(p->host, sizeof(p->host), "%s", host);
+    p->port = port;
+    memcpy(&p->address, found->ai_addr, found->ai_addrlen);
+    p->address_length = found->ai_addrlen;
+    freeaddrinfo(found);
+    p->lanes_count = engine->config.lanes_per_peer;
+
+    pthread_mutex_lock(&engine->mutex);
+    for (uint32_t i = 0; i < engine->peer_count; i++)
+    {
+        peer *other = engine->peers[i];
+        if (other->port == port && strcmp(other->host, host) == 0)
+        {
+            *id = other->id;
+            pthread_mutex_unlock(&engine->mutex);
+            free(p);
+            return GT_OK;
+        }
+    }
+    if (engine->peer_count == MAX_PEERS)
+    {
+        pthread_mutex_unlock(&engine->mutex);
+        free(p);
+        return gt_fail(error, GT_UNAVAILABLE, "more than %d peers", MAX_PEERS);
+    }
+    p->id = engine->peer_count + 1;
+    engine->peers[engine->peer_count] = p;
+    __atomic_store_n(&engine->peer_count, engine->peer_count + 1, __ATOMIC_RELEASE);
+    *id = p->id;
+    pthread_mutex_unlock(&engine->mutex);
+    return GT_OK;
+}
+
+static peer *peer_get(gt_engine *engine, const uint32_t id)
+{
+    const uint32_t count = __atomic_load_n(&engine->peer_count, __ATOMIC_ACQUIRE);
+    return id >= 1 && id <= count ? engine->peers[id - 1] : NULL;
+}
+
+void gt_engine_wakeup(gt_engine *engine)
+{
+    const uint64_t one = 1;
+    ssize_t ignored = write(engine->event_fd, &one, sizeof(one));
+    (void)ignored;
+}
+
+static void free_transfers(transfer *head)
+{
+    while (head != NULL)
+    {
+        transfer *next = head->next;
+        free(head->commit);
+        free(head);
+        head = next;
+    }
+}
+
+int gt_engine_submit(gt_engine *engine, const gt_op *ops, const int count, gt_error *error)
+{
+    transfer *head = NULL;
+    transfer *tail = NULL;
+    for (int i = 0; i < count; i++)
+    {
+        const gt_op *op = &ops[i];
+        const int with_commit = op->commit != NULL && op->commit_length > 0;
+        transfer *t = calloc(1, sizeof(transfer));
+        uint8_t *commit = with_commit ? malloc(op->commit_length) : NULL;
+        if (t == NULL || (with_commit && commit == NULL))
+        {
+            free(t);
+            free(commit);
+            free_transfers(head);
+            return gt_fail(error, GT_INTERNAL_ERROR, "out of memory");
+        }
+        t->user_data = op->user_data;
+        t->peer = peer_get(engine, op->peer);
+        t->op = op->opcode;
+        t->own_region = (op->flags & GT_OP_FLAG_RELEASE_REGION) != 0;
+        t->region = op->region;
+        t->length = op->length;
+        t->segment_id = op->segment_id;
+        t->remote_offset = op->remote_offset;
+        t->status = GT_OK;
+        t->has_token = op->has_token;
+        if (op->has_token)
+        {
+            memcpy(t->token, op->token, GT_TOKEN_LENGTH);
+        }
+        if (with_commit)
+        {
+            memcpy(commit, op->commit, op->commit_length);
+            t->commit = commit;
+            t->commit_length = op->commit_length;
+            t->commit_state = COMMIT_READY;
+        }
+        else if (op->flags & GT_OP_FLAG_COMMIT_LATER)
+        {
+            t->commit_state = COMMIT_WAITING;
+            t->late_commit = 1;
+        }
+        /* The grant must hold the range (checked without overflow) and fit the 32-bit grant fields. */
+        const int within = op->remote_offset >= op->grant_offset &&
+            op->remote_offset - op->grant_offset <= op->grant_length &&
+            op->length <= op->grant_length - (op->remote_offset - op->grant_offset);
+        if ((op->opcode != GT_OP_READ && op->opcode != GT_OP_WRITE) || t->peer == NULL ||
+            (op->opcode == GT_OP_READ && t->commit_state != COMMIT_NONE))
+        {
+            t->status = GT_INVALID_PARAMS;
+        }
+        else if (op->has_token && (!within || op->grant_length > 0xFFFFFFFFull || gt_get_u32(op->token) == 0))
+        {
+            t->status = GT_INVALID_PARAMS;
+        }
+        else if (op->length == 0 && t->commit_state == COMMIT_NONE)
+        {
+            t->status = GT_INVALID_PARAMS; /* nothing to move and nothing to commit */
+        }
+        else if (op->has_token)
+        {
+            t->grant_delta0 = (uint32_t)(op->remote_offset - op->grant_offset);
+            t->grant_length = (uint32_t)op->grant_length;
+        }
+        t->slices_total = op->length == 0 ? 0 :
+            (uint32_t)(((uint64_t)op->length + engine->config.slice_bytes - 1) / engine->config.slice_bytes);
+        if (head == NULL)
+        {
+            head = t;
+        }
+        else
+        {
+            tail->next = t;
+        }
+        tail = t;
+    }
+    if (head == NULL)
+    {
+        return 0;
+    }
+    pthread_mutex_lock(&engine->mutex);
+    int i = 0;
+    for (transfer *t = head; t != NULL; t = t->next, i++)
+    {
+        const gt_op *op = &ops[i];
+        if (t->length > 0)
+        {
+            /* Local memory is resolved under the lock that guards the region table; outside it nothing moves. */
+            t->local = gt_regions_resolve(&engine->regions, op->region, op->local_offset, op->length);
+            if (t->local == NULL && t->status == GT_OK)
+            {
+                t->status = GT_INVALID_PARAMS;
+            }
+        }
+        if (t->late_commit)
+        {
+            t->commit_link = engine->waiting_commits;
+            t->commit_listed = 1;
+            engine->waiting_commits = t;
+        }
+    }
+    if (engine->incoming_head == NULL)
+    {
+        engine->incoming_head = head;
+    }
+    else
+    {
+        engine->incoming_tail->next = head;
+    }
+    engine->incoming_tail = tail;
+    pthread_mutex_unlock(&engine->mutex);
+    gt_engine_wakeup(engine);
+    return count;
+}
+
+int gt_engine_provide_commit(gt_engine *engine, const uint64_t user_data, const uint8_t *payload,
+    const uint32_t length, gt_error *error)
+{
+    uint8_t *copy = NULL;
+    if (payload != NULL && length > 0)
+    {
+        copy = malloc(length);
+        if (copy == NULL)
+        {
+            return gt_fail(error, GT_INTERNAL_ERROR, "out of memory");
+        }
+        memcpy(copy, payload, length);
+    }
+    pthread_mutex_lock(&engine->mutex);
+    transfer **link = &engine->waiting_commits;
+    while (*link != NULL && (*link)->user_data != user_data)
+    {
+        link = &(*link)->commit_link;
+    }
+    transfer *t = *link;
+    if (t == NULL)
+    {
+        pthread_mutex_unlock(&engine->mutex);
+        free(copy);
+        return gt_fail(error, GT_INVALID_PARAMS, "no WRITE waiting for its COMMIT payload has user data %llu",
+            (unsigned long long)user_data);
+    }
+    *link = t->commit_link;
+    t->commit_listed = 0;
+    t->commit = copy;
+    t->commit_length = copy == NULL ? 0 : length;
+    t->commit_link = engine->provided;
+    engine->provided = t;
+    pthread_mutex_unlock(&engine->mutex);
+    gt_engine_wakeup(engine);
+    return GT_OK;
+}
+
+/* ---------------------------------------------------------------- completion and admission (loop thread) */
+
+static void push_completion(gt_engine *engine, const uint64_t user_data, const int32_t status)
+{
+    if (engine->completions_count == engine->completions_capacity)
+    {
+        const uint32_t capacity = engine->completions_capacity == 0 ? 256 : engine->completions_capacity * 2;
+        gt_completion *grown = realloc(engine->completions, capacity * sizeof(gt_completion));
+        if (grown == NULL)
+        {
+            return; /* cannot happen in practice; the caller's close fails what was never completed */
+        }
+        engine->completions = grown;
+        engine->completions_capacity = capacity;
+    }
+    engine->completions[engine->completions_count].user_data = user_data;
+    engine->completions[engine->completions_count].status = status;
+    engine->completions_count++;
+}
+
+static int fits(const gt_engine *engine, const peer *p, const uint32_t frames)
+{
+    return p->outstanding_frames + frames <= engine->config.max_queued_frames_per_peer || p->outstanding_frames == 0;
+}
+
+static void admit_pending(gt_engine *engine, peer *p)
+{
+    while (p->pending_head != NULL && fits(engine, p, p->pending_head->frames_admitted))
+    {
+        transfer *t = p->pending_head;
+        p->pending_head = t->next;
+        if (p->pending_head == NULL)
+        {
+            p->pending_tail = NULL;
+        }
+        t->next = NULL;
+        p->pending_count--;
+        p->outstanding_frames += t->frames_admitted;
+        t->admitted = 1;
+        transfer_progress(engine, t);
+    }
+}
+
+static void complete(gt_engine *engine, transfer *t)
+{
+    if (t->late_commit || t->own_region)
+    {
+        pthread_mutex_lock(&engine->mutex);
+        if (t->late_commit)
+        {
+            /* Still waiting for its payload, or provided and not yet taken by the loop: unlist it either way. */
+            transfer **link = t->commit_listed ? &engine->waiting_commits : &engine->provided;
+            while (*link != NULL && *link != t)
+            {
+                link = &(*link)->commit_link;
+            }
+            if (*link == t)
+            {
+                *link = t->commit_link;
+            }
+            t->commit_listed = 0;
+        }
+        if (t->own_region)
+        {
+            gt_regions_remove(&engine->regions, t->region);
+        }
+        pthread_mutex_unlock(&engine->mutex);
+    }
+    push_completion(engine, t->user_data, t->status);
+    peer *p = t->peer;
+    const int admitted = t->admitted;
+    const uint32_t frames = t->frames_admitted;
+    free(t->commit);
+    free(t);
+    if (admitted)
+    {
+        p->outstanding_frames -= frames;
+        admit_pending(engine, p);
+    }
+}
+
+static void start(gt_engine *engine, transfer *t)
+{
+    if (t->status != GT_OK)
+    {
+        complete(engine, t);
+        return;
+    }
+    peer *p = t->peer;
+    t->frames_admitted = t->slices_total + (t->commit_state != COMMIT_NONE ? 1 : 0);
+    if (p->pending_head == NULL && fits(engine, p, t->frames_admitted))
+    {
+        p->outstanding_frames += t->frames_admitted;
+        t->admitted = 1;
+        transfer_progress(engine, t);
+    }
+    else if (p->pending_count < engine->config.max_pending_per_peer)
+    {
+        t->admission_deadline_ms = gt_now_ms() + engine->config.admission_timeout_ms;
+        t->next = NULL;
+        if (p->pending_tail == NULL)
+        {
+            p->pending_head = t;
+        }
+        else
+        {
+            p->pending_tail->next = t;
+        }
+        p->pending_tail = t;
+        p->pending_count++;
+    }
+    else
+    {
+        t->status = GT_UNAVAILABLE; /* nothing was sent, the buffer was not touched */
+        complete(engine, t);
+    }
+}
+
+/* ---------------------------------------------------------------- lanes */
+
+static void mark_dirty(gt_engine *engine, lane *l)
+{
+    l->dirty = 1;
+    if (!l->in_dirty_list)
+    {
+        l->in_dirty_list = 1;
+        l->dirty_next = engine->dirty_head;
+        engine->dirty_head = l;
+    }
+}
+
+static void lane_reset_receive(lane *l)
+{
+    l->staged_start = 0;
+    l->staged_end = 0;
+    l->header_fill = 0;
+    l->receiving = NULL;
+    l->receive_at = NULL;
+    l->payload_left = 0;
+    l->large_payload = 0;
+}
+
+static int lane_open(gt_engine *engine, lane *l)
+{
+    peer *p = l->peer;
+    const int fd = socket(p->address.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+    {
+        return GT_TRANSFER_FAIL;
+    }
+    const int one = 1;
+    const int buffer = SOCKET_BUFFER_BYTES;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buffer, sizeof(buffer));
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buffer, sizeof(buffer));
+    setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+    const int connected = connect(fd, (const struct sockaddr *)&p->address, p->address_length);
+    if (connected != 0 && errno != EINPROGRESS)
+    {
+        close(fd);
+        return GT_TRANSFER_FAIL;
+    }
+    l->fd = fd;
+    l->connecting = 1;
+    l->want_out = 1;
+    l->uid = engine->next_lane_uid++;
+    if (engine->next_lane_uid == 0)
+    {
+        engine->next_lane_uid = 1;
+    }
+    l->next_seq = 1;
+    l->connect_deadline_ms = gt_now_ms() + engine->config.connect_timeout_ms;
+    lane_reset_receive(l);
+    struct epoll_event ev = { .events = EPOLLIN | EPOLLOUT, .data.ptr = l };
+    if (epoll_ctl(engine->epoll_fd, EPOLL_CTL_ADD, fd, &ev) != 0)
+    {
+        close(fd);
+        l->fd = -1;
+        l->connecting = 0;
+        return GT_TRANSFER_FAIL;
+    }
+    return GT_OK;
+}
+
+static lane *lane_get(gt_engine *engine, peer *p, const uint32_t index)
+{
+    lane *l = p->lanes[index];
+    if (l == NULL)
+    {
+        l = calloc(1, sizeof(lane));
+        if (l == NULL)
+        {
+            return NULL;
+        }
+        l->peer = p;
+        l->index = (int)index;
+        l->fd = -1;
+        p->lanes[index] = l;
+    }
+    (void)engine;
+    return l;
+}
+
+static void lane_append(gt_engine *engine, lane *l, frame *f)
+{
+    if (l->fd < 0 && l->doomed == 0)
+    {
+        if (lane_open(engine, l) != GT_OK)
+        {
+            l->doomed = GT_TRANSFER_FAIL;
+        }
+    }
+    f->seq = l->next_seq++;
+    gt_put_u64(f->header + 8, ((uint64_t)l->uid << 32) | (f->seq & 0xFFFFFFFFu));
+    f->deadline_ms = gt_now_ms() + engine->config.transfer_timeout_ms;
+    f->prev = l->tail;
+    f->next = NULL;
+    if (l->tail == NULL)
+    {
+        l->head = f;
+    }
+    else
+    {
+        l->tail->next = f;
+    }
+    l->tail = f;
+    if (l->cursor == NULL)
+    {
+        l->cursor = f;
+    }
+    l->frames++;
+    f->transfer->in_lanes++;
+    mark_dirty(engine, l);
+}
+
+static void lane_unlink(lane *l, frame *f)
+{
+    if (l->cursor == f)
+    {
+        l->cursor = f->next;
+    }
+    if (f->prev != NULL)
+    {
+        f->prev->next = f->next;
+    }
+    else
+    {
+        l->head = f->next;
+    }
+    if (f->next != NULL)
+    {
+        f->next->prev = f->prev;
+    }
+    else
+    {
+        l->tail = f->prev;
+    }
+    f->next = NULL;
+    f->prev = NULL;
+    l->frames--;
+}
+
+static void frame_finish(gt_engine *engine, frame *f, const int32_t status)
+{
+    transfer *t = f->transfer;
+    t->in_lanes--;
+    if (f->opcode == GT_OPC_COMMIT)
+    {
+        t->commit_state = COMMIT_DONE;
+    }
+    else
+    {
+        t->slices_done++;
+    }
+    if (status != GT_OK && t->status == GT_OK)
+    {
+        t->status = status;
+    }
+    free(f);
+    transfer_progress(engine, t);
+}
+
+static void lane_fail(gt_engine *engine, lane *l, const int status)
+{
+    frame *f = l->head;
+    frame *receiving = l->receiving;
+    l->head = NULL;
+    l->tail = NULL;
+    l->cursor = NULL;
+    l->frames = 0;
+    l->doomed = 0;
+    l->dirty = 0;
+    if (l->fd >= 0)
+    {
+        epoll_ctl(engine->epoll_fd, EPOLL_CTL_DEL, l->fd, NULL);
+        close(l->fd);
+    }
+    l->fd = -1;
+    l->connecting = 0;
+    l->want_out = 0;
+    lane_reset_receive(l);
+    if (receiving != NULL)
+    {
+        frame_finish(engine, receiving, receiving->timed_out ? GT_RPC_TIMEOUT : status);
+    }
+    while (f != NULL)
+    {
+        frame *next = f->next;
+        frame_finish(engine, f, f->timed_out ? GT_RPC_TIMEOUT : status);
+        f = next;
+    }
+}
+
+static frame *new_frame(transfer *t, const uint8_t opcode, const uint64_t offset, const uint32_t length,
+    uint8_t *local, const uint32_t grant_delta)
+{
+    frame *f = calloc(1, sizeof(frame));
+    if (f == NULL)
+    {
+        return NULL;
+    }
+    f->transfer = t;
+    f->opcode = opcode;
+    f->offset = offset;
+    f->length = length;
+    f->local = local;
+    f->payload_out = opcode == GT_OPC_WRITE || opcode == GT_OPC_COMMIT ? length : 0;
+    gt_header header;
+    memset(&header, 0, sizeof(header));
+    header.opcode = opcode;
+    header.segment_id = t->segment_id;
+    header.offset = offset;
+    header.length = length;
+    if (t->has_token)
+    {
+        header.grant_delta = grant_delta;
+        header.grant_length = t->grant_length;
+        header.token_expiry = gt_get_u32(t->token);
+        memcpy(header.token_mac, t->token + 4, GT_MAC_LENGTH);
+    }
+    gt_header_encode(f->header, &header);
+    return f;
+}
+
+static lane *next_lane(gt_engine *engine, peer *p)
+{
+    const uint32_t index = p->next_lane++ % p->lanes_count;
+    return lane_get(engine, p, index);
+}
+
+static int send_commit(gt_engine *engine, transfer *t, lane *l)
+{
+    frame *f = new_frame(t, GT_OPC_COMMIT, t->remote_offset, t->commit_length, t->commit, t->grant_delta0);
+    if (f == NULL || l == NULL)
+    {
+        free(f);
+        return GT_INTERNAL_ERROR;
+    }
+    t->commit_state = COMMIT_SENT;
+    lane_append(engine, l, f);
+    return GT_OK;
+}
+
+/* Puts the next slices of a transfer on its lanes (within its window), its COMMIT when due, or completes it. */
+static void transfer_progress(gt_engine *engine, transfer *t)
+{
+    if (!t->admitted)
+    {
+        return;
+    }
+    if (t->status == GT_OK)
+    {
+        const uint32_t slice = engine->config.slice_bytes;
+        while (t->slices_issued < t->slices_total && t->in_lanes < engine->window_slices)
+        {
+            const uint64_t at = (uint64_t)t->slices_issued * slice;
+            const uint32_t length = t->length - at < slice ? (uint32_t)(t->length - at) : slice;
+            frame *f = new_frame(t, t->op == GT_OP_READ ? GT_OPC_READ : GT_OPC_WRITE, t->remote_offset + at,
+                length, t->local + at, t->grant_delta0 + (uint32_t)at);
+            lane *l = next_lane(engine, t->peer);
+            if (f == NULL || l == NULL)
+            {
+                free(f);
+                t->status = GT_INTERNAL_ERROR;
+                break;
+            }
+            t->slices_issued++;
+            if (t->slices_total == 1)
+            {
+                t->write_lane = l;
+            }
+            lane_append(engine, l, f);
+        }
+        if (t->status == GT_OK && t->commit_state == COMMIT_READY && t->slices_issued == t->slices_total)
+        {
+            if (t->slices_total == 1 && t->slices_done == 0)
+            {
+                /* Right behind its one-frame WRITE, on the same connection: read only after the WRITE's bytes. */
+                if (send_commit(engine, t, t->write_lane) != GT_OK)
+                {
+                    t->status = GT_INTERNAL_ERROR;
+                }
+            }
+            else if (t->slices_done == t->slices_total)
+            {
+                /* A sliced WRITE (every slice succeeded), an empty value, or a payload that came late. */
+                if (send_commit(engine, t, next_lane(engine, t->peer)) != GT_OK)
+                {
+                    t->status = GT_INTERNAL_ERROR;
+                }
+            }
+        }
+    }
+    if (t->in_lanes > 0)
+    {
+        return;
+    }
+    const int finished = t->status != GT_OK ||
+        (t->slices_done == t->slices_total && (t->commit_state == COMMIT_NONE || t->commit_state == COMMIT_DONE));
+    if (finished)
+    {
+        complete(engine, t);
+    }
+}
+
+/* Sends what the lane can take now, straight from the frames' headers and registered memory. */
+static void lane_flush(gt_engine *engine, lane *l)
+{
+    l->dirty = 0;
+    if (l->fd < 0 || l->connecting || l->doomed)
+    {
+        return;
+    }
+    while (l->cursor != NULL)
+    {
+        struct iovec iov[MAX_IOV];
+        int n = 0;
+        uint64_t bytes = 0;
+        for (frame *f = l->cursor; f != NULL && n < MAX_IOV - 1 && bytes < MAX_WRITEV_BYTES; f = f->next)
+        {
+            if (f->sent < GT_HEADER_LENGTH)
+            {
+                iov[n].iov_base = f->header + f->sent;
+                iov[n].iov_len = GT_HEADER_LENGTH - f->sent;
+                bytes += iov[n].iov_len;
+                n++;
+            }
+            const uint64_t done = f->sent > GT_HEADER_LENGTH ? f->sent - GT_HEADER_LENGTH : 0;
+            if (f->payload_out > done)
+            {
+                iov[n].iov_base = f->local + done;
+                iov[n].iov_len = f->payload_out - done;
+                bytes += iov[n].iov_len;
+                n++;
+            }
+        }
+        struct msghdr message;
+        memset(&message, 0, sizeof(message));
+        message.msg_iov = iov;
+        message.msg_iovlen = (size_t)n;
+        const ssize_t written = sendmsg(l->fd, &message, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (written < 0)
+        {
+            if (errno == EAGAIN || errno == EWOULDBLOCK)
+            {
+                break;
+            }
+            if (errno == EINTR)
+            {
+                continue;
+            }
+            l->doomed = GT_TRANSFER_FAIL;
+            return;
+        }
+        uint64_t left = (uint64_t)written;
+        while (left > 0 && l->cursor != NULL)
+        {
+            frame *f = l->cursor;
+            const uint64_t total = GT_HEADER_LENGTH + (uint64_t)f->payload_out;
+            const uint64_t take = total - f->sent < left ? total - f->sent : left;
+            f->sent += take;
+            left -= take;
+            if (f->sent == total)
+            {
+                l->cursor = f->next;
+            }
+        }
+    }
+    const int want_out = l->cursor != NULL;
+    if (want_out != l->want_out)
+    {
+        struct epoll_event ev = { .events = EPOLLIN | (want_out ? EPOLLOUT : 0), .data.ptr = l };
+        epoll_ctl(engine->epoll_fd, EPOLL_CTL_MOD, l->fd, &ev);
+        l->want_out = want_out;
+    }
+}
+
+/* A response header is in l->header: match it to a frame this lane sent and check that it echoes the request. */
+static void on_response(gt_engine *engine, lane *l)
+{
+    gt_header h;
+    const int decoded = gt_header_decode(l->header, GT_MAX_FRAME_LENGTH_LIMIT, &h);
+    l->header_fill = 0;
+    if (decoded != GT_DECODE_OK || !gt_opcode_is_response(h.opcode))
+    {
+        l->doomed = GT_TRANSFER_FAIL;
+        return;
+    }
+    const uint32_t uid = (uint32_t)(h.request_id >> 32);
+    const uint64_t seq = h.request_id & 0xFFFFFFFFu;
+    const int carries = (h.opcode == (GT_OPC_READ | GT_OPC_RESPONSE_BIT) ||
+        h.opcode == (GT_OPC_READV | GT_OPC_RESPONSE_BIT)) && h.status == 0;
+    frame *f = NULL;
+    if (uid == l->uid)
+    {
+        for (frame *candidate = l->head; candidate != NULL && candidate != l->cursor; candidate = candidate->next)
+        {
+            if ((candidate->seq & 0xFFFFFFFFu) == seq)
+            {
+                f = candidate;
+                break;
+            }
+        }
+    }
+    if (f == NULL)
+    {
+        if (uid == l->uid && seq >= 1 && seq < (l->next_seq & 0xFFFFFFFFu))
+        {
+            /* The answer of a request that timed out: drop it, payload included; the lane stays in sync. */
+            l->payload_left = carries ? h.length : 0;
+            l->receiving = NULL;
+            l->large_payload = h.length >= LARGE_PAYLOAD_BYTES;
+            return;
+        }
+        l->doomed = GT_TRANSFER_FAIL; /* an id this lane never sent */
+        return;
+    }
+    const int mismatched = h.opcode != (f->opcode | GT_OPC_RESPONSE_BIT) || h.status > 0 ||
+        !gt_status_is_known(h.status) || h.segment_id != f->transfer->segment_id || h.offset != f->offset ||
+        h.length != f->length;
+    if (mismatched)
+    {
+        l->doomed = GT_TRANSFER_FAIL;
+        return;
+    }
+    if (carries)
+    {
+        lane_unlink(l, f);
+        l->frames++; /* still owned by the lane until its payload is in */
+        l->receiving = f;
+        l->receive_at = f->local;
+        l->payload_left = h.length;
+        l->large_payload = h.length >= LARGE_PAYLOAD_BYTES;
+        if (h.length == 0)
+        {
+            l->frames--;
+            l->receiving = NULL;
+            frame_finish(engine, f, GT_OK);
+        }
+        return;
+    }
+    l->large_payload = 0;
+    lane_unlink(l, f);
+    frame_finish(engine, f, h.status);
+}
+
+static void payload_done(gt_engine *engine, lane *l)
+{
+    frame *f = l->receiving;
+    l->receiving = NULL;
+    l->receive_at = NULL;
+    if (f != NULL)
+    {
+        l->frames--;
+        frame_finish(engine, f, GT_OK);
+    }
+}
+
+/* Reads what the socket has: headers through a small staging buffer, READ payloads straight into their memory. */
+static void lane_read(gt_engine *engine, lane *l)
+{
+    for (int turns = 0; turns < 64 && l->fd >= 0 && !l->doomed; turns++)
+    {
+        if (l->payload_left > 0)
+        {
+            uint8_t *into = l->receiving != NULL ? l->receive_at : engine->discard;
+            const uint64_t cap = l->receiving != NULL ? l->payload_left :
+                (l->payload_left < STAGING_BYTES ? l->payload_left : STAGING_BYTES);
+            const uint32_t staged = l->staged_end - l->staged_start;
+            if (staged > 0)
+            {
+                const uint32_t take = cap < staged ? (uint32_t)cap : staged;
+                if (l->receiving != NULL)
+                {
+                    memcpy(into, l->staging + l->staged_start, take);
+                    l->receive_at += take;
+                }
+                l->staged_start += take;
+                l->payload_left -= take;
+            }
+            else
+            {
+                const ssize_t got = recv(l->fd, into, cap, MSG_DONTWAIT);
+                if (got <= 0)
+                {
+                    if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+                    {
+                        return;
+                    }
+                    l->doomed = GT_TRANSFER_FAIL;
+                    return;
+                }
+                if (l->receiving != NULL)
+                {
+                    l->receive_at += got;
+                }
+                l->payload_left -= (uint64_t)got;
+            }
+            if (l->payload_left == 0)
+            {
+                payload_done(engine, l);
+            }
+            continue;
+        }
+        const uint32_t staged = l->staged_end - l->staged_start;
+        if (staged > 0)
+        {
+            const uint32_t need = GT_HEADER_LENGTH - l->header_fill;
+            const uint32_t take = need < staged ? need : staged;
+            memcpy(l->header + l->header_fill, l->staging + l->staged_start, take);
+            l->header_fill += take;
+            l->staged_start += take;
+            if (l->header_fill == GT_HEADER_LENGTH)
+            {
+                on_response(engine, l);
+            }
+            continue;
+        }
+        ssize_t got;
+        if (l->large_payload)
+        {
+            /* After a big payload the next is likely big too: read its header alone, then the payload in place. */
+            got = recv(l->fd, l->header + l->header_fill, GT_HEADER_LENGTH - l->header_fill, MSG_DONTWAIT);
+            if (got > 0)
+            {
+                l->header_fill += (uint32_t)got;
+                if (l->header_fill == GT_HEADER_LENGTH)
+                {
+                    on_response(engine, l);
+                }
+                continue;
+            }
+        }
+        else
+        {
+            l->staged_start = 0;
+            l->staged_end = 0;
+            got = recv(l->fd, l->staging, STAGING_BYTES, MSG_DONTWAIT);
+            if (got > 0)
+            {
+                l->staged_end = (uint32_t)got;
+                continue;
+            }
+        }
+        if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+        {
+            return;
+        }
+        l->doomed = GT_TRANSFER_FAIL; /* closed by the peer or broken */
+        return;
+    }
+}
+
+static void on_connected(gt_engine *engine, lane *l)
+{
+    int error = 0;
+    socklen_t length = sizeof(error);
+    if (getsockopt(l->fd, SOL_SOCKET, SO_ERROR, &error, &length) != 0 || error != 0)
+    {
+        l->doomed = GT_TRANSFER_FAIL;
+        return;
+    }
+    l->connecting = 0;
+    mark_dirty(engine, l);
+}
+
+/* ---------------------------------------------------------------- the loop */
+
+static void drain_incoming(gt_engine *engine)
+{
+    pthread_mutex_lock(&engine->mutex);
+    transfer *incoming = engine->incoming_head;
+    transfer *provided = engine->provided;
+    engine->incoming_head = NULL;
+    engine->incoming_tail = NULL;
+    engine->provided = NULL;
+    pthread_mutex_unlock(&engine->mutex);
+    while (incoming != NULL)
+    {
+        transfer *next = incoming->next;
+        incoming->next = NULL;
+        start(engine, incoming);
+        incoming = next;
+    }
+    while (provided != NULL)
+    {
+        transfer *next = provided->commit_link;
+        provided->commit_link = NULL;
+        /* No payload after all: no COMMIT (its admission is released with the transfer). */
+        provided->commit_state = provided->commit != NULL ? COMMIT_READY : COMMIT_NONE;
+        provided->late_commit = 0;
+        transfer_progress(engine, provided);
+        provided = next;
+    }
+}
+
+static void for_each_lane_doomed(gt_engine *engine)
+{
+    lane *l = engine->dirty_head;
+    engine->dirty_head = NULL;
+    while (l != NULL)
+    {
+        lane *next = l->dirty_next;
+        l->in_dirty_list = 0;
+        l->dirty_next = NULL;
+        if (l->doomed)
+        {
+            lane_fail(engine, l, l->doomed);
+        }
+        else if (l->dirty)
+        {
+            lane_flush(engine, l);
+            if (l->doomed)
+            {
+                lane_fail(engine, l, l->doomed);
+            }
+        }
+        l = next;
+        if (l == NULL && engine->dirty_head != NULL)
+        {
+            /* failing or flushing queued more work (next slices, fresh lanes): go round again */
+            l = engine->dirty_head;
+            engine->dirty_head = NULL;
+        }
+    }
+}
+
+static void check_timeouts(gt_engine *engine, const uint64_t now, uint64_t *next_deadline)
+{
+    const uint32_t count = __atomic_load_n(&engine->peer_count, __ATOMIC_ACQUIRE);
+    for (uint32_t i = 0; i < count; i++)
+    {
+        peer *p = engine->peers[i];
+        while (p->pending_head != NULL && p->pending_head->admission_deadline_ms <= now)
+        {
+            transfer *t = p->pending_head;
+            p->pending_head = t->next;
+            if (p->pending_head == NULL)
+            {
+                p->pending_tail = NULL;
+            }
+            p->pending_count--;
+            t->next = NULL;
+            t->status = GT_UNAVAILABLE;
+            complete(engine, t);
+        }
+        if (p->pending_head != NULL && p->pending_head->admission_deadline_ms < *next_deadline)
+        {
+            *next_deadline = p->pending_head->admission_deadline_ms;
+        }
+        for (uint32_t j = 0; j < p->lanes_count; j++)
+        {
+            lane *l = p->lanes[j];
+            if (l == NULL)
+            {
+                continue;
+            }
+            if (l->connecting && l->connect_deadline_ms <= now)
+            {
+                lane_fail(engine, l, GT_TRANSFER_FAIL);
+                continue;
+            }
+            while (l->head != NULL && l->head->deadline_ms <= now)
+            {
+                frame *f = l->head;
+                const int partly_sent = f->sent > 0 && f->sent < GT_HEADER_LENGTH + (uint64_t)f->payload_out;
+                if (partly_sent)
+                {
+                    /* The payload is still leaving from the caller's memory: close the lane to let go of it. */
+                    f->timed_out = 1;
+                    lane_fail(engine, l, GT_TRANSFER_FAIL);
+                    break;
+                }
+                lane_unlink(l, f);
+                frame_finish(engine, f, GT_RPC_TIMEOUT);
+            }
+            if (l->receiving != NULL && l->receiving->deadline_ms <= now)
+            {
+                /* its payload is arriving into the caller's memory: close the lane to stop that */
+                l->receiving->timed_out = 1;
+                lane_fail(engine, l, GT_TRANSFER_FAIL);
+                continue;
+            }
+            if (l->head != NULL && l->head->deadline_ms < *next_deadline)
+            {
+                *next_deadline = l->head->deadline_ms;
+            }
+            if (l->connecting && l->connect_deadline_ms < *next_deadline)
+            {
+                *next_deadline = l->connect_deadline_ms;
+            }
+        }
+    }
+}
+
+static int copy_completions(gt_engine *engine, gt_completion *out, const int max)
+{
+    int n = 0;
+    while (n < max && engine->completions_read < engine->completions_count)
+    {
+        out[n++] = engine->completions[engine->completions_read++];
+    }
+    if (engine->completions_read == engine->completions_count)
+    {
+        engine->completions_read = 0;
+        engine->completions_count = 0;
+    }
+    return n;
+}
+
+int gt_engine_poll(gt_engine *engine, gt_completion *out, const int max, const int timeout_ms)
+{
+    if (engine->completions_read < engine->completions_count)
+    {
+        return copy_completions(engine, out, max);
+    }
+    drain_incoming(engine);
+    for_each_lane_doomed(engine);
+    uint64_t now = gt_now_ms();
+    uint64_t next_deadline = UINT64_MAX;
+    check_timeouts(engine, now, &next_deadline);
+    for_each_lane_doomed(engine);
+    int wait = engine->completions_count > 0 ? 0 : timeout_ms;
+    if (next_deadline != UINT64_MAX && wait != 0)
+    {
+        const uint64_t until = next_deadline > now ? next_deadline - now : 0;
+        if (wait < 0 || until < (uint64_t)wait)
+        {
+            wait = (int)until;
+        }
+    }
+    struct epoll_event events[64];
+    const int ready = epoll_wait(engine->epoll_fd, events, 64, wait);
+    if (ready < 0 && errno != EINTR)
+    {
+        return GT_INTERNAL_ERROR;
+    }
+    for (int i = 0; i < ready; i++)
+    {
+        lane *l = events[i].data.ptr;
+        if (l == NULL)
+        {
+            uint64_t value;
+            ssize_t ignored = read(engine->event_fd, &value, sizeof(value));
+            (void)ignored;
+            continue;
+        }
+        if (l->fd < 0)
+        {
+            continue;
+        }
+        if (l->connecting && (events[i].events & (EPOLLOUT | EPOLLERR | EPOLLHUP)))
+        {
+            on_connected(engine, l);
+        }
+        if (!l->connecting && !l->doomed && (events[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP)))
+        {
+            lane_read(engine, l);
+        }
+        if (!l->connecting && !l->doomed && (events[i].events & EPOLLOUT))
+        {
+            mark_dirty(engine, l);
+        }
+        if (l->doomed)
+        {
+            mark_dirty(engine, l);
+        }
+    }
+    drain_incoming(engine);
+    for_each_lane_doomed(engine);
+    return copy_completions(engine, out, max);
+}
+
+int gt_engine_peer_stats(gt_engine *engine, const uint32_t id, uint32_t *outstanding_frames, uint32_t *pending)
+{
+    peer *p = peer_get(engine, id);
+    if (p == NULL)
+    {
+        return GT_INVALID_PARAMS;
+    }
+    *outstanding_frames = __atomic_load_n(&p->outstanding_frames, __ATOMIC_RELAXED);
+    *pending = __atomic_load_n(&p->pending_count, __ATOMIC_RELAXED);
+    return GT_OK;
+}
+
+static void free_frames(frame *f)
+{
+    while (f != NULL)
+    {
+        frame *next = f->next;
+        free(f);
+        f = next;
+    }
+}
+
+void gt_engine_destroy(gt_engine *engine)
+{
+    if (engine == NULL)
+    {
+        return;
+    }
+    /* Collect every transfer still referenced (by frames, pending queues, incoming and waiting lists) once. */
+    const uint32_t count = engine->peer_count;
+    transfer **seen = NULL;
+    size_t seen_count = 0;
+    size_t seen_capacity = 0;
+#define REMEMBER(t_) do { \
+        transfer *t__ = (t_); int dup__ = 0; \
+        for (size_t k__ = 0; k__ < seen_count; k__++) { if (seen[k__] == t__) { dup__ = 1; break; } } \
+        if (!dup__) { \
+            if (seen_count == seen_capacity) { \
+                seen_capacity = seen_capacity == 0 ? 64 : seen_capacity * 2; \
+                transfer **grown__ = realloc(seen, seen_capacity * sizeof(transfer *)); \
+                if (grown__ == NULL) { break; } seen = grown__; } \
+            seen[seen_count++] = t__; } } while (0)
+    for (uint32_t i = 0; i < count; i++)
+    {
+        peer *p = engine->peers[i];
+        for (transfer *t = p->pending_head; t != NULL; t = t->next)
+        {
+            REMEMBER(t);
+        }
+        for (uint32_t j = 0; j < p->lanes_count; j++)
+        {
+            lane *l = p->lanes[j];
+            if (l == NULL)
+            {
+                continue;
+            }
+            for (frame *f = l->head; f != NULL; f = f->next)
+            {
+                REMEMBER(f->transfer);
+            }
+            if (l->receiving != NULL)
+            {
+                REMEMBER(l->receiving->transfer);
+                free(l->receiving);
+            }
+            free_frames(l->head);
+            if (l->fd >= 0)
+            {
+                close(l->fd);
+            }
+            free(l);
+        }
+        free(p);
+    }
+    for (transfer *t = engine->incoming_head; t != NULL; t = t->next)
+    {
+        REMEMBER(t);
+    }
+    for (transfer *t = engine->provided; t != NULL; t = t->commit_link)
+    {
+        REMEMBER(t);
+    }
+    for (transfer *t = engine->waiting_commits; t != NULL; t = t->commit_link)
+    {
+        REMEMBER(t);
+    }
+#undef REMEMBER
+    for (size_t k = 0; k < seen_count; k++)
+    {
+        free(seen[k]->commit);
+        free(seen[k]);
+    }
+    free(seen);
+    free(engine->completions);
+    gt_regions_free(&engine->regions);
+    close(engine->epoll_fd);
+    close(engine->event_fd);
+    pthread_mutex_destroy(&engine->mutex);
+    free(engine);
+}

@@ -1,0 +1,117 @@
+/* The data-plane frame header, bit for bit as io.granary.protocol.FrameHeader encodes it. */
+#include "gt_internal.h"
+
+#include <stdio.h>
+#include <time.h>
+
+int gt_opcode_is_request(const int opcode)
+{
+    return opcode == GT_OPC_READ || opcode == GT_OPC_WRITE || opcode == GT_OPC_PING || opcode == GT_OPC_COMMIT ||
+        opcode == GT_OPC_READV;
+}
+
+int gt_opcode_is_response(const int opcode)
+{
+    return (opcode & GT_OPC_RESPONSE_BIT) != 0 && gt_opcode_is_request(opcode & ~GT_OPC_RESPONSE_BIT);
+}
+
+void gt_header_encode(uint8_t *out, const gt_header *h)
+{
+    gt_put_u32(out, GT_MAGIC);
+    out[4] = GT_VERSION;
+    out[5] = h->opcode;
+    gt_put_u16(out + 6, h->flags);
+    gt_put_u64(out + 8, h->request_id);
+    gt_put_u32(out + 16, h->segment_id);
+    gt_put_u32(out + 20, (uint32_t)h->status);
+    gt_put_u64(out + 24, h->offset);
+    gt_put_u32(out + 32, h->length);
+    gt_put_u32(out + 36, h->grant_delta);
+    gt_put_u32(out + 40, h->grant_length);
+    gt_put_u32(out + 44, h->token_expiry);
+    memcpy(out + 48, h->token_mac, GT_MAC_LENGTH);
+}
+
+int gt_header_decode(const uint8_t *in, const uint32_t max_frame_length, gt_header *h)
+{
+    h->opcode = in[5];
+    h->flags = gt_get_u16(in + 6);
+    h->request_id = gt_get_u64(in + 8);
+    h->segment_id = gt_get_u32(in + 16);
+    h->status = (int32_t)gt_get_u32(in + 20);
+    h->offset = gt_get_u64(in + 24);
+    h->length = gt_get_u32(in + 32);
+    h->grant_delta = gt_get_u32(in + 36);
+    h->grant_length = gt_get_u32(in + 40);
+    h->token_expiry = gt_get_u32(in + 44);
+    memcpy(h->token_mac, in + 48, GT_MAC_LENGTH);
+    if (gt_get_u32(in) != GT_MAGIC)
+    {
+        return GT_DECODE_BAD_MAGIC;
+    }
+    if (in[4] != GT_VERSION)
+    {
+        return GT_DECODE_BAD_VERSION;
+    }
+    if (!gt_opcode_is_request(h->opcode) && !gt_opcode_is_response(h->opcode))
+    {
+        return GT_DECODE_BAD_OPCODE;
+    }
+    if (h->length > max_frame_length)
+    {
+        return GT_DECODE_BAD_LENGTH;
+    }
+    return GT_DECODE_OK;
+}
+
+const char *gt_decode_error_text(const int result)
+{
+    switch (result)
+    {
+        case GT_DECODE_BAD_MAGIC: return "bad magic (not a Granary transfer frame)";
+        case GT_DECODE_BAD_VERSION: return "unsupported frame version";
+        case GT_DECODE_BAD_OPCODE: return "unknown opcode";
+        case GT_DECODE_BAD_LENGTH: return "frame length above the limit";
+        default: return "ok";
+    }
+}
+
+int gt_status_is_known(const int32_t status)
+{
+    switch (status)
+    {
+        case 0: case -1: case -10: case -101: case -102: case -200: case -400: case -600: case -601:
+        case -703: case -704: case -705: case -706: case -707: case -800: case -801: case -900: case -901:
+        case -1010: case -1700: case -1800: case -1801:
+            return 1;
+        default:
+            return 0;
+    }
+}
+
+int gt_fail(gt_error *error, const int code, const char *format, ...)
+{
+    if (error != NULL)
+    {
+        va_list args;
+        va_start(args, format);
+        error->code = code;
+        vsnprintf(error->message, sizeof(error->message), format, args);
+        va_end(args);
+    }
+    return code;
+}
+
+uint64_t gt_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+uint64_t gt_epoch_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}

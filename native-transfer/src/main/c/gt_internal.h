@@ -1,0 +1,169 @@
+/* Internal pieces shared by the transports: frame layout, SHA-256/HMAC, memory regions, errors. */
+#ifndef GT_INTERNAL_H
+#define GT_INTERNAL_H
+
+#include "granary_transfer.h"
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- frame layout (FrameDescriptor) */
+
+#define GT_MAGIC 0x47524E59u
+#define GT_VERSION 1
+#define GT_HEADER_LENGTH 64
+
+#define GT_OPC_READ 0x01
+#define GT_OPC_WRITE 0x02
+#define GT_OPC_PING 0x03
+#define GT_OPC_COMMIT 0x04
+#define GT_OPC_READV 0x10
+#define GT_OPC_RESPONSE_BIT 0x80
+
+#define GT_MAX_VECTOR_ENTRIES 1024
+#define GT_MAX_COMMIT_PAYLOAD (16 << 10)
+#define GT_MAX_FRAME_LENGTH_LIMIT (1u << 30)
+#define GT_MAC_LENGTH 16
+#define GT_KEY_LENGTH 32
+
+#define GT_DECODE_OK 0
+#define GT_DECODE_BAD_MAGIC (-1)
+#define GT_DECODE_BAD_VERSION (-2)
+#define GT_DECODE_BAD_OPCODE (-3)
+#define GT_DECODE_BAD_LENGTH (-4)
+
+typedef struct gt_header
+{
+    uint8_t opcode;
+    uint16_t flags;
+    uint64_t request_id;
+    uint32_t segment_id;
+    int32_t status;
+    uint64_t offset;
+    uint32_t length;
+    uint32_t grant_delta;
+    uint32_t grant_length;
+    uint32_t token_expiry;
+    uint8_t token_mac[GT_MAC_LENGTH];
+} gt_header;
+
+static inline void gt_put_u16(uint8_t *b, uint16_t v)
+{
+    b[0] = (uint8_t)(v >> 8);
+    b[1] = (uint8_t)v;
+}
+
+static inline void gt_put_u32(uint8_t *b, uint32_t v)
+{
+    b[0] = (uint8_t)(v >> 24);
+    b[1] = (uint8_t)(v >> 16);
+    b[2] = (uint8_t)(v >> 8);
+    b[3] = (uint8_t)v;
+}
+
+static inline void gt_put_u64(uint8_t *b, uint64_t v)
+{
+    gt_put_u32(b, (uint32_t)(v >> 32));
+    gt_put_u32(b + 4, (uint32_t)v);
+}
+
+static inline uint16_t gt_get_u16(const uint8_t *b)
+{
+    return (uint16_t)((b[0] << 8) | b[1]);
+}
+
+static inline uint32_t gt_get_u32(const uint8_t *b)
+{
+    return ((uint32_t)b[0] << 24) | ((uint32_t)b[1] << 16) | ((uint32_t)b[2] << 8) | (uint32_t)b[3];
+}
+
+static inline uint64_t gt_get_u64(const uint8_t *b)
+{
+    return ((uint64_t)gt_get_u32(b) << 32) | gt_get_u32(b + 4);
+}
+
+int gt_opcode_is_request(int opcode);
+int gt_opcode_is_response(int opcode);
+
+/* Encodes a header (the 20 token bytes from token, or zeros when NULL) into 64 bytes. */
+void gt_header_encode(uint8_t *out, const gt_header *header);
+
+/* Decodes and validates like FrameHeader.decode: magic, version, a known opcode, length <= max_frame_length. */
+int gt_header_decode(const uint8_t *in, uint32_t max_frame_length, gt_header *header);
+
+const char *gt_decode_error_text(int result);
+
+/* True when status is 0 or a known negative ErrorCode number (a client's check of a response). */
+int gt_status_is_known(int32_t status);
+
+/* ---------------------------------------------------------------- SHA-256, HMAC, access tokens */
+
+typedef struct gt_sha256
+{
+    uint32_t state[8];
+    uint64_t bytes;
+    uint8_t block[64];
+    uint32_t fill;
+} gt_sha256;
+
+void gt_sha256_init(gt_sha256 *sha);
+void gt_sha256_update(gt_sha256 *sha, const uint8_t *data, size_t length);
+void gt_sha256_final(gt_sha256 *sha, uint8_t digest[32]);
+
+/* The inner and outer states of HMAC-SHA256 under one key, computed once per key. */
+typedef struct gt_hmac_key
+{
+    gt_sha256 inner;
+    gt_sha256 outer;
+} gt_hmac_key;
+
+void gt_hmac_key_init(gt_hmac_key *hmac, const uint8_t *key, size_t key_length);
+void gt_hmac_sha256(const gt_hmac_key *hmac, const uint8_t *data, size_t length, uint8_t mac[32]);
+
+/* The 32-byte MAC input of docs/protocol.md "Access tokens". */
+void gt_token_message(uint8_t out[32], int opcode, uint32_t segment_id, uint64_t grant_offset, uint64_t grant_length,
+    uint32_t expiry_sec);
+
+/* 1 when mac is the token MAC of these fields under hmac (constant-time comparison). */
+int gt_token_verify(const gt_hmac_key *hmac, int opcode, uint32_t segment_id, uint64_t grant_offset,
+    uint64_t grant_length, uint32_t expiry_sec, const uint8_t mac[GT_MAC_LENGTH]);
+
+/* ---------------------------------------------------------------- memory regions */
+
+typedef struct gt_region
+{
+    uint8_t *address;
+    uint64_t length;
+    uint32_t generation;
+    int used;
+    void *transport; /* RDMA: the ibv_mr of the region; NULL on TCP */
+} gt_region;
+
+typedef struct gt_region_table
+{
+    gt_region *regions;
+    uint32_t capacity;
+    uint32_t count;
+    uint32_t *free_slots;
+    uint32_t free_count;
+} gt_region_table;
+
+void gt_regions_init(gt_region_table *table);
+void gt_regions_free(gt_region_table *table);
+
+/* A region id: slot in the low 20 bits, a generation above, never 0. */
+int gt_regions_add(gt_region_table *table, void *address, uint64_t length, uint32_t *id);
+int gt_regions_remove(gt_region_table *table, uint32_t id);
+
+/* The address of [offset, offset + length) inside region id, or NULL when the region is unknown or too short. */
+uint8_t *gt_regions_resolve(const gt_region_table *table, uint32_t id, uint64_t offset, uint64_t length);
+gt_region *gt_regions_get(const gt_region_table *table, uint32_t id);
+
+/* ---------------------------------------------------------------- errors, time */
+
+int gt_fail(gt_error *error, int code, const char *format, ...) __attribute__((format(printf, 3, 4)));
+uint64_t gt_now_ms(void);
+uint64_t gt_epoch_ms(void);
+
+#endif

@@ -1,0 +1,547 @@
+/*
+ * JNI glue for io.granary.transfer.natives.NativeTransferJni: the only place where the JVM meets the C library.
+ * Invalid arguments come back as negative ErrorCode numbers or Java exceptions with a message, never a crash.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <jni.h>
+
+#include "gt_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#define JNI_NAME(name_) Java_io_granary_transfer_natives_NativeTransferJni_##name_
+
+static void throw_state(JNIEnv *env, const gt_error *error)
+{
+    char text[GT_ERROR_MESSAGE_LENGTH + 32];
+    snprintf(text, sizeof(text), "%s (code %d)", error->message, error->code);
+    jclass type = (*env)->FindClass(env, error->code == GT_INVALID_PARAMS ? "java/lang/IllegalArgumentException" :
+        "java/lang/IllegalStateException");
+    if (type != NULL)
+    {
+        (*env)->ThrowNew(env, type, text);
+    }
+}
+
+static void *handle(const jlong value)
+{
+    return (void *)(uintptr_t)value;
+}
+
+JNIEXPORT jstring JNICALL JNI_NAME(version)(JNIEnv *env, jclass type)
+{
+    (void)type;
+    return (*env)->NewStringUTF(env, gt_version());
+}
+
+JNIEXPORT jstring JNICALL JNI_NAME(rdmaUnavailabilityCause)(JNIEnv *env, jclass type)
+{
+    (void)type;
+    gt_error error = { 0, "" };
+    if (gt_rdma_available(&error))
+    {
+        return NULL;
+    }
+    return (*env)->NewStringUTF(env, error.message);
+}
+
+/* ---------------------------------------------------------------- engine */
+
+JNIEXPORT jlong JNICALL JNI_NAME(engineCreate)(JNIEnv *env, jclass type, jint lanes, jint slice_bytes,
+    jint max_queued, jint max_pending, jlong admission_timeout_ms, jlong transfer_timeout_ms,
+    jlong connect_timeout_ms)
+{
+    (void)type;
+    gt_engine_config config;
+    gt_error error = { 0, "" };
+    gt_engine *engine = NULL;
+    if (lanes < 1 || slice_bytes < 1 || max_queued < 1 || max_pending < 0 || admission_timeout_ms < 1 ||
+        transfer_timeout_ms < 1 || connect_timeout_ms < 1)
+    {
+        gt_fail(&error, GT_INVALID_PARAMS, "engine settings must be positive");
+        throw_state(env, &error);
+        return 0;
+    }
+    gt_engine_config_defaults(&config);
+    config.lanes_per_peer = (uint32_t)lanes;
+    config.slice_bytes = (uint32_t)slice_bytes;
+    config.max_queued_frames_per_peer = (uint32_t)max_queued;
+    config.max_pending_per_peer = (uint32_t)max_pending;
+    config.admission_timeout_ms = (uint64_t)admission_timeout_ms;
+    config.transfer_timeout_ms = (uint64_t)transfer_timeout_ms;
+    config.connect_timeout_ms = (uint64_t)connect_timeout_ms;
+    if (gt_engine_create(&config, &engine, &error) != GT_OK)
+    {
+        throw_state(env, &error);
+        return 0;
+    }
+    return (jlong)(uintptr_t)engine;
+}
+
+JNIEXPORT jint JNICALL JNI_NAME(engineConnect)(JNIEnv *env, jclass type, jlong engine, jstring host, jint port)
+{
+    (void)type;
+    if (engine == 0 || host == NULL || port < 1 || port > 65535)
+    {
+        return GT_INVALID_PARAMS;
+    }
+    const char *text = (*env)->GetStringUTFChars(env, host, NULL);
+    if (text == NULL)
+    {
+        return GT_INTERNAL_ERROR;
+    }
+    uint32_t peer = 0;
+    gt_error error = { 0, "" };
+    const int result = gt_engine_connect(handle(engine), text, (uint16_t)port, &peer, &error);
+    (*env)->ReleaseStringUTFChars(env, host, text);
+    return result == GT_OK ? (jint)peer : result;
+}
+
+static int copy_array(JNIEnv *env, jbyteArray array, uint8_t *into, const jsize length)
+{
+    if (array == NULL || (*env)->GetArrayLength(env, array) != length)
+    {
+        return 0;
+    }
+    (*env)->GetByteArrayRegion(env, array, 0, length, (jbyte *)into);
+    return 1;
+}
+
+JNIEXPORT jint JNICALL JNI_NAME(engineSubmit)(JNIEnv *env, jclass type, jlong engine, jlong user_data, jint peer,
+    jint opcode, jlong local_address, jint length, jint segment_id, jlong remote_offset, jlong grant_offset,
+    jlong grant_length, jbyteArray token, jbyteArray commit, jboolean commit_later)
+{
+    (void)type;
+    if (engine == 0 || length < 0 || remote_offset < 0 || (length > 0 && local_address == 0))
+    {
+        return GT_INVALID_PARAMS;
+    }
+    gt_engine *e = handle(engine);
+    gt_op op;
+    memset(&op, 0, sizeof(op));
+    op.user_data = (uint64_t)user_data;
+    op.peer = (uint32_t)peer;
+    op.opcode = (uint8_t)opcode;
+    op.length = (uint32_t)length;
+    op.segment_id = (uint32_t)segment_id;
+    op.remote_offset = (uint64_t)remote_offset;
+    op.grant_offset = grant_offset < 0 ? UINT64_MAX : (uint64_t)grant_offset;
+    op.grant_length = grant_length < 0 ? 0 : (uint64_t)grant_length;
+    if (token != NULL)
+    {
+        if (!copy_array(env, token, op.token, GT_TOKEN_LENGTH))
+        {
+            return GT_INVALID_PARAMS;
+        }
+        op.has_token = 1;
+    }
+    else
+    {
+        /* without a token the grant fields are not sent; any grant holding the range will do */
+        op.grant_offset = op.remote_offset;
+        op.grant_length = op.length;
+    }
+    uint8_t *commit_bytes = NULL;
+    if (commit != NULL)
+    {
+        const jsize commit_length = (*env)->GetArrayLength(env, commit);
+        commit_bytes = malloc(commit_length > 0 ? (size_t)commit_length : 1);
+        if (commit_bytes == NULL)
+        {
+            return GT_INTERNAL_ERROR;
+        }
+        (*env)->GetByteArrayRegion(env, commit, 0, commit_length, (jbyte *)commit_bytes);
+        op.commit = commit_bytes;
+        op.commit_length = (uint32_t)commit_length;
+        if (commit_length == 0)
+        {
+            op.commit = NULL;
+        }
+    }
+    if (commit_later)
+    {
+        op.flags |= GT_OP_FLAG_COMMIT_LATER;
+    }
+    gt_error error = { 0, "" };
+    if (length > 0)
+    {
+        /* The caller's memory, registered for this operation alone and released when it completes. */
+        if (gt_engine_register_memory(e, (void *)(uintptr_t)local_address, (uint64_t)length, &op.region, &error) !=
+            GT_OK)
+        {
+            free(commit_bytes);
+            return error.code;
+        }
+        op.flags |= GT_OP_FLAG_RELEASE_REGION;
+    }
+    const int result = gt_engine_submit(e, &op, 1, &error);
+    free(commit_bytes);
+    if (result < 0)
+    {
+        if (length > 0)
+        {
+            gt_engine_unregister_memory(e, op.region);
+        }
+        return result;
+    }
+    return GT_OK;
+}
+
+JNIEXPORT jint JNICALL JNI_NAME(engineProvideCommit)(JNIEnv *env, jclass type, jlong engine, jlong user_data,
+    jbyteArray commit)
+{
+    (void)type;
+    if (engine == 0)
+    {
+        return GT_INVALID_PARAMS;
+    }
+    uint8_t *bytes = NULL;
+    jsize length = 0;
+    if (commit != NULL)
+    {
+        length = (*env)->GetArrayLength(env, commit);
+        bytes = malloc(length > 0 ? (size_t)length : 1);
+        if (bytes == NULL)
+        {
+            return GT_INTERNAL_ERROR;
+        }
+        (*env)->GetByteArrayRegion(env, commit, 0, length, (jbyte *)bytes);
+    }
+    gt_error error = { 0, "" };
+    const int result = gt_engine_provide_commit(handle(engine), (uint64_t)user_data, length > 0 ? bytes : NULL,
+        (uint32_t)length, &error);
+    free(bytes);
+    return result;
+}
+
+JNIEXPORT jint JNICALL JNI_NAME(enginePoll)(JNIEnv *env, jclass type, jlong engine, jobject completions, jint max,
+    jint timeout_ms)
+{
+    (void)type;
+    if (engine == 0 || completions == NULL || max < 1)
+    {
+        return GT_INVALID_PARAMS;
+    }
+    uint8_t *out = (*env)->GetDirectBufferAddress(env, completions);
+    const jlong capacity = (*env)->GetDirectBufferCapacity(env, completions);
+    if (out == NULL || capacity < (jlong)max * 16)
+    {
+        return GT_INVALID_PARAMS;
+    }
+    gt_completion batch[256];
+    const int want = max < 256 ? max : 256;
+    const int n = gt_engine_poll(handle(engine), batch, want, timeout_ms);
+    for (int i = 0; i < n; i++)
+    {
+        /* 16 bytes each in native order: user data, status, 4 bytes of padding */
+        memcpy(out + (size_t)i * 16u, &batch[i].user_data, 8);
+        memcpy(out + (size_t)i * 16u + 8u, &batch[i].status, 4);
+        memset(out + (size_t)i * 16u + 12u, 0, 4);
+    }
+    return n;
+}
+
+JNIEXPORT void JNICALL JNI_NAME(engineWakeup)(JNIEnv *env, jclass type, jlong engine)
+{
+    (void)env;
+    (void)type;
+    if (engine != 0)
+    {
+        gt_engine_wakeup(handle(engine));
+    }
+}
+
+JNIEXPORT jlong JNICALL JNI_NAME(enginePeerStats)(JNIEnv *env, jclass type, jlong engine, jint peer)
+{
+    (void)env;
+    (void)type;
+    uint32_t outstanding = 0;
+    uint32_t pending = 0;
+    if (engine == 0 || gt_engine_peer_stats(handle(engine), (uint32_t)peer, &outstanding, &pending) != GT_OK)
+    {
+        return -1;
+    }
+    return ((jlong)outstanding << 32) | pending;
+}
+
+JNIEXPORT void JNICALL JNI_NAME(engineDestroy)(JNIEnv *env, jclass type, jlong engine)
+{
+    (void)env;
+    (void)type;
+    if (engine != 0)
+    {
+        gt_engine_destroy(handle(engine));
+    }
+}
+
+/* ---------------------------------------------------------------- server */
+
+typedef struct server_context
+{
+    JNIEnv *env;
+    jobject handler;
+    jmethodID on_write;
+    jmethodID on_commit;
+    jmethodID on_close;
+} server_context;
+
+static int java_failed(JNIEnv *env)
+{
+    if ((*env)->ExceptionCheck(env))
+    {
+        (*env)->ExceptionClear(env);
+        return 1;
+    }
+    return 0;
+}
+
+static int on_write(void *context, const uint32_t segment_id, const uint64_t offset, const uint32_t length)
+{
+    server_context *c = context;
+    const jint status = (*c->env)->CallIntMethod(c->env, c->handler, c->on_write, (jint)segment_id, (jlong)offset,
+        (jint)length);
+    return java_failed(c->env) ? GT_INTERNAL_ERROR : status;
+}
+
+static int on_commit(void *context, const uint8_t *header, const uint8_t *payload, const uint32_t length,
+    const int failed_write_status)
+{
+    server_context *c = context;
+    JNIEnv *env = c->env;
+    jbyteArray header_array = (*env)->NewByteArray(env, GT_HEADER_LENGTH);
+    jbyteArray payload_array = payload == NULL ? NULL : (*env)->NewByteArray(env, (jsize)length);
+    if (header_array == NULL || (payload != NULL && payload_array == NULL))
+    {
+        java_failed(env);
+        return GT_INTERNAL_ERROR;
+    }
+    (*env)->SetByteArrayRegion(env, header_array, 0, GT_HEADER_LENGTH, (const jbyte *)header);
+    if (payload_array != NULL)
+    {
+        (*env)->SetByteArrayRegion(env, payload_array, 0, (jsize)length, (const jbyte *)payload);
+    }
+    const jint status = (*env)->CallIntMethod(env, c->handler, c->on_commit, header_array, payload_array,
+        (jint)failed_write_status);
+    const int failed = java_failed(env);
+    (*env)->DeleteLocalRef(env, header_array);
+    if (payload_array != NULL)
+    {
+        (*env)->DeleteLocalRef(env, payload_array);
+    }
+    return failed ? GT_INTERNAL_ERROR : status;
+}
+
+static void on_close(void *context, const char *peer, const char *reason)
+{
+    server_context *c = context;
+    JNIEnv *env = c->env;
+    jstring peer_text = (*env)->NewStringUTF(env, peer);
+    jstring reason_text = reason == NULL ? NULL : (*env)->NewStringUTF(env, reason);
+    (*env)->CallVoidMethod(env, c->handler, c->on_close, peer_text, reason_text);
+    java_failed(env);
+    (*env)->DeleteLocalRef(env, peer_text);
+    if (reason_text != NULL)
+    {
+        (*env)->DeleteLocalRef(env, reason_text);
+    }
+}
+
+/* The callbacks reach the handler of the gt_server_run call; between runs a connection never calls back. */
+typedef struct server_holder
+{
+    gt_server *server;
+    server_context context;
+} server_holder;
+
+static int holder_on_write(void *context, uint32_t segment_id, uint64_t offset, uint32_t length)
+{
+    server_holder *h = context;
+    return h->context.env == NULL ? GT_INTERNAL_ERROR : on_write(&h->context, segment_id, offset, length);
+}
+
+static int holder_on_commit(void *context, const uint8_t *header, const uint8_t *payload, uint32_t length,
+    int failed_write_status)
+{
+    server_holder *h = context;
+    return h->context.env == NULL ? GT_INTERNAL_ERROR :
+        on_commit(&h->context, header, payload, length, failed_write_status);
+}
+
+static void holder_on_close(void *context, const char *peer, const char *reason)
+{
+    server_holder *h = context;
+    if (h->context.env != NULL)
+    {
+        on_close(&h->context, peer, reason);
+    }
+}
+
+JNIEXPORT jlong JNICALL JNI_NAME(serverCreate)(JNIEnv *env, jclass type, jstring host, jint port,
+    jint max_frame_bytes)
+{
+    (void)type;
+    gt_error error = { 0, "" };
+    if (port < 0 || port > 65535 || max_frame_bytes < 1)
+    {
+        gt_fail(&error, GT_INVALID_PARAMS, "port must be in 0..65535 and max_frame_bytes positive");
+        throw_state(env, &error);
+        return 0;
+    }
+    server_holder *holder = calloc(1, sizeof(server_holder));
+    if (holder == NULL)
+    {
+        gt_fail(&error, GT_INTERNAL_ERROR, "out of memory");
+        throw_state(env, &error);
+        return 0;
+    }
+    const char *text = host == NULL ? NULL : (*env)->GetStringUTFChars(env, host, NULL);
+    gt_server_config config = { .host = text, .port = (uint16_t)port, .max_frame_bytes = (uint32_t)max_frame_bytes };
+    gt_server_callbacks callbacks = { .context = holder, .on_write = holder_on_write,
+        .on_commit = holder_on_commit, .on_close = holder_on_close };
+    const int result = gt_server_create(&config, &callbacks, &holder->server, &error);
+    if (text != NULL)
+    {
+        (*env)->ReleaseStringUTFChars(env, host, text);
+    }
+    if (result != GT_OK)
+    {
+        free(holder);
+        throw_state(env, &error);
+        return 0;
+    }
+    return (jlong)(uintptr_t)holder;
+}
+
+JNIEXPORT jint JNICALL JNI_NAME(serverPort)(JNIEnv *env, jclass type, jlong server)
+{
+    (void)env;
+    (void)type;
+    return server == 0 ? -1 : gt_server_port(((server_holder *)handle(server))->server);
+}
+
+JNIEXPORT void JNICALL JNI_NAME(serverSetSegments)(JNIEnv *env, jclass type, jlong server, jintArray ids,
+    jlongArray addresses, jlongArray sizes)
+{
+    (void)type;
+    gt_error error = { 0, "" };
+    const jsize n = ids == NULL ? -1 : (*env)->GetArrayLength(env, ids);
+    if (server == 0 || n < 0 || addresses == NULL || sizes == NULL || (*env)->GetArrayLength(env, addresses) != n ||
+        (*env)->GetArrayLength(env, sizes) != n)
+    {
+        gt_fail(&error, GT_INVALID_PARAMS, "ids, addresses and sizes must have the same length");
+        throw_state(env, &error);
+        return;
+    }
+    uint32_t *id_values = calloc((size_t)n + 1, sizeof(uint32_t));
+    uint64_t *address_values = calloc((size_t)n + 1, sizeof(uint64_t));
+    uint64_t *size_values = calloc((size_t)n + 1, sizeof(uint64_t));
+    if (id_values != NULL && address_values != NULL && size_values != NULL)
+    {
+        (*env)->GetIntArrayRegion(env, ids, 0, n, (jint *)id_values);
+        (*env)->GetLongArrayRegion(env, addresses, 0, n, (jlong *)address_values);
+        (*env)->GetLongArrayRegion(env, sizes, 0, n, (jlong *)size_values);
+        if (gt_server_set_segments(((server_holder *)handle(server))->server, id_values, address_values,
+            size_values, (int)n, &error) != GT_OK)
+        {
+            throw_state(env, &error);
+        }
+    }
+    else
+    {
+        gt_fail(&error, GT_INTERNAL_ERROR, "out of memory");
+        throw_state(env, &error);
+    }
+    free(id_values);
+    free(address_values);
+    free(size_values);
+}
+
+JNIEXPORT void JNICALL JNI_NAME(serverSetTokenKey)(JNIEnv *env, jclass type, jlong server, jbyteArray key)
+{
+    (void)type;
+    gt_error error = { 0, "" };
+    if (server == 0)
+    {
+        return;
+    }
+    gt_server *s = ((server_holder *)handle(server))->server;
+    if (key == NULL)
+    {
+        gt_server_set_token_key(s, NULL, &error);
+        return;
+    }
+    uint8_t bytes[GT_KEY_LENGTH];
+    if (!copy_array(env, key, bytes, GT_KEY_LENGTH))
+    {
+        gt_fail(&error, GT_INVALID_PARAMS, "a data-token key has %d bytes", GT_KEY_LENGTH);
+        throw_state(env, &error);
+        return;
+    }
+    gt_server_set_token_key(s, bytes, &error);
+    memset(bytes, 0, sizeof(bytes));
+}
+
+JNIEXPORT jint JNICALL JNI_NAME(serverRun)(JNIEnv *env, jclass type, jlong server, jobject handler)
+{
+    (void)type;
+    if (server == 0 || handler == NULL)
+    {
+        return GT_INVALID_PARAMS;
+    }
+    server_holder *holder = handle(server);
+    jclass handler_type = (*env)->GetObjectClass(env, handler);
+    server_context context;
+    context.env = env;
+    context.handler = handler;
+    context.on_write = (*env)->GetMethodID(env, handler_type, "onWrite", "(IJI)I");
+    context.on_commit = (*env)->GetMethodID(env, handler_type, "onCommit", "([B[BI)I");
+    context.on_close = (*env)->GetMethodID(env, handler_type, "onClose", "(Ljava/lang/String;Ljava/lang/String;)V");
+    if (context.on_write == NULL || context.on_commit == NULL || context.on_close == NULL)
+    {
+        return GT_INVALID_PARAMS; /* NoSuchMethodError is pending for the caller */
+    }
+    holder->context = context;
+    gt_error error = { 0, "" };
+    const int result = gt_server_run(holder->server, &error);
+    memset(&holder->context, 0, sizeof(holder->context));
+    return result;
+}
+
+JNIEXPORT void JNICALL JNI_NAME(serverStop)(JNIEnv *env, jclass type, jlong server)
+{
+    (void)env;
+    (void)type;
+    if (server != 0)
+    {
+        gt_server_stop(((server_holder *)handle(server))->server);
+    }
+}
+
+JNIEXPORT void JNICALL JNI_NAME(serverStats)(JNIEnv *env, jclass type, jlong server, jlongArray out)
+{
+    (void)type;
+    if (server == 0 || out == NULL)
+    {
+        return;
+    }
+    gt_server_stats stats;
+    gt_server_get_stats(((server_holder *)handle(server))->server, &stats);
+    const jsize n = (jsize)(sizeof(stats) / sizeof(uint64_t));
+    const jsize length = (*env)->GetArrayLength(env, out);
+    (*env)->SetLongArrayRegion(env, out, 0, length < n ? length : n, (const jlong *)&stats);
+}
+
+JNIEXPORT void JNICALL JNI_NAME(serverDestroy)(JNIEnv *env, jclass type, jlong server)
+{
+    (void)env;
+    (void)type;
+    if (server != 0)
+    {
+        server_holder *holder = handle(server);
+        gt_server_destroy(holder->server);
+        free(holder);
+    }
+}

@@ -1,0 +1,543 @@
+/* RDMA transport: device-independent bookkeeping (always built) and libibverbs calls (built with GT_HAVE_VERBS). */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "gt_rdma.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+/* ---------------------------------------------------------------- QP information */
+
+/*
+ * Layout, big-endian: magic u32, version u8, port u8, mtu u8, reserved u8, lid u16, reserved u16, qp_num u32,
+ * psn u32, gid 16 bytes, segment_id u32, rkey u32, segment_address u64, segment_length u64 = 60, then 4 zero bytes.
+ */
+void gt_qp_info_encode(uint8_t out[GT_QP_INFO_LENGTH], const gt_qp_info *info)
+{
+    memset(out, 0, GT_QP_INFO_LENGTH);
+    gt_put_u32(out, GT_QP_INFO_MAGIC);
+    out[4] = GT_QP_INFO_VERSION;
+    out[5] = info->port;
+    out[6] = info->mtu;
+    gt_put_u16(out + 8, info->lid);
+    gt_put_u32(out + 12, info->qp_num & 0xFFFFFFu);
+    gt_put_u32(out + 16, info->psn & 0xFFFFFFu);
+    memcpy(out + 20, info->gid, 16);
+    gt_put_u32(out + 36, info->segment_id);
+    gt_put_u32(out + 40, info->rkey);
+    gt_put_u64(out + 44, info->segment_address);
+    gt_put_u64(out + 52, info->segment_length);
+}
+
+int gt_qp_info_decode(const uint8_t in[GT_QP_INFO_LENGTH], gt_qp_info *info)
+{
+    memset(info, 0, sizeof(*info));
+    if (gt_get_u32(in) != GT_QP_INFO_MAGIC || in[4] != GT_QP_INFO_VERSION)
+    {
+        return GT_INVALID_PARAMS;
+    }
+    if (in[7] != 0 || gt_get_u16(in + 10) != 0 || gt_get_u32(in + 60) != 0)
+    {
+        return GT_INVALID_PARAMS;
+    }
+    const uint32_t qp_num = gt_get_u32(in + 12);
+    const uint32_t psn = gt_get_u32(in + 16);
+    if (qp_num > 0xFFFFFFu || psn > 0xFFFFFFu || qp_num == 0)
+    {
+        return GT_INVALID_PARAMS;
+    }
+    const uint64_t address = gt_get_u64(in + 44);
+    const uint64_t length = gt_get_u64(in + 52);
+    if (address + length < address)
+    {
+        return GT_INVALID_PARAMS;
+    }
+    info->port = in[5];
+    info->mtu = in[6];
+    info->lid = gt_get_u16(in + 8);
+    info->qp_num = qp_num;
+    info->psn = psn;
+    memcpy(info->gid, in + 20, 16);
+    info->segment_id = gt_get_u32(in + 36);
+    info->rkey = gt_get_u32(in + 40);
+    info->segment_address = address;
+    info->segment_length = length;
+    return GT_OK;
+}
+
+/* ---------------------------------------------------------------- memory registrations */
+
+void gt_mr_table_init(gt_mr_table *table)
+{
+    memset(table, 0, sizeof(*table));
+}
+
+void gt_mr_table_free(gt_mr_table *table)
+{
+    free(table->entries);
+    memset(table, 0, sizeof(*table));
+}
+
+/* Index of the first entry whose address is above address. */
+static uint32_t upper_bound(const gt_mr_table *table, const uint64_t address)
+{
+    uint32_t low = 0;
+    uint32_t high = table->count;
+    while (low < high)
+    {
+        const uint32_t middle = low + (high - low) / 2;
+        if (table->entries[middle].address <= address)
+        {
+            low = middle + 1;
+        }
+        else
+        {
+            high = middle;
+        }
+    }
+    return low;
+}
+
+int gt_mr_table_add(gt_mr_table *table, const gt_mr_entry *entry)
+{
+    if (entry->length == 0 || entry->address + entry->length < entry->address)
+    {
+        return GT_INVALID_PARAMS;
+    }
+    const uint32_t at = upper_bound(table, entry->address);
+    if (at > 0)
+    {
+        const gt_mr_entry *before = &table->entries[at - 1];
+        if (before->address + before->length > entry->address)
+        {
+            return GT_INVALID_PARAMS;
+        }
+    }
+    if (at < table->count && entry->address + entry->length > table->entries[at].address)
+    {
+        return GT_INVALID_PARAMS;
+    }
+    if (table->count == table->capacity)
+    {
+        const uint32_t capacity = table->capacity == 0 ? 16 : table->capacity * 2;
+        gt_mr_entry *grown = realloc(table->entries, capacity * sizeof(gt_mr_entry));
+        if (grown == NULL)
+        {
+            return GT_INTERNAL_ERROR;
+        }
+        table->entries = grown;
+        table->capacity = capacity;
+    }
+    memmove(table->entries + at + 1, table->entries + at, (table->count - at) * sizeof(gt_mr_entry));
+    table->entries[at] = *entry;
+    table->count++;
+    return GT_OK;
+}
+
+int gt_mr_table_remove(gt_mr_table *table, const uint64_t address, gt_mr_entry *removed)
+{
+    const uint32_t at = upper_bound(table, address);
+    if (at == 0 || table->entries[at - 1].address != address)
+    {
+        return GT_INVALID_PARAMS;
+    }
+    if (removed != NULL)
+    {
+        *removed = table->entries[at - 1];
+    }
+    memmove(table->entries + at - 1, table->entries + at, (table->count - at) * sizeof(gt_mr_entry));
+    table->count--;
+    return GT_OK;
+}
+
+const gt_mr_entry *gt_mr_table_find(const gt_mr_table *table, const uint64_t address, const uint64_t length)
+{
+    if (address + length < address)
+    {
+        return NULL;
+    }
+    const uint32_t at = upper_bound(table, address);
+    if (at == 0)
+    {
+        return NULL;
+    }
+    const gt_mr_entry *entry = &table->entries[at - 1];
+    if (address - entry->address > entry->length || length > entry->length - (address - entry->address))
+    {
+        return NULL;
+    }
+    return entry;
+}
+
+/* ---------------------------------------------------------------- work-request batching */
+
+int gt_rdma_plan(const gt_rdma_op *ops, const uint32_t count, const uint32_t max_message_bytes,
+    const uint32_t max_chain_length, gt_rdma_wr *out, const uint32_t out_capacity)
+{
+    if (max_message_bytes == 0 || max_chain_length == 0)
+    {
+        return GT_INVALID_PARAMS;
+    }
+    uint32_t n = 0;
+    uint32_t chain = 0;
+    uint32_t in_chain = 0;
+    for (uint32_t i = 0; i < count; i++)
+    {
+        const gt_rdma_op *op = &ops[i];
+        if ((op->opcode != GT_OP_READ && op->opcode != GT_OP_WRITE) || op->length == 0 ||
+            op->local_address + op->length < op->local_address || op->remote_address + op->length < op->remote_address)
+        {
+            return GT_INVALID_PARAMS;
+        }
+        uint32_t number = 0;
+        for (uint64_t done = 0; done < op->length; done += max_message_bytes, number++)
+        {
+            if (n == out_capacity)
+            {
+                return GT_UNAVAILABLE;
+            }
+            const uint64_t left = op->length - done;
+            gt_rdma_wr *wr = &out[n++];
+            wr->op_index = i;
+            wr->opcode = op->opcode;
+            wr->local_address = op->local_address + done;
+            wr->lkey = op->lkey;
+            wr->remote_address = op->remote_address + done;
+            wr->rkey = op->rkey;
+            wr->length = left < max_message_bytes ? (uint32_t)left : max_message_bytes;
+            wr->wr_id = ((uint64_t)i << 32) | number;
+            wr->chain = chain;
+            wr->signaled = left <= max_message_bytes; /* the op's last WR reports the op */
+            if (++in_chain == max_chain_length)
+            {
+                wr->signaled = 1; /* a chain's last WR always reports, so the send queue drains */
+                chain++;
+                in_chain = 0;
+            }
+        }
+    }
+    if (n > 0)
+    {
+        out[n - 1].signaled = 1;
+    }
+    return (int)n;
+}
+
+/* ---------------------------------------------------------------- verbs */
+
+#ifdef GT_HAVE_VERBS
+#include <dlfcn.h>
+#include <infiniband/verbs.h>
+#include <pthread.h>
+
+/* libibverbs entry points, resolved once with dlopen so that the library loads without it. */
+typedef struct verbs_api
+{
+    void *library;
+    struct ibv_device **(*get_device_list)(int *);
+    void (*free_device_list)(struct ibv_device **);
+    struct ibv_context *(*open_device)(struct ibv_device *);
+    int (*close_device)(struct ibv_context *);
+    struct ibv_pd *(*alloc_pd)(struct ibv_context *);
+    int (*dealloc_pd)(struct ibv_pd *);
+    struct ibv_mr *(*reg_mr)(struct ibv_pd *, void *, size_t, int);
+    int (*dereg_mr)(struct ibv_mr *);
+    struct ibv_cq *(*create_cq)(struct ibv_context *, int, void *, struct ibv_comp_channel *, int);
+    int (*destroy_cq)(struct ibv_cq *);
+    struct ibv_qp *(*create_qp)(struct ibv_pd *, struct ibv_qp_init_attr *);
+    int (*destroy_qp)(struct ibv_qp *);
+    int (*modify_qp)(struct ibv_qp *, struct ibv_qp_attr *, int);
+    int (*query_port)(struct ibv_context *, uint8_t, struct ibv_port_attr *);
+    int (*query_gid)(struct ibv_context *, uint8_t, int, union ibv_gid *);
+    char error[GT_ERROR_MESSAGE_LENGTH];
+    int loaded;
+} verbs_api;
+
+static verbs_api api;
+static pthread_once_t api_once = PTHREAD_ONCE_INIT;
+
+static void load_api(void)
+{
+    api.library = dlopen("libibverbs.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (api.library == NULL)
+    {
+        snprintf(api.error, sizeof(api.error), "libibverbs.so.1 cannot be loaded: %s", dlerror());
+        return;
+    }
+#define RESOLVE(field_, name_) \
+    do { *(void **)&api.field_ = dlsym(api.library, name_); \
+        if (api.field_ == NULL) { snprintf(api.error, sizeof(api.error), "libibverbs lacks %s", name_); return; } \
+    } while (0)
+    RESOLVE(get_device_list, "ibv_get_device_list");
+    RESOLVE(free_device_list, "ibv_free_device_list");
+    RESOLVE(open_device, "ibv_open_device");
+    RESOLVE(close_device, "ibv_close_device");
+    RESOLVE(alloc_pd, "ibv_alloc_pd");
+    RESOLVE(dealloc_pd, "ibv_dealloc_pd");
+    RESOLVE(reg_mr, "ibv_reg_mr");
+    RESOLVE(dereg_mr, "ibv_dereg_mr");
+    RESOLVE(create_cq, "ibv_create_cq");
+    RESOLVE(destroy_cq, "ibv_destroy_cq");
+    RESOLVE(create_qp, "ibv_create_qp");
+    RESOLVE(destroy_qp, "ibv_destroy_qp");
+    RESOLVE(modify_qp, "ibv_modify_qp");
+    RESOLVE(query_port, "ibv_query_port");
+    RESOLVE(query_gid, "ibv_query_gid");
+#undef RESOLVE
+    api.loaded = 1;
+}
+
+int gt_rdma_probe(gt_error *error)
+{
+    pthread_once(&api_once, load_api);
+    if (!api.loaded)
+    {
+        gt_fail(error, GT_UNAVAILABLE, "%s", api.error);
+        return 0;
+    }
+    int devices = 0;
+    struct ibv_device **list = api.get_device_list(&devices);
+    if (list == NULL)
+    {
+        gt_fail(error, GT_UNAVAILABLE, "ibv_get_device_list failed (no RDMA subsystem in this kernel?)");
+        return 0;
+    }
+    api.free_device_list(list);
+    if (devices == 0)
+    {
+        gt_fail(error, GT_UNAVAILABLE, "no RDMA device found (libibverbs loaded, 0 devices)");
+        return 0;
+    }
+    return 1;
+}
+
+/*
+ * One reliable-connected queue pair to one peer with its protection domain and completion queue. Brought up with
+ * the peer's gt_qp_info (exchanged over the TCP control connection), then driven by gt_rdma_plan's work requests.
+ */
+typedef struct gt_rdma_link
+{
+    struct ibv_context *context;
+    struct ibv_pd *pd;
+    struct ibv_cq *cq;
+    struct ibv_qp *qp;
+    uint8_t port;
+    struct ibv_port_attr port_attr;
+    union ibv_gid gid;
+} gt_rdma_link;
+
+int gt_rdma_link_open(gt_rdma_link *link, uint32_t queue_depth, gt_qp_info *local, gt_error *error);
+int gt_rdma_link_connect(gt_rdma_link *link, const gt_qp_info *remote, const gt_qp_info *local, gt_error *error);
+void *gt_rdma_register(gt_rdma_link *link, void *address, uint64_t length, uint32_t *lkey, uint32_t *rkey);
+int gt_rdma_post(gt_rdma_link *link, const gt_rdma_wr *wrs, uint32_t count, gt_error *error);
+int gt_rdma_poll(gt_rdma_link *link, uint64_t *wr_ids, int32_t *statuses, int max);
+void gt_rdma_link_close(gt_rdma_link *link);
+
+int gt_rdma_link_open(gt_rdma_link *link, const uint32_t queue_depth, gt_qp_info *local, gt_error *error)
+{
+    memset(link, 0, sizeof(*link));
+    if (!gt_rdma_probe(error))
+    {
+        return GT_UNAVAILABLE;
+    }
+    int devices = 0;
+    struct ibv_device **list = api.get_device_list(&devices);
+    if (list == NULL || devices == 0)
+    {
+        return gt_fail(error, GT_UNAVAILABLE, "no RDMA device found");
+    }
+    link->context = api.open_device(list[0]);
+    api.free_device_list(list);
+    link->port = 1;
+    if (link->context == NULL || api.query_port(link->context, link->port, &link->port_attr) != 0 ||
+        api.query_gid(link->context, link->port, 0, &link->gid) != 0)
+    {
+        gt_rdma_link_close(link);
+        return gt_fail(error, GT_UNAVAILABLE, "cannot open the first RDMA device or query its port 1");
+    }
+    link->pd = api.alloc_pd(link->context);
+    link->cq = link->pd == NULL ? NULL : api.create_cq(link->context, (int)queue_depth * 2, NULL, NULL, 0);
+    struct ibv_qp_init_attr init;
+    memset(&init, 0, sizeof(init));
+    init.send_cq = link->cq;
+    init.recv_cq = link->cq;
+    init.qp_type = IBV_QPT_RC;
+    init.cap.max_send_wr = queue_depth;
+    init.cap.max_recv_wr = 1;
+    init.cap.max_send_sge = 1;
+    init.cap.max_recv_sge = 1;
+    init.sq_sig_all = 0;
+    link->qp = link->cq == NULL ? NULL : api.create_qp(link->pd, &init);
+    if (link->qp == NULL)
+    {
+        gt_rdma_link_close(link);
+        return gt_fail(error, GT_UNAVAILABLE, "cannot create the protection domain, completion queue or RC QP");
+    }
+    struct ibv_qp_attr attr;
+    memset(&attr, 0, sizeof(attr));
+    attr.qp_state = IBV_QPS_INIT;
+    attr.pkey_index = 0;
+    attr.port_num = link->port;
+    attr.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE;
+    if (api.modify_qp(link->qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) != 0)
+    {
+        gt_rdma_link_close(link);
+        return gt_fail(error, GT_TRANSFER_FAIL, "cannot move the QP to INIT");
+    }
+    memset(local, 0, sizeof(*local));
+    local->lid = link->port_attr.lid;
+    local->port = link->port;
+    local->mtu = (uint8_t)link->port_attr.active_mtu;
+    local->qp_num = link->qp->qp_num;
+    local->psn = (uint32_t)(gt_now_ms() * 2654435761u) & 0xFFFFFFu;
+    memcpy(local->gid, link->gid.raw, 16);
+    return GT_OK;
+}
+
+int gt_rdma_link_connect(gt_rdma_link *link, const gt_qp_info *remote, const gt_qp_info *local, gt_error *error)
+{
+    struct ibv_qp_attr attr;
+    memset(&attr, 0, sizeof(attr));
+    attr.qp_state = IBV_QPS_RTR;
+    attr.path_mtu = remote->mtu < local->mtu ? (enum ibv_mtu)remote->mtu : (enum ibv_mtu)local->mtu;
+    attr.dest_qp_num = remote->qp_num;
+    attr.rq_psn = remote->psn;
+    attr.max_dest_rd_atomic = 16;
+    attr.min_rnr_timer = 12;
+    attr.ah_attr.dlid = remote->lid;
+    attr.ah_attr.port_num = link->port;
+    attr.ah_attr.is_global = 1; /* RoCE needs the GRH; InfiniBand accepts it */
+    memcpy(attr.ah_attr.grh.dgid.raw, remote->gid, 16);
+    attr.ah_attr.grh.sgid_index = 0;
+    attr.ah_attr.grh.hop_limit = 64;
+    if (api.modify_qp(link->qp, &attr, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+        IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER) != 0)
+    {
+        return gt_fail(error, GT_TRANSFER_FAIL, "cannot move the QP to RTR");
+    }
+    memset(&attr, 0, sizeof(attr));
+    attr.qp_state = IBV_QPS_RTS;
+    attr.timeout = 14;
+    attr.retry_cnt = 7;
+    attr.rnr_retry = 7;
+    attr.sq_psn = local->psn;
+    attr.max_rd_atomic = 16;
+    if (api.modify_qp(link->qp, &attr, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+        IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC) != 0)
+    {
+        return gt_fail(error, GT_TRANSFER_FAIL, "cannot move the QP to RTS");
+    }
+    return GT_OK;
+}
+
+void *gt_rdma_register(gt_rdma_link *link, void *address, const uint64_t length, uint32_t *lkey, uint32_t *rkey)
+{
+    struct ibv_mr *mr = api.reg_mr(link->pd, address, length,
+        IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE);
+    if (mr != NULL)
+    {
+        *lkey = mr->lkey;
+        *rkey = mr->rkey;
+    }
+    return mr;
+}
+
+int gt_rdma_post(gt_rdma_link *link, const gt_rdma_wr *wrs, const uint32_t count, gt_error *error)
+{
+    struct ibv_send_wr chain[64];
+    struct ibv_sge sges[64];
+    uint32_t i = 0;
+    while (i < count)
+    {
+        uint32_t n = 0;
+        const uint32_t id = wrs[i].chain;
+        while (i < count && wrs[i].chain == id && n < 64)
+        {
+            const gt_rdma_wr *wr = &wrs[i++];
+            memset(&chain[n], 0, sizeof(chain[n]));
+            sges[n].addr = wr->local_address;
+            sges[n].length = wr->length;
+            sges[n].lkey = wr->lkey;
+            chain[n].wr_id = wr->wr_id;
+            chain[n].sg_list = &sges[n];
+            chain[n].num_sge = 1;
+            chain[n].opcode = wr->opcode == GT_OP_READ ? IBV_WR_RDMA_READ : IBV_WR_RDMA_WRITE;
+            chain[n].send_flags = wr->signaled ? IBV_SEND_SIGNALED : 0;
+            chain[n].wr.rdma.remote_addr = wr->remote_address;
+            chain[n].wr.rdma.rkey = wr->rkey;
+            chain[n].next = NULL;
+            if (n > 0)
+            {
+                chain[n - 1].next = &chain[n];
+            }
+            n++;
+        }
+        struct ibv_send_wr *bad = NULL;
+        if (ibv_post_send(link->qp, chain, &bad) != 0)
+        {
+            return gt_fail(error, GT_TRANSFER_FAIL, "ibv_post_send refused work request %llu",
+                bad == NULL ? 0ull : (unsigned long long)bad->wr_id);
+        }
+    }
+    return GT_OK;
+}
+
+int gt_rdma_poll(gt_rdma_link *link, uint64_t *wr_ids, int32_t *statuses, const int max)
+{
+    struct ibv_wc wc[32];
+    const int n = ibv_poll_cq(link->cq, max < 32 ? max : 32, wc);
+    for (int i = 0; i < n; i++)
+    {
+        wr_ids[i] = wc[i].wr_id;
+        statuses[i] = wc[i].status == IBV_WC_SUCCESS ? GT_OK : GT_TRANSFER_FAIL;
+    }
+    return n < 0 ? GT_TRANSFER_FAIL : n;
+}
+
+void gt_rdma_link_close(gt_rdma_link *link)
+{
+    if (link->qp != NULL)
+    {
+        api.destroy_qp(link->qp);
+    }
+    if (link->cq != NULL)
+    {
+        api.destroy_cq(link->cq);
+    }
+    if (link->pd != NULL)
+    {
+        api.dealloc_pd(link->pd);
+    }
+    if (link->context != NULL)
+    {
+        api.close_device(link->context);
+    }
+    memset(link, 0, sizeof(*link));
+}
+
+#else
+
+int gt_rdma_probe(gt_error *error)
+{
+    gt_fail(error, GT_UNAVAILABLE, "this build of the native transfer library has no RDMA transport "
+        "(libibverbs-dev headers were missing when it was compiled)");
+    return 0;
+}
+
+#endif
+
+int gt_rdma_available(gt_error *error)
+{
+    return gt_rdma_probe(error);
+}
+
+const char *gt_version(void)
+{
+    return "granary-transfer 1"
+#ifdef GT_HAVE_VERBS
+        " (tcp, rdma)";
+#else
+        " (tcp)";
+#endif
+}

@@ -1,0 +1,909 @@
+/*
+ * C tests of the native transfer library: codecs (frame header, SHA-256/HMAC, access tokens, QP information),
+ * bookkeeping (memory regions, memory registrations, work-request batching), and the TCP client and server over
+ * loopback (every byte verified, tokens, malformed and truncated frames, timeouts, admission, late COMMIT) plus a
+ * short soak with mixed sizes. Run plain, under ASan/UBSan and under valgrind by the build.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "granary_transfer.h"
+#include "gt_internal.h"
+#include "gt_rdma.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+static int passed;
+static int failed;
+static const char *current;
+
+#define CHECK(condition_) do { if (!(condition_)) { \
+        fprintf(stderr, "FAIL %s: %s:%d: %s\n", current, __FILE__, __LINE__, #condition_); failed++; return; } \
+    } while (0)
+
+#define RUN(test_) do { current = #test_; const int before__ = failed; test_(); \
+        if (failed == before__) { passed++; printf("ok   %s\n", #test_); } } while (0)
+
+static void hex(const uint8_t *bytes, const size_t length, char *out)
+{
+    for (size_t i = 0; i < length; i++)
+    {
+        sprintf(out + 2 * i, "%02x", bytes[i]);
+    }
+}
+
+/* ---------------------------------------------------------------- codecs */
+
+static void sha256_matches_fips_vectors(void)
+{
+    uint8_t digest[32];
+    char text[65];
+    gt_sha256 sha;
+    gt_sha256_init(&sha);
+    gt_sha256_update(&sha, (const uint8_t *)"abc", 3);
+    gt_sha256_final(&sha, digest);
+    hex(digest, 32, text);
+    CHECK(strcmp(text, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad") == 0);
+
+    gt_sha256_init(&sha);
+    gt_sha256_final(&sha, digest);
+    hex(digest, 32, text);
+    CHECK(strcmp(text, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855") == 0);
+
+    const char *two_blocks = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+    gt_sha256_init(&sha);
+    /* fed in uneven pieces to cross block boundaries */
+    gt_sha256_update(&sha, (const uint8_t *)two_blocks, 5);
+    gt_sha256_update(&sha, (const uint8_t *)two_blocks + 5, strlen(two_blocks) - 5);
+    gt_sha256_final(&sha, digest);
+    hex(digest, 32, text);
+    CHECK(strcmp(text, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1") == 0);
+}
+
+static void hmac_matches_rfc4231_vectors(void)
+{
+    uint8_t mac[32];
+    char text[65];
+    gt_hmac_key key;
+    uint8_t key1[20];
+    memset(key1, 0x0b, sizeof(key1));
+    gt_hmac_key_init(&key, key1, sizeof(key1));
+    gt_hmac_sha256(&key, (const uint8_t *)"Hi There", 8, mac);
+    hex(mac, 32, text);
+    CHECK(strcmp(text, "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7") == 0);
+
+    gt_hmac_key_init(&key, (const uint8_t *)"Jefe", 4);
+    const char *data2 = "what do ya want for nothing?";
+    gt_hmac_sha256(&key, (const uint8_t *)data2, strlen(data2), mac);
+    hex(mac, 32, text);
+    CHECK(strcmp(text, "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843") == 0);
+
+    uint8_t key6[131];
+    memset(key6, 0xaa, sizeof(key6));
+    gt_hmac_key_init(&key, key6, sizeof(key6));
+    const char *data6 = "Test Using Larger Than Block-Size Key - Hash Key First";
+    gt_hmac_sha256(&key, (const uint8_t *)data6, strlen(data6), mac);
+    hex(mac, 32, text);
+    CHECK(strcmp(text, "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54") == 0);
+}
+
+static void sign_token(const gt_hmac_key *key, const int opcode, const uint32_t segment, const uint64_t offset,
+    const uint64_t length, const uint32_t expiry, uint8_t token[GT_TOKEN_LENGTH])
+{
+    uint8_t message[32];
+    uint8_t mac[32];
+    gt_token_message(message, opcode, segment, offset, length, expiry);
+    gt_hmac_sha256(key, message, 32, mac);
+    gt_put_u32(token, expiry);
+    memcpy(token + 4, mac, GT_MAC_LENGTH);
+}
+
+static void token_verifies_only_what_it_grants(void)
+{
+    uint8_t secret[32];
+    for (int i = 0; i < 32; i++)
+    {
+        secret[i] = (uint8_t)(i * 7 + 1);
+    }
+    gt_hmac_key key;
+    gt_hmac_key_init(&key, secret, 32);
+    uint8_t token[GT_TOKEN_LENGTH];
+    sign_token(&key, GT_OPC_READ, 77, 4096, 8192, 2000000000u, token);
+    CHECK(gt_token_verify(&key, GT_OPC_READ, 77, 4096, 8192, 2000000000u, token + 4));
+    CHECK(!gt_token_verify(&key, GT_OPC_WRITE, 77, 4096, 8192, 2000000000u, token + 4));
+    CHECK(!gt_token_verify(&key, GT_OPC_READ, 78, 4096, 8192, 2000000000u, token + 4));
+    CHECK(!gt_token_verify(&key, GT_OPC_READ, 77, 4097, 8192, 2000000000u, token + 4));
+    CHECK(!gt_token_verify(&key, GT_OPC_READ, 77, 4096, 8191, 2000000000u, token + 4));
+    CHECK(!gt_token_verify(&key, GT_OPC_READ, 77, 4096, 8192, 2000000001u, token + 4));
+    uint8_t message[32];
+    gt_token_message(message, GT_OPC_WRITE, 0x01020304u, 0x1122334455667788ull, 0x99ull, 0xA0B0C0D0u);
+    CHECK(memcmp(message, "GRT1", 4) == 0 && message[4] == 2 && message[5] == 0 && message[7] == 0);
+    CHECK(gt_get_u32(message + 8) == 0x01020304u && gt_get_u64(message + 12) == 0x1122334455667788ull);
+    CHECK(gt_get_u64(message + 20) == 0x99ull && gt_get_u32(message + 28) == 0xA0B0C0D0u);
+}
+
+static void header_round_trips_and_rejects_bad_frames(void)
+{
+    gt_header h;
+    memset(&h, 0, sizeof(h));
+    h.opcode = GT_OPC_WRITE;
+    h.request_id = 0x0102030405060708ull;
+    h.segment_id = 0xFFFFFFF0u;
+    h.offset = 1ull << 40;
+    h.length = 65536;
+    h.grant_delta = 12;
+    h.grant_length = 70000;
+    h.token_expiry = 1234;
+    memset(h.token_mac, 0xAB, GT_MAC_LENGTH);
+    uint8_t bytes[GT_HEADER_LENGTH];
+    gt_header_encode(bytes, &h);
+    CHECK(gt_get_u32(bytes) == 0x47524E59u && bytes[4] == 1 && bytes[5] == 2);
+    CHECK(bytes[8] == 1 && bytes[15] == 8 && gt_get_u32(bytes + 16) == 0xFFFFFFF0u);
+    gt_header back;
+    CHECK(gt_header_decode(bytes, 1u << 20, &back) == GT_DECODE_OK);
+    CHECK(back.request_id == h.request_id && back.offset == h.offset && back.length == h.length);
+    CHECK(back.grant_delta == 12 && back.grant_length == 70000 && back.token_expiry == 1234);
+    CHECK(gt_header_decode(bytes, 65535, &back) == GT_DECODE_BAD_LENGTH);
+    bytes[5] = 0x55;
+    CHECK(gt_header_decode(bytes, 1u << 20, &back) == GT_DECODE_BAD_OPCODE);
+    bytes[5] = 2;
+    bytes[4] = 2;
+    CHECK(gt_header_decode(bytes, 1u << 20, &back) == GT_DECODE_BAD_VERSION);
+    bytes[4] = 1;
+    bytes[0] = 0;
+    CHECK(gt_header_decode(bytes, 1u << 20, &back) == GT_DECODE_BAD_MAGIC);
+    CHECK(gt_opcode_is_response(0x81) && gt_opcode_is_response(0x90) && !gt_opcode_is_response(0x85));
+    CHECK(gt_status_is_known(-1801) && !gt_status_is_known(-5) && !gt_status_is_known(3));
+}
+
+/* ---------------------------------------------------------------- bookkeeping */
+
+static void regions_resolve_only_inside_live_registrations(void)
+{
+    gt_region_table table;
+    gt_regions_init(&table);
+    uint8_t memory[4096];
+    uint32_t a;
+    uint32_t b;
+    CHECK(gt_regions_add(&table, memory, sizeof(memory), &a) == GT_OK && a != 0);
+    CHECK(gt_regions_add(&table, memory + 100, 10, &b) == GT_OK && b != a);
+    CHECK(gt_regions_resolve(&table, a, 0, 4096) == memory);
+    CHECK(gt_regions_resolve(&table, a, 4000, 96) == memory + 4000);
+    CHECK(gt_regions_resolve(&table, a, 4000, 97) == NULL);
+    CHECK(gt_regions_resolve(&table, a, UINT64_MAX, 2) == NULL);
+    CHECK(gt_regions_resolve(&table, b, 0, 11) == NULL);
+    CHECK(gt_regions_add(&table, NULL, 10, &b) == GT_INVALID_PARAMS);
+    CHECK(gt_regions_remove(&table, a) == GT_OK);
+    CHECK(gt_regions_resolve(&table, a, 0, 1) == NULL);
+    CHECK(gt_regions_remove(&table, a) == GT_INVALID_PARAMS);
+    uint32_t c;
+    CHECK(gt_regions_add(&table, memory, 10, &c) == GT_OK);
+    CHECK(c != a && (c & 0xFFFFFu) == (a & 0xFFFFFu)); /* slot reused, generation differs */
+    CHECK(gt_regions_resolve(&table, a, 0, 1) == NULL);
+    for (int i = 0; i < 1000; i++)
+    {
+        uint32_t id;
+        CHECK(gt_regions_add(&table, memory, 1, &id) == GT_OK);
+    }
+    gt_regions_free(&table);
+}
+
+static void qp_info_round_trips_and_rejects_garbage(void)
+{
+    gt_qp_info info;
+    memset(&info, 0, sizeof(info));
+    info.lid = 0x1234;
+    info.port = 1;
+    info.mtu = 5;
+    info.qp_num = 0xABCDEF;
+    info.psn = 0x123456;
+    for (int i = 0; i < 16; i++)
+    {
+        info.gid[i] = (uint8_t)(0xF0 + i);
+    }
+    info.segment_id = 0xDEADBEEFu;
+    info.segment_address = 0x7F0000001000ull;
+    info.segment_length = 1ull << 30;
+    info.rkey = 0x55AA55AAu;
+    uint8_t bytes[GT_QP_INFO_LENGTH];
+    gt_qp_info_encode(bytes, &info);
+    CHECK(gt_get_u32(bytes) == GT_QP_INFO_MAGIC && bytes[4] == GT_QP_INFO_VERSION);
+    gt_qp_info back;
+    CHECK(gt_qp_info_decode(bytes, &back) == GT_OK);
+    CHECK(back.lid == info.lid && back.port == 1 && back.mtu == 5 && back.qp_num == info.qp_num);
+    CHECK(back.psn == info.psn && memcmp(back.gid, info.gid, 16) == 0 && back.segment_id == info.segment_id);
+    CHECK(back.segment_address == info.segment_address && back.segment_length == info.segment_length);
+    CHECK(back.rkey == info.rkey);
+    uint8_t bad[GT_QP_INFO_LENGTH];
+    memcpy(bad, bytes, sizeof(bad));
+    bad[0] ^= 1;
+    CHECK(gt_qp_info_decode(bad, &back) == GT_INVALID_PARAMS);
+    memcpy(bad, bytes, sizeof(bad));
+    bad[12] = 1; /* QP number above 24 bits */
+    CHECK(gt_qp_info_decode(bad, &back) == GT_INVALID_PARAMS);
+    memcpy(bad, bytes, sizeof(bad));
+    bad[63] = 1; /* padding */
+    CHECK(gt_qp_info_decode(bad, &back) == GT_INVALID_PARAMS);
+    memcpy(bad, bytes, sizeof(bad));
+    gt_put_u64(bad + 44, UINT64_MAX - 10); /* address + length wraps */
+    CHECK(gt_qp_info_decode(bad, &back) == GT_INVALID_PARAMS);
+}
+
+static void mr_table_finds_the_covering_registration(void)
+{
+    gt_mr_table table;
+    gt_mr_table_init(&table);
+    gt_mr_entry a = { .address = 0x10000, .length = 0x1000, .lkey = 1, .rkey = 11 };
+    gt_mr_entry b = { .address = 0x30000, .length = 0x2000, .lkey = 2, .rkey = 22 };
+    gt_mr_entry overlapping = { .address = 0x10800, .length = 0x1000, .lkey = 3 };
+    gt_mr_entry before = { .address = 0x0F800, .length = 0x1000, .lkey = 4 };
+    CHECK(gt_mr_table_add(&table, &b) == GT_OK);
+    CHECK(gt_mr_table_add(&table, &a) == GT_OK);
+    CHECK(gt_mr_table_add(&table, &overlapping) == GT_INVALID_PARAMS);
+    CHECK(gt_mr_table_add(&table, &before) == GT_INVALID_PARAMS);
+    const gt_mr_entry *found = gt_mr_table_find(&table, 0x10010, 0x100);
+    CHECK(found != NULL && found->lkey == 1);
+    found = gt_mr_table_find(&table, 0x31000, 0x1000);
+    CHECK(found != NULL && found->rkey == 22);
+    CHECK(gt_mr_table_find(&table, 0x31000, 0x1001) == NULL);
+    CHECK(gt_mr_table_find(&table, 0x20000, 1) == NULL);
+    CHECK(gt_mr_table_find(&table, 0x0FFFF, 2) == NULL);
+    gt_mr_entry removed;
+    CHECK(gt_mr_table_remove(&table, 0x10000, &removed) == GT_OK && removed.rkey == 11);
+    CHECK(gt_mr_table_find(&table, 0x10010, 1) == NULL);
+    CHECK(gt_mr_table_remove(&table, 0x10000, NULL) == GT_INVALID_PARAMS);
+    gt_mr_table_free(&table);
+}
+
+static void plan_splits_ops_into_signalled_chains(void)
+{
+    gt_rdma_op ops[3] = {
+        { .opcode = GT_OP_WRITE, .local_address = 0x1000, .lkey = 1, .remote_address = 0x90000, .rkey = 9,
+          .length = 2500 },
+        { .opcode = GT_OP_READ, .local_address = 0x8000, .lkey = 1, .remote_address = 0xA0000, .rkey = 9,
+          .length = 1000 },
+        { .opcode = GT_OP_READ, .local_address = 0xC000, .lkey = 2, .remote_address = 0xB0000, .rkey = 8,
+          .length = 1024 },
+    };
+    gt_rdma_wr wrs[16];
+    const int n = gt_rdma_plan(ops, 3, 1024, 2, wrs, 16);
+    CHECK(n == 5); /* 1024 + 1024 + 452, 1000, 1024 */
+    CHECK(wrs[0].length == 1024 && wrs[1].length == 1024 && wrs[2].length == 452);
+    CHECK(wrs[1].local_address == 0x1400 && wrs[1].remote_address == 0x90400);
+    CHECK(wrs[2].wr_id == 2 && wrs[3].wr_id == (1ull << 32));
+    CHECK(wrs[0].chain == 0 && wrs[1].chain == 0 && wrs[2].chain == 1 && wrs[3].chain == 1 && wrs[4].chain == 2);
+    CHECK(!wrs[0].signaled && wrs[1].signaled); /* end of chain 0 */
+    CHECK(wrs[2].signaled && wrs[3].signaled && wrs[4].signaled); /* ends of ops */
+    CHECK(wrs[4].lkey == 2 && wrs[4].rkey == 8 && wrs[3].opcode == GT_OP_READ);
+    CHECK(gt_rdma_plan(ops, 3, 1024, 2, wrs, 4) == GT_UNAVAILABLE);
+    gt_rdma_op empty = { .opcode = GT_OP_READ, .length = 0 };
+    CHECK(gt_rdma_plan(&empty, 1, 1024, 2, wrs, 16) == GT_INVALID_PARAMS);
+    CHECK(gt_rdma_plan(ops, 3, 0, 2, wrs, 16) == GT_INVALID_PARAMS);
+}
+
+static void rdma_reports_why_it_is_unavailable(void)
+{
+    gt_error error = { 0, "" };
+    const int available = gt_rdma_available(&error);
+    if (!available)
+    {
+        CHECK(error.code == GT_UNAVAILABLE && strlen(error.message) > 10);
+        printf("     rdma unavailable: %s\n", error.message);
+    }
+    CHECK(strstr(gt_version(), "granary-transfer") != NULL);
+}
+
+/* ---------------------------------------------------------------- loopback client and server */
+
+#define SEGMENT_BYTES (8u << 20)
+#define SEGMENT_ID 0x5EEDu
+
+typedef struct test_node
+{
+    gt_server *server;
+    pthread_t thread;
+    uint8_t *segment;
+    int writes;
+    int commits;
+    uint8_t last_commit[256];
+    uint32_t last_commit_length;
+    int last_failed_status;
+    int closes_with_reason;
+    pthread_mutex_t mutex;
+} test_node;
+
+static int node_on_write(void *context, uint32_t segment_id, uint64_t offset, uint32_t length)
+{
+    test_node *node = context;
+    pthread_mutex_lock(&node->mutex);
+    node->writes++;
+    pthread_mutex_unlock(&node->mutex);
+    return GT_OK;
+}
+
+static int node_on_commit(void *context, const uint8_t *header, const uint8_t *payload, uint32_t length,
+    int failed_write_status)
+{
+    test_node *node = context;
+    pthread_mutex_lock(&node->mutex);
+    node->commits++;
+    node->last_failed_status = failed_write_status;
+    node->last_commit_length = length;
+    if (payload != NULL && length <= sizeof(node->last_commit))
+    {
+        memcpy(node->last_commit, payload, length);
+    }
+    pthread_mutex_unlock(&node->mutex);
+    if (failed_write_status != 0)
+    {
+        return failed_write_status;
+    }
+    return payload == NULL ? GT_INVALID_PARAMS : GT_OK;
+}
+
+static void node_on_close(void *context, const char *peer, const char *reason)
+{
+    test_node *node = context;
+    if (reason != NULL)
+    {
+        pthread_mutex_lock(&node->mutex);
+        node->closes_with_reason++;
+        pthread_mutex_unlock(&node->mutex);
+    }
+}
+
+static void *node_run(void *argument)
+{
+    test_node *node = argument;
+    gt_error error;
+    gt_server_run(node->server, &error);
+    return NULL;
+}
+
+static int node_start(test_node *node)
+{
+    memset(node, 0, sizeof(*node));
+    pthread_mutex_init(&node->mutex, NULL);
+    node->segment = aligned_alloc(4096, SEGMENT_BYTES);
+    if (node->segment == NULL)
+    {
+        return 0;
+    }
+    memset(node->segment, 0, SEGMENT_BYTES);
+    gt_server_config config = { .host = "127.0.0.1", .port = 0, .max_frame_bytes = 16u << 20 };
+    gt_server_callbacks callbacks = { .context = node, .on_write = node_on_write, .on_commit = node_on_commit,
+        .on_close = node_on_close };
+    gt_error error;
+    if (gt_server_create(&config, &callbacks, &node->server, &error) != GT_OK)
+    {
+        fprintf(stderr, "server: %s\n", error.message);
+        free(node->segment);
+        return 0;
+    }
+    const uint32_t id = SEGMENT_ID;
+    const uint64_t address = (uint64_t)(uintptr_t)node->segment;
+    const uint64_t size = SEGMENT_BYTES;
+    gt_server_set_segments(node->server, &id, &address, &size, 1, &error);
+    pthread_create(&node->thread, NULL, node_run, node);
+    return 1;
+}
+
+static void node_stop(test_node *node)
+{
+    gt_server_stop(node->server);
+    pthread_join(node->thread, NULL);
+    gt_server_destroy(node->server);
+    free(node->segment);
+    pthread_mutex_destroy(&node->mutex);
+}
+
+static gt_engine *client(const uint32_t slice_bytes, const uint64_t timeout_ms)
+{
+    gt_engine_config config;
+    gt_engine_config_defaults(&config);
+    config.slice_bytes = slice_bytes;
+    config.transfer_timeout_ms = timeout_ms;
+    gt_engine *engine = NULL;
+    gt_error error;
+    if (gt_engine_create(&config, &engine, &error) != GT_OK)
+    {
+        fprintf(stderr, "engine: %s\n", error.message);
+    }
+    return engine;
+}
+
+/* Polls until every one of count operations completed (or the deadline); returns how many did. */
+static int await(gt_engine *engine, gt_completion *done, const int count, const uint64_t deadline_ms)
+{
+    int have = 0;
+    const uint64_t until = gt_now_ms() + deadline_ms;
+    while (have < count && gt_now_ms() < until)
+    {
+        const int n = gt_engine_poll(engine, done + have, count - have, 10);
+        if (n < 0)
+        {
+            return have;
+        }
+        have += n;
+    }
+    return have;
+}
+
+static int32_t status_of(const gt_completion *done, const int count, const uint64_t user_data)
+{
+    for (int i = 0; i < count; i++)
+    {
+        if (done[i].user_data == user_data)
+        {
+            return done[i].status;
+        }
+    }
+    return 12345;
+}
+
+static gt_op op_of(const uint64_t user_data, const uint32_t peer, const uint8_t opcode, const uint32_t region,
+    const uint64_t local_offset, const uint32_t length, const uint64_t remote_offset)
+{
+    gt_op op;
+    memset(&op, 0, sizeof(op));
+    op.user_data = user_data;
+    op.peer = peer;
+    op.opcode = opcode;
+    op.region = region;
+    op.local_offset = local_offset;
+    op.length = length;
+    op.segment_id = SEGMENT_ID;
+    op.remote_offset = remote_offset;
+    op.grant_offset = remote_offset;
+    op.grant_length = length;
+    return op;
+}
+
+static void fill_pattern(uint8_t *bytes, const size_t length, const uint32_t seed)
+{
+    uint32_t x = seed * 2654435761u + 1;
+    for (size_t i = 0; i < length; i++)
+    {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        bytes[i] = (uint8_t)x;
+    }
+}
+
+static void loopback_moves_every_byte(void)
+{
+    test_node node;
+    CHECK(node_start(&node));
+    gt_engine *engine = client(64u << 10, 5000);
+    CHECK(engine != NULL);
+    uint32_t peer;
+    gt_error error;
+    CHECK(gt_engine_connect(engine, "127.0.0.1", gt_server_port(node.server), &peer, &error) == GT_OK);
+    const uint32_t length = (3u << 20) + 12345; /* sliced into 64 KiB frames over two lanes */
+    uint8_t *out = malloc(length);
+    uint8_t *in = calloc(1, length);
+    fill_pattern(out, length, 7);
+    uint32_t out_region;
+    uint32_t in_region;
+    CHECK(gt_engine_register_memory(engine, out, length, &out_region, &error) == GT_OK);
+    CHECK(gt_engine_register_memory(engine, in, length, &in_region, &error) == GT_OK);
+    gt_op write = op_of(1, peer, GT_OP_WRITE, out_region, 0, length, 4096);
+    CHECK(gt_engine_submit(engine, &write, 1, &error) == 1);
+    gt_completion done[8];
+    CHECK(await(engine, done, 1, 5000) == 1);
+    CHECK(done[0].user_data == 1 && done[0].status == GT_OK);
+    CHECK(memcmp(node.segment + 4096, out, length) == 0);
+    gt_op read = op_of(2, peer, GT_OP_READ, in_region, 0, length, 4096);
+    CHECK(gt_engine_submit(engine, &read, 1, &error) == 1);
+    CHECK(await(engine, done, 1, 5000) == 1);
+    CHECK(done[0].user_data == 2 && done[0].status == GT_OK);
+    CHECK(memcmp(in, out, length) == 0);
+
+    /* refusals: a range outside the segment, an unknown segment, local memory outside the region */
+    gt_op outside = op_of(3, peer, GT_OP_READ, in_region, 0, 4096, SEGMENT_BYTES - 100);
+    gt_op unknown = op_of(4, peer, GT_OP_READ, in_region, 0, 4096, 0);
+    unknown.segment_id = 99;
+    gt_op local_outside = op_of(5, peer, GT_OP_READ, in_region, length - 10, 4096, 0);
+    gt_op refused_write = op_of(6, peer, GT_OP_WRITE, out_region, 0, 8192, SEGMENT_BYTES - 4096);
+    gt_op batch[4] = { outside, unknown, local_outside, refused_write };
+    CHECK(gt_engine_submit(engine, batch, 4, &error) == 4);
+    CHECK(await(engine, done, 4, 5000) == 4);
+    CHECK(status_of(done, 4, 3) == GT_INVALID_PARAMS);
+    CHECK(status_of(done, 4, 4) == GT_SEGMENT_NOT_FOUND);
+    CHECK(status_of(done, 4, 5) == GT_INVALID_PARAMS);
+    CHECK(status_of(done, 4, 6) == GT_INVALID_PARAMS);
+    /* the lanes are still in sync after the refused WRITE's payload was discarded */
+    memset(in, 0, length);
+    gt_op again = op_of(7, peer, GT_OP_READ, in_region, 0, 100000, 4096);
+    CHECK(gt_engine_submit(engine, &again, 1, &error) == 1);
+    CHECK(await(engine, done, 1, 5000) == 1 && done[0].status == GT_OK);
+    CHECK(memcmp(in, out, 100000) == 0);
+    gt_engine_destroy(engine);
+    free(out);
+    free(in);
+    node_stop(&node);
+}
+
+static void tokens_are_checked_before_bytes_move(void)
+{
+    test_node node;
+    CHECK(node_start(&node));
+    uint8_t secret[32];
+    memset(secret, 0x42, sizeof(secret));
+    gt_error error;
+    CHECK(gt_server_set_token_key(node.server, secret, &error) == GT_OK);
+    gt_hmac_key key;
+    gt_hmac_key_init(&key, secret, 32);
+    gt_engine *engine = client(4096, 5000);
+    uint32_t peer;
+    CHECK(gt_engine_connect(engine, "127.0.0.1", gt_server_port(node.server), &peer, &error) == GT_OK);
+    uint8_t data[10000];
+    fill_pattern(data, sizeof(data), 3);
+    uint32_t region;
+    CHECK(gt_engine_register_memory(engine, data, sizeof(data), &region, &error) == GT_OK);
+    const uint32_t expiry = (uint32_t)(gt_epoch_ms() / 1000 + 600);
+
+    /* a WRITE token for an extent of 20000 bytes at 8192; the write covers part of it, sliced by 4096 */
+    gt_op granted = op_of(1, peer, GT_OP_WRITE, region, 0, sizeof(data), 8192 + 1000);
+    granted.has_token = 1;
+    granted.grant_offset = 8192;
+    granted.grant_length = 20000;
+    sign_token(&key, GT_OPC_WRITE, SEGMENT_ID, 8192, 20000, expiry, granted.token);
+    gt_op no_token = op_of(2, peer, GT_OP_WRITE, region, 0, 100, 0);
+    gt_op wrong_op = granted;
+    wrong_op.user_data = 3;
+    wrong_op.opcode = GT_OP_READ;
+    gt_op expired = granted;
+    expired.user_data = 4;
+    sign_token(&key, GT_OPC_WRITE, SEGMENT_ID, 8192, 20000, 1000, expired.token);
+    gt_op batch[4] = { granted, no_token, wrong_op, expired };
+    CHECK(gt_engine_submit(engine, batch, 4, &error) == 4);
+    gt_completion done[4];
+    CHECK(await(engine, done, 4, 5000) == 4);
+    CHECK(status_of(done, 4, 1) == GT_OK);
+    CHECK(status_of(done, 4, 2) == GT_ACCESS_DENIED);
+    CHECK(status_of(done, 4, 3) == GT_ACCESS_DENIED);
+    CHECK(status_of(done, 4, 4) == GT_TOKEN_EXPIRED);
+    CHECK(memcmp(node.segment + 9192, data, sizeof(data)) == 0);
+    CHECK(node.segment[0] == 0); /* the refused write moved nothing */
+    gt_server_stats stats;
+    gt_server_get_stats(node.server, &stats);
+    /* 10000 bytes in 4096-byte slices: three frames each, all inside the window */
+    CHECK(stats.tokens_verified == 3 && stats.tokens_missing == 1 && stats.tokens_invalid == 3 &&
+        stats.tokens_expired == 3);
+    gt_engine_destroy(engine);
+    node_stop(&node);
+}
+
+static void commit_follows_its_write_and_may_come_later(void)
+{
+    test_node node;
+    CHECK(node_start(&node));
+    gt_engine *engine = client(1u << 20, 5000);
+    uint32_t peer;
+    gt_error error;
+    CHECK(gt_engine_connect(engine, "127.0.0.1", gt_server_port(node.server), &peer, &error) == GT_OK);
+    uint8_t data[5000];
+    fill_pattern(data, sizeof(data), 11);
+    uint32_t region;
+    CHECK(gt_engine_register_memory(engine, data, sizeof(data), &region, &error) == GT_OK);
+    const uint8_t record[6] = { 1, 2, 3, 4, 5, 6 };
+    gt_op with_commit = op_of(1, peer, GT_OP_WRITE, region, 0, sizeof(data), 0);
+    with_commit.commit = record;
+    with_commit.commit_length = sizeof(record);
+    CHECK(gt_engine_submit(engine, &with_commit, 1, &error) == 1);
+    gt_completion done[2];
+    CHECK(await(engine, done, 1, 5000) == 1 && done[0].status == GT_OK);
+    CHECK(node.commits == 1 && node.last_commit_length == 6 && memcmp(node.last_commit, record, 6) == 0);
+
+    gt_op later = op_of(2, peer, GT_OP_WRITE, region, 0, sizeof(data), 65536);
+    later.flags = GT_OP_FLAG_COMMIT_LATER;
+    CHECK(gt_engine_submit(engine, &later, 1, &error) == 1);
+    /* the WRITE completes on the wire, but the transfer waits for its COMMIT */
+    CHECK(await(engine, done, 1, 300) == 0);
+    const uint8_t late_record[3] = { 9, 8, 7 };
+    CHECK(gt_engine_provide_commit(engine, 2, late_record, 3, &error) == GT_OK);
+    CHECK(await(engine, done, 1, 5000) == 1 && done[0].user_data == 2 && done[0].status == GT_OK);
+    CHECK(node.commits == 2 && node.last_commit_length == 3 && memcmp(node.last_commit, late_record, 3) == 0);
+    CHECK(gt_engine_provide_commit(engine, 2, late_record, 3, &error) == GT_INVALID_PARAMS);
+
+    /* a refused WRITE: its pipelined COMMIT is refused with the WRITE's status */
+    gt_op refused = op_of(3, peer, GT_OP_WRITE, region, 0, sizeof(data), SEGMENT_BYTES - 10);
+    refused.commit = record;
+    refused.commit_length = sizeof(record);
+    CHECK(gt_engine_submit(engine, &refused, 1, &error) == 1);
+    CHECK(await(engine, done, 1, 5000) == 1 && done[0].status == GT_INVALID_PARAMS);
+    CHECK(node.commits == 3 && node.last_failed_status == GT_INVALID_PARAMS);
+    gt_engine_destroy(engine);
+    node_stop(&node);
+}
+
+static int raw_connect(const uint16_t port)
+{
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in address;
+    memset(&address, 0, sizeof(address));
+    address.sin_family = AF_INET;
+    address.sin_port = htons(port);
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    struct timeval timeout = { .tv_sec = 5, .tv_usec = 0 };
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+    if (connect(fd, (struct sockaddr *)&address, sizeof(address)) != 0)
+    {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* Reads until the peer closes (returns 1) or the receive timeout passes (0). */
+static int closed_by_peer(const int fd)
+{
+    uint8_t sink[4096];
+    for (;;)
+    {
+        const ssize_t n = recv(fd, sink, sizeof(sink), 0);
+        if (n == 0)
+        {
+            return 1;
+        }
+        if (n < 0)
+        {
+            return errno == ECONNRESET;
+        }
+    }
+}
+
+static void malformed_frames_close_the_connection(void)
+{
+    test_node node;
+    CHECK(node_start(&node));
+    const uint16_t port = gt_server_port(node.server);
+    gt_header h;
+    memset(&h, 0, sizeof(h));
+    h.opcode = GT_OPC_READ;
+    h.segment_id = SEGMENT_ID;
+    h.length = 16;
+    uint8_t frame[GT_HEADER_LENGTH];
+
+    int fd = raw_connect(port);
+    CHECK(fd >= 0);
+    gt_header_encode(frame, &h);
+    frame[0] = 'X'; /* bad magic */
+    CHECK(send(fd, frame, sizeof(frame), 0) == sizeof(frame));
+    CHECK(closed_by_peer(fd));
+    close(fd);
+
+    fd = raw_connect(port);
+    h.opcode = 0x81; /* a response opcode from a client */
+    gt_header_encode(frame, &h);
+    CHECK(send(fd, frame, sizeof(frame), 0) == sizeof(frame));
+    CHECK(closed_by_peer(fd));
+    close(fd);
+
+    fd = raw_connect(port);
+    h.opcode = GT_OPC_WRITE;
+    h.length = 32u << 20; /* above max frame */
+    gt_header_encode(frame, &h);
+    CHECK(send(fd, frame, sizeof(frame), 0) == sizeof(frame));
+    CHECK(closed_by_peer(fd));
+    close(fd);
+
+    /* a truncated WRITE: header and half the payload, then the client goes away */
+    fd = raw_connect(port);
+    h.length = 1000;
+    gt_header_encode(frame, &h);
+    uint8_t half[500];
+    memset(half, 0x77, sizeof(half));
+    CHECK(send(fd, frame, sizeof(frame), 0) == sizeof(frame));
+    CHECK(send(fd, half, sizeof(half), 0) == sizeof(half));
+    shutdown(fd, SHUT_WR);
+    CHECK(closed_by_peer(fd));
+    close(fd);
+
+    /* a truncated header */
+    fd = raw_connect(port);
+    CHECK(send(fd, frame, 20, 0) == 20);
+    shutdown(fd, SHUT_WR);
+    CHECK(closed_by_peer(fd));
+    close(fd);
+
+    /* the server still serves a healthy client: PING, then a READV with one bad entry */
+    fd = raw_connect(port);
+    h.opcode = GT_OPC_PING;
+    h.length = 0;
+    h.request_id = 5;
+    gt_header_encode(frame, &h);
+    CHECK(send(fd, frame, sizeof(frame), 0) == sizeof(frame));
+    uint8_t answer[GT_HEADER_LENGTH + 4 * 2 + 16];
+    CHECK(recv(fd, answer, GT_HEADER_LENGTH, MSG_WAITALL) == GT_HEADER_LENGTH);
+    gt_header got;
+    CHECK(gt_header_decode(answer, 1u << 20, &got) == GT_DECODE_OK && got.opcode == 0x83 && got.request_id == 5);
+    memset(node.segment, 0x5A, 16);
+    uint8_t vector[GT_HEADER_LENGTH * 3];
+    gt_header entry;
+    memset(&entry, 0, sizeof(entry));
+    entry.opcode = GT_OPC_READ;
+    entry.segment_id = SEGMENT_ID;
+    entry.length = 16;
+    gt_header_encode(vector + GT_HEADER_LENGTH, &entry);
+    entry.opcode = GT_OPC_WRITE; /* not a READ: fails alone */
+    gt_header_encode(vector + 2 * GT_HEADER_LENGTH, &entry);
+    h.opcode = GT_OPC_READV;
+    h.segment_id = 0;
+    h.request_id = 6;
+    h.length = 2 * GT_HEADER_LENGTH;
+    gt_header_encode(vector, &h);
+    CHECK(send(fd, vector, sizeof(vector), 0) == sizeof(vector));
+    CHECK(recv(fd, answer, sizeof(answer), MSG_WAITALL) == (ssize_t)sizeof(answer));
+    CHECK(gt_header_decode(answer, 1u << 20, &got) == GT_DECODE_OK && got.opcode == 0x90 && got.status == 0);
+    CHECK(got.length == 8 + 16 && got.request_id == 6);
+    CHECK((int32_t)gt_get_u32(answer + 64) == 0 && (int32_t)gt_get_u32(answer + 68) == GT_INVALID_PARAMS);
+    CHECK(answer[72] == 0x5A && answer[87] == 0x5A);
+    close(fd);
+
+    gt_server_stats stats;
+    gt_server_get_stats(node.server, &stats);
+    CHECK(stats.protocol_errors == 3);
+    node_stop(&node);
+    CHECK(node.closes_with_reason >= 5);
+}
+
+typedef struct silent_server
+{
+    int fd;
+    uint16_t port;
+} silent_server;
+
+/* A listener that accepts through the backlog and never answers. */
+static int silent_start(silent_server *s)
+{
+    s->fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in address;
+    memset(&address, 0, sizeof(address));
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (bind(s->fd, (struct sockaddr *)&address, sizeof(address)) != 0 || listen(s->fd, 16) != 0)
+    {
+        return 0;
+    }
+    socklen_t length = sizeof(address);
+    getsockname(s->fd, (struct sockaddr *)&address, &length);
+    s->port = ntohs(address.sin_port);
+    return 1;
+}
+
+static void timeouts_and_admission_complete_without_answers(void)
+{
+    silent_server silent;
+    CHECK(silent_start(&silent));
+    gt_engine_config config;
+    gt_engine_config_defaults(&config);
+    config.transfer_timeout_ms = 200;
+    config.max_queued_frames_per_peer = 2;
+    config.max_pending_per_peer = 1;
+    config.admission_timeout_ms = 100;
+    gt_engine *engine = NULL;
+    gt_error error;
+    CHECK(gt_engine_create(&config, &engine, &error) == GT_OK);
+    uint32_t peer;
+    CHECK(gt_engine_connect(engine, "127.0.0.1", silent.port, &peer, &error) == GT_OK);
+    uint8_t data[4096];
+    uint32_t region;
+    CHECK(gt_engine_register_memory(engine, data, sizeof(data), &region, &error) == GT_OK);
+    gt_op ops[4];
+    for (int i = 0; i < 4; i++)
+    {
+        ops[i] = op_of((uint64_t)i + 1, peer, GT_OP_READ, region, 0, 1024, 0);
+    }
+    CHECK(gt_engine_submit(engine, ops, 4, &error) == 4);
+    gt_completion done[4];
+    CHECK(await(engine, done, 4, 3000) == 4);
+    CHECK(status_of(done, 4, 1) == GT_RPC_TIMEOUT && status_of(done, 4, 2) == GT_RPC_TIMEOUT);
+    CHECK(status_of(done, 4, 3) == GT_UNAVAILABLE); /* waited for admission, timed out */
+    CHECK(status_of(done, 4, 4) == GT_UNAVAILABLE); /* pending queue full: refused at once */
+    uint32_t outstanding;
+    uint32_t pending;
+    CHECK(gt_engine_peer_stats(engine, peer, &outstanding, &pending) == GT_OK && outstanding == 0 && pending == 0);
+    gt_engine_destroy(engine);
+    close(silent.fd);
+
+    /* nobody listening: TRANSFER_FAIL */
+    CHECK(gt_engine_create(&config, &engine, &error) == GT_OK);
+    CHECK(gt_engine_connect(engine, "127.0.0.1", silent.port, &peer, &error) == GT_OK);
+    CHECK(gt_engine_register_memory(engine, data, sizeof(data), &region, &error) == GT_OK);
+    CHECK(gt_engine_submit(engine, ops, 1, &error) == 1);
+    CHECK(await(engine, done, 1, 3000) == 1 && done[0].status == GT_TRANSFER_FAIL);
+    CHECK(gt_engine_connect(engine, "", 1, &peer, &error) == GT_INVALID_PARAMS);
+    gt_engine_destroy(engine);
+}
+
+static void soak_with_mixed_sizes(void)
+{
+    const char *configured = getenv("GT_SOAK_SECONDS");
+    const int seconds = configured != NULL ? atoi(configured) : 2;
+    test_node node;
+    CHECK(node_start(&node));
+    gt_engine *engine = client(256u << 10, 10000);
+    uint32_t peer;
+    gt_error error;
+    CHECK(gt_engine_connect(engine, "127.0.0.1", gt_server_port(node.server), &peer, &error) == GT_OK);
+    enum { SLOTS = 32, SLOT_BYTES = 256 << 10 };
+    uint8_t *out = malloc((size_t)SLOTS * SLOT_BYTES);
+    uint8_t *in = malloc((size_t)SLOTS * SLOT_BYTES);
+    uint32_t out_region;
+    uint32_t in_region;
+    CHECK(gt_engine_register_memory(engine, out, (size_t)SLOTS * SLOT_BYTES, &out_region, &error) == GT_OK);
+    CHECK(gt_engine_register_memory(engine, in, (size_t)SLOTS * SLOT_BYTES, &in_region, &error) == GT_OK);
+    static const uint32_t sizes[] = { 1, 100, 4096, 5000, 65536, 100000, 262144 };
+    const uint64_t until = gt_now_ms() + (uint64_t)seconds * 1000u;
+    uint64_t rounds = 0;
+    uint64_t bytes = 0;
+    while (gt_now_ms() < until)
+    {
+        gt_op ops[SLOTS];
+        uint32_t lengths[SLOTS];
+        for (int i = 0; i < SLOTS; i++)
+        {
+            lengths[i] = sizes[(rounds + (uint64_t)i) % (sizeof(sizes) / sizeof(sizes[0]))];
+            fill_pattern(out + (size_t)i * SLOT_BYTES, lengths[i], (uint32_t)(rounds * SLOTS + (uint64_t)i));
+            ops[i] = op_of((uint64_t)i, peer, GT_OP_WRITE, out_region, (uint64_t)i * SLOT_BYTES, lengths[i],
+                (uint64_t)i * SLOT_BYTES);
+        }
+        CHECK(gt_engine_submit(engine, ops, SLOTS, &error) == SLOTS);
+        gt_completion done[SLOTS];
+        CHECK(await(engine, done, SLOTS, 10000) == SLOTS);
+        for (int i = 0; i < SLOTS; i++)
+        {
+            CHECK(done[i].status == GT_OK);
+            ops[i] = op_of((uint64_t)i, peer, GT_OP_READ, in_region, (uint64_t)i * SLOT_BYTES, lengths[i],
+                (uint64_t)i * SLOT_BYTES);
+        }
+        CHECK(gt_engine_submit(engine, ops, SLOTS, &error) == SLOTS);
+        CHECK(await(engine, done, SLOTS, 10000) == SLOTS);
+        for (int i = 0; i < SLOTS; i++)
+        {
+            CHECK(done[i].status == GT_OK);
+            CHECK(memcmp(in + (size_t)i * SLOT_BYTES, out + (size_t)i * SLOT_BYTES, lengths[i]) == 0);
+            bytes += 2ull * lengths[i];
+        }
+        rounds++;
+    }
+    printf("     soak: %llu rounds, %.1f MiB moved and verified in %d s\n", (unsigned long long)rounds,
+        (double)bytes / (1 << 20), seconds);
+    CHECK(rounds > 0);
+    gt_engine_destroy(engine);
+    free(out);
+    free(in);
+    node_stop(&node);
+}
+
+int main(void)
+{
+    RUN(sha256_matches_fips_vectors);
+    RUN(hmac_matches_rfc4231_vectors);
+    RUN(token_verifies_only_what_it_grants);
+    RUN(header_round_trips_and_rejects_bad_frames);
+    RUN(regions_resolve_only_inside_live_registrations);
+    RUN(qp_info_round_trips_and_rejects_garbage);
+    RUN(mr_table_finds_the_covering_registration);
+    RUN(plan_splits_ops_into_signalled_chains);
+    RUN(rdma_reports_why_it_is_unavailable);
+    RUN(loopback_moves_every_byte);
+    RUN(tokens_are_checked_before_bytes_move);
+    RUN(commit_follows_its_write_and_may_come_later);
+    RUN(malformed_frames_close_the_connection);
+    RUN(timeouts_and_admission_complete_without_answers);
+    RUN(soak_with_mixed_sizes);
+    printf("native: %d passed, %d failed\n", passed, failed);
+    return failed == 0 ? 0 : 1;
+}
