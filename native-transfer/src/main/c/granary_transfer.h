@@ -145,6 +145,8 @@ typedef struct gt_server_callbacks
     int (*on_commit)(void *context, const uint8_t *header, const uint8_t *payload, uint32_t length,
         int failed_write_status);
     void (*on_close)(void *context, const char *peer, const char *reason);
+    /* The clock tokens expire by (epoch ms); NULL = CLOCK_REALTIME. */
+    uint64_t (*now_epoch_ms)(void *context);
 } gt_server_callbacks;
 
 typedef struct gt_server_config

@@ -111,13 +111,25 @@ static int copy_array(JNIEnv *env, jbyteArray array, uint8_t *into, const jsize 
 }
 
 JNIEXPORT jint JNICALL JNI_NAME(engineSubmit)(JNIEnv *env, jclass type, jlong engine, jlong user_data, jint peer,
-    jint opcode, jlong local_address, jint length, jint segment_id, jlong remote_offset, jlong grant_offset,
-    jlong grant_length, jbyteArray token, jbyteArray commit, jboolean commit_later)
+    jint opcode, jobject local, jint position, jint length, jint segment_id, jlong remote_offset,
+    jlong grant_offset, jlong grant_length, jbyteArray token, jbyteArray commit, jboolean commit_later)
 {
     (void)type;
-    if (engine == 0 || length < 0 || remote_offset < 0 || (length > 0 && local_address == 0))
+    if (engine == 0 || length < 0 || position < 0 || remote_offset < 0 || (length > 0 && local == NULL))
     {
         return GT_INVALID_PARAMS;
+    }
+    uint8_t *local_address = NULL;
+    if (length > 0)
+    {
+        /* Only a direct buffer has an address; the range must lie inside its capacity. */
+        local_address = (*env)->GetDirectBufferAddress(env, local);
+        const jlong capacity = (*env)->GetDirectBufferCapacity(env, local);
+        if (local_address == NULL || capacity < 0 || (jlong)position + (jlong)length > capacity)
+        {
+            return GT_INVALID_PARAMS;
+        }
+        local_address += position;
     }
     gt_engine *e = handle(engine);
     gt_op op;
@@ -169,7 +181,7 @@ JNIEXPORT jint JNICALL JNI_NAME(engineSubmit)(JNIEnv *env, jclass type, jlong en
     if (length > 0)
     {
         /* The caller's memory, registered for this operation alone and released when it completes. */
-        if (gt_engine_register_memory(e, (void *)(uintptr_t)local_address, (uint64_t)length, &op.region, &error) !=
+        if (gt_engine_register_memory(e, local_address, (uint64_t)length, &op.region, &error) !=
             GT_OK)
         {
             free(commit_bytes);
@@ -286,6 +298,7 @@ typedef struct server_context
     jmethodID on_write;
     jmethodID on_commit;
     jmethodID on_close;
+    jmethodID epoch_millis;
 } server_context;
 
 static int java_failed(JNIEnv *env)
@@ -349,6 +362,13 @@ static void on_close(void *context, const char *peer, const char *reason)
     }
 }
 
+static uint64_t now_epoch_ms(void *context)
+{
+    server_context *c = context;
+    const jlong now = (*c->env)->CallLongMethod(c->env, c->handler, c->epoch_millis);
+    return java_failed(c->env) || now < 0 ? gt_epoch_ms() : (uint64_t)now;
+}
+
 /* The callbacks reach the handler of the gt_server_run call; between runs a connection never calls back. */
 typedef struct server_holder
 {
@@ -370,6 +390,12 @@ static int holder_on_commit(void *context, const uint8_t *header, const uint8_t 
         on_commit(&h->context, header, payload, length, failed_write_status);
 }
 
+static uint64_t holder_now_epoch_ms(void *context)
+{
+    server_holder *h = context;
+    return h->context.env == NULL || h->context.epoch_millis == NULL ? gt_epoch_ms() : now_epoch_ms(&h->context);
+}
+
 static void holder_on_close(void *context, const char *peer, const char *reason)
 {
     server_holder *h = context;
@@ -380,7 +406,7 @@ static void holder_on_close(void *context, const char *peer, const char *reason)
 }
 
 JNIEXPORT jlong JNICALL JNI_NAME(serverCreate)(JNIEnv *env, jclass type, jstring host, jint port,
-    jint max_frame_bytes)
+    jint max_frame_bytes, jboolean own_clock)
 {
     (void)type;
     gt_error error = { 0, "" };
@@ -400,7 +426,8 @@ JNIEXPORT jlong JNICALL JNI_NAME(serverCreate)(JNIEnv *env, jclass type, jstring
     const char *text = host == NULL ? NULL : (*env)->GetStringUTFChars(env, host, NULL);
     gt_server_config config = { .host = text, .port = (uint16_t)port, .max_frame_bytes = (uint32_t)max_frame_bytes };
     gt_server_callbacks callbacks = { .context = holder, .on_write = holder_on_write,
-        .on_commit = holder_on_commit, .on_close = holder_on_close };
+        .on_commit = holder_on_commit, .on_close = holder_on_close,
+        .now_epoch_ms = own_clock ? holder_now_epoch_ms : NULL };
     const int result = gt_server_create(&config, &callbacks, &holder->server, &error);
     if (text != NULL)
     {
@@ -499,7 +526,9 @@ JNIEXPORT jint JNICALL JNI_NAME(serverRun)(JNIEnv *env, jclass type, jlong serve
     context.on_write = (*env)->GetMethodID(env, handler_type, "onWrite", "(IJI)I");
     context.on_commit = (*env)->GetMethodID(env, handler_type, "onCommit", "([B[BI)I");
     context.on_close = (*env)->GetMethodID(env, handler_type, "onClose", "(Ljava/lang/String;Ljava/lang/String;)V");
-    if (context.on_write == NULL || context.on_commit == NULL || context.on_close == NULL)
+    context.epoch_millis = (*env)->GetMethodID(env, handler_type, "epochMillis", "()J");
+    if (context.on_write == NULL || context.on_commit == NULL || context.on_close == NULL ||
+        context.epoch_millis == NULL)
     {
         return GT_INVALID_PARAMS; /* NoSuchMethodError is pending for the caller */
     }

@@ -318,7 +318,9 @@ static int check_token(gt_server *server, const gt_header *h, const int opcode)
         STAT_ADD(server, tokens_invalid, 1);
         return GT_ACCESS_DENIED;
     }
-    if (!(gt_epoch_ms() < (uint64_t)h->token_expiry * 1000u))
+    const uint64_t now = server->callbacks.now_epoch_ms != NULL ?
+        server->callbacks.now_epoch_ms(server->callbacks.context) : gt_epoch_ms();
+    if (!(now < (uint64_t)h->token_expiry * 1000u))
     {
         STAT_ADD(server, tokens_expired, 1);
         return GT_TOKEN_EXPIRED;

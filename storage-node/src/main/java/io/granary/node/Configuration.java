@@ -3,6 +3,7 @@ package io.granary.node;
 import io.granary.common.Units;
 import io.granary.common.tls.TlsSettings;
 import io.granary.protocol.FrameDescriptor;
+import io.granary.transfer.TransportKind;
 
 import java.util.Locale;
 
@@ -75,6 +76,13 @@ public final class Configuration
     public static final String ADMIN_PORT_PROP_NAME = "granary.node.admin.port";
     public static final int ADMIN_PORT_DEFAULT = 9091;
     public static final int ADMIN_PORT_DISABLED = -1;
+
+    /**
+     * Transport of the transfer server: auto (the native C server when its library loads and TLS is off, else
+     * Java), java (Netty) or native.
+     */
+    public static final String TRANSPORT_PROP_NAME = "granary.node.transfer.transport";
+    public static final String TRANSPORT_DEFAULT = "auto";
 
     /** Use Netty's native epoll transport when available. */
     public static final String PREFER_EPOLL_PROP_NAME = "granary.node.transfer.epoll";
@@ -204,6 +212,19 @@ public final class Configuration
     public static boolean preTouch()
     {
         return booleanProperty(PRE_TOUCH_PROP_NAME, PRE_TOUCH_DEFAULT);
+    }
+
+    public static TransportKind transport()
+    {
+        final String value = System.getProperty(TRANSPORT_PROP_NAME, TRANSPORT_DEFAULT);
+        try
+        {
+            return TransportKind.parse(value);
+        }
+        catch (final IllegalArgumentException ex)
+        {
+            throw new IllegalArgumentException(TRANSPORT_PROP_NAME + ": " + ex.getMessage(), ex);
+        }
     }
 
     public static boolean preferEpoll()

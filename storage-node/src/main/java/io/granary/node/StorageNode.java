@@ -10,6 +10,7 @@ import io.granary.node.segment.SegmentRegistry;
 import io.granary.node.transfer.AccessTokenVerifier;
 import io.granary.node.transfer.TransferMetrics;
 import io.granary.node.transfer.TransferServer;
+import io.granary.transfer.TransportKind;
 import io.granary.protocol.FrameDescriptor;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
@@ -48,7 +49,7 @@ public final class StorageNode implements AutoCloseable
         this.ctx = ctx;
         transferServer = new TransferServer(ctx.host(), ctx.transferPort(), registry, ctx.maxFrameBytes(),
             ctx.ioThreads(), ctx.preferEpoll(), new TransferMetrics(meters), new AccessTokenVerifier(ctx.clock()),
-            ctx.tls()).start();
+            ctx.tls(), ctx.transport()).start();
         metrics = new NodeMetrics(meters, transferServer, registry, this::masterLink);
         MasterLink link = null;
         NodeAdminServer adminServer = null;
@@ -256,6 +257,7 @@ public final class StorageNode implements AutoCloseable
         private int ioThreads = Configuration.ioThreads();
         private boolean preTouch = Configuration.preTouch();
         private boolean preferEpoll = Configuration.preferEpoll();
+        private TransportKind transport = Configuration.transport();
         private TlsSettings tls = Configuration.tls();
         private int adminPort = Configuration.adminPort();
         private Clock clock = Clock.SYSTEM;
@@ -275,6 +277,7 @@ public final class StorageNode implements AutoCloseable
             require(isHostPort(masterAddress), "masterAddress must be host:port, was '" + masterAddress + "'");
             require(host != null && !host.isBlank(), "host must not be empty");
             host = host.trim();
+            require(transport != null, "transport must be auto, java, native or rdma");
             require(transferPort >= 0 && transferPort <= 65535,
                 "transferPort must be in 0..65535, was " + transferPort);
             require(segmentSizeBytes >= Configuration.SEGMENT_SIZE_MIN &&
@@ -494,6 +497,18 @@ public final class StorageNode implements AutoCloseable
         }
 
         /** Use the native epoll transport when available (default true). */
+        /** Transport of the transfer server: AUTO (native when available and TLS is off), JAVA or NATIVE. */
+        public TransportKind transport()
+        {
+            return transport;
+        }
+
+        public Context transport(final TransportKind transport)
+        {
+            this.transport = transport;
+            return this;
+        }
+
         public boolean preferEpoll()
         {
             return preferEpoll;
@@ -552,8 +567,8 @@ public final class StorageNode implements AutoCloseable
                 ", name=" + name + ", heartbeatIntervalMs=" + heartbeatIntervalMs + ", masterRpcTimeoutMs=" +
                 masterRpcTimeoutMs + ", reconnectBackoffMs=" + reconnectBackoffMs + ", reconnectBackoffMaxMs=" +
                 reconnectBackoffMaxMs + ", maxFrameBytes=" + maxFrameBytes + ", ioThreads=" + ioThreads +
-                ", preTouch=" + preTouch + ", preferEpoll=" + preferEpoll + ", adminPort=" + adminPort +
-                ", tls=" + tls + '}';
+                ", preTouch=" + preTouch + ", preferEpoll=" + preferEpoll + ", transport=" + transport +
+                ", adminPort=" + adminPort + ", tls=" + tls + '}';
         }
     }
 }

@@ -198,7 +198,7 @@ public final class NettyTransferEngine implements TransferEngine
     }
 
     /** Parses "host:port" or "[v6]:port"; null when malformed. The host is resolved here, once per peer. */
-    static InetSocketAddress parseEndpoint(final String endpoint)
+    public static InetSocketAddress parseEndpoint(final String endpoint)
     {
         final int colon = endpoint.lastIndexOf(':');
         if (colon <= 0 || colon == endpoint.length() - 1)

@@ -13,6 +13,17 @@ public final class SegmentRegistry implements AutoCloseable
     private static final Segment[] EMPTY = new Segment[0];
 
     private volatile Segment[] segments = EMPTY;
+    private Runnable changeListener = () -> { };
+
+    /**
+     * Run (under this registry's lock) after every change of the segments or their ids, and once at once; the native
+     * transfer server copies the table of ids and memory with it.
+     */
+    public synchronized void changeListener(final Runnable listener)
+    {
+        changeListener = listener;
+        listener.run();
+    }
 
     /** Allocates a segment with a fresh random nonzero id, distinct from every id registered here. */
     public synchronized Segment allocate(final String name, final long sizeBytes)
@@ -33,6 +44,7 @@ public final class SegmentRegistry implements AutoCloseable
     {
         final int id = freshId();
         segment.ledger().rekey(id);
+        changeListener.run();
         return id;
     }
 
@@ -58,6 +70,7 @@ public final class SegmentRegistry implements AutoCloseable
         final Segment[] next = Arrays.copyOf(segments, segments.length + 1);
         next[segments.length] = segment;
         segments = next;
+        changeListener.run();
     }
 
     /** The segment with this id, or null. */
@@ -85,6 +98,7 @@ public final class SegmentRegistry implements AutoCloseable
     {
         final Segment[] all = segments;
         segments = EMPTY;
+        changeListener.run();
         for (final Segment segment : all)
         {
             segment.close();

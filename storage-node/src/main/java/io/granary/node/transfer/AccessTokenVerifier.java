@@ -7,6 +7,8 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.util.concurrent.atomic.LongAdder;
+import java.util.function.Consumer;
+import java.util.function.Supplier;
 
 import static io.granary.proto.ErrorCode.ACCESS_DENIED_VALUE;
 import static io.granary.proto.ErrorCode.TOKEN_EXPIRED_VALUE;
@@ -24,6 +26,10 @@ public final class AccessTokenVerifier
 
     private final Clock clock;
     private volatile byte[] key;
+    private volatile Consumer<byte[]> keyListener = k -> { };
+    /** Counts of frames checked elsewhere (the native server, in C): verified, missing, invalid, expired. */
+    private volatile Supplier<long[]> externalCounts = () -> NO_COUNTS;
+    private static final long[] NO_COUNTS = new long[4];
 
     private final LongAdder verified = new LongAdder();
     private final LongAdder refusedMissing = new LongAdder();
@@ -42,7 +48,7 @@ public final class AccessTokenVerifier
      *
      * @throws IllegalArgumentException for a key that is neither empty nor {@value AccessTokenCodec#KEY_LENGTH} bytes.
      */
-    public void updateKey(final byte[] keyOrEmpty)
+    public synchronized void updateKey(final byte[] keyOrEmpty)
     {
         if (keyOrEmpty != null && keyOrEmpty.length != 0 && keyOrEmpty.length != AccessTokenCodec.KEY_LENGTH)
         {
@@ -56,15 +62,39 @@ public final class AccessTokenVerifier
             return;
         }
         key = next;
+        keyListener.accept(next == null ? null : next.clone());
         LOG.info(next == null ? "data tokens off: frames without an access token are served" :
             previous == null ? "data tokens on: every READ and WRITE needs an access token from the master" :
             "data-token key replaced by the master; tokens signed with the old key are refused");
+    }
+
+    /**
+     * Told the new key (null: tokens off) whenever it changes, and once at once with the current one; the native
+     * transfer server verifies tokens in C with it.
+     */
+    public synchronized void keyListener(final Consumer<byte[]> listener)
+    {
+        keyListener = listener;
+        final byte[] current = key;
+        listener.accept(current == null ? null : current.clone());
+    }
+
+    /** Adds the counts of frames checked outside this class (verified, missing, invalid, expired) to its own. */
+    public void externalCounts(final Supplier<long[]> counts)
+    {
+        externalCounts = counts;
     }
 
     /** True while the node has a key and refuses frames without a valid token. */
     public boolean tokensRequired()
     {
         return key != null;
+    }
+
+    /** The clock tokens expire by. */
+    public Clock clock()
+    {
+        return clock;
     }
 
     /** A checker for one connection; use it from that connection's event loop only. */
@@ -76,25 +106,25 @@ public final class AccessTokenVerifier
     /** Frames whose token verified. */
     public long verified()
     {
-        return verified.sum();
+        return verified.sum() + externalCounts.get()[0];
     }
 
     /** Frames refused for carrying no token while tokens are required. */
     public long refusedMissing()
     {
-        return refusedMissing.sum();
+        return refusedMissing.sum() + externalCounts.get()[1];
     }
 
     /** Frames refused for a token that does not verify or does not grant the frame's range. */
     public long refusedInvalid()
     {
-        return refusedInvalid.sum();
+        return refusedInvalid.sum() + externalCounts.get()[2];
     }
 
     /** Frames refused for an expired token. */
     public long refusedExpired()
     {
-        return refusedExpired.sum();
+        return refusedExpired.sum() + externalCounts.get()[3];
     }
 
     /** Verifies the frames of one connection; owns a MAC instance for the current key. Not thread safe. */

@@ -542,12 +542,36 @@ final class FrameHandler extends ChannelInboundHandlerAdapter implements InPlace
      */
     private int commitStatus()
     {
+        final Integer failed = failedWrites.get(extentKey(commitSegmentId, commitOffset));
+        final int status = commitStatus(commitHeader, commitPayload, tokens, registry, commitSegmentId, commitOffset,
+            failed == null ? 0 : failed);
+        if (failed != null && status == failed)
+        {
+            failedWrites.remove(extentKey(commitSegmentId, commitOffset));
+        }
+        return status;
+    }
+
+    /**
+     * The checks and the ledger update of one COMMIT, shared by the Java and the native server (docs/protocol.md,
+     * "COMMIT"): {@code commitHeader} is the COMMIT's header as a WRITE (its token and grant), {@code payload} the
+     * record or null when it was too long, {@code failedWriteStatus} the status of a refused WRITE of the same extent
+     * on the connection (0 if none).
+     */
+    static int commitStatus(
+        final FrameHeader commitHeader,
+        final byte[] payload,
+        final AccessTokenVerifier.Checker tokens,
+        final SegmentRegistry registry,
+        final int segmentId,
+        final long offset,
+        final int failedWriteStatus)
+    {
         if (commitHeader.status != 0)
         {
             return INVALID_PARAMS_VALUE;
         }
-        final CommitRecord record = commitPayload == null ? null :
-            CommitRecord.decode(commitPayload, 0, commitPayload.length);
+        final CommitRecord record = payload == null ? null : CommitRecord.decode(payload, 0, payload.length);
         if (record == null)
         {
             return INVALID_PARAMS_VALUE;
@@ -558,21 +582,20 @@ final class FrameHandler extends ChannelInboundHandlerAdapter implements InPlace
         {
             return tokenStatus;
         }
-        final Segment segment = registry.get(commitSegmentId);
+        final Segment segment = registry.get(segmentId);
         if (segment == null)
         {
             return SEGMENT_NOT_FOUND_VALUE;
         }
-        if (!segment.contains(commitOffset, Math.max(1, record.valueLength())))
+        if (!segment.contains(offset, Math.max(1, record.valueLength())))
         {
             return INVALID_PARAMS_VALUE;
         }
-        final Integer failed = failedWrites.remove(extentKey(commitSegmentId, commitOffset));
-        if (failed != null)
+        if (failedWriteStatus != 0)
         {
-            return failed;
+            return failedWriteStatus;
         }
-        return segment.ledger().commit(commitSegmentId, commitOffset, record, Clock.SYSTEM.epochMillis());
+        return segment.ledger().commit(segmentId, offset, record, Clock.SYSTEM.epochMillis());
     }
 
     private void respond(

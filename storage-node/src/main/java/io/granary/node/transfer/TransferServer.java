@@ -3,7 +3,12 @@ package io.granary.node.transfer;
 import io.granary.common.Clock;
 import io.granary.common.tls.TlsContexts;
 import io.granary.common.tls.TlsSettings;
+import io.granary.node.segment.Segment;
 import io.granary.node.segment.SegmentRegistry;
+import io.granary.transfer.TransferEngines;
+import io.granary.transfer.TransportKind;
+import io.granary.transfer.natives.NativeTransfer;
+import io.granary.transfer.natives.NativeTransferServer;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
@@ -28,6 +33,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.net.InetSocketAddress;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
 
@@ -51,6 +57,8 @@ public final class TransferServer implements AutoCloseable
     private final boolean epoll;
     private final SslContext sslContext;
     private final EventLoopGroup group;
+    private final TransportKind transport;
+    private volatile NativeTransferServer nativeServer;
     private final ChannelGroup connections =
         new DefaultChannelGroup("granary-transfer", ImmediateEventExecutor.INSTANCE);
     private Channel serverChannel;
@@ -136,6 +144,34 @@ public final class TransferServer implements AutoCloseable
         final AccessTokenVerifier tokenVerifier,
         final TlsSettings tls)
     {
+        this(host, port, registry, maxFrameBytes, ioThreads, preferEpoll, metrics, tokenVerifier, tls,
+            TransportKind.JAVA);
+    }
+
+    /**
+     * @param transport {@link TransportKind#JAVA} (Netty), {@link TransportKind#NATIVE} (the C server of
+     *                  native-transfer: plain TCP only) or {@link TransportKind#AUTO} (native when its library loads
+     *                  and TLS is off, else Java).
+     * @throws IllegalArgumentException when the TLS files are unusable.
+     * @throws IllegalStateException when the requested transport is not available here.
+     */
+    public TransferServer(
+        final String host,
+        final int port,
+        final SegmentRegistry registry,
+        final int maxFrameBytes,
+        final int ioThreads,
+        final boolean preferEpoll,
+        final TransferMetrics metrics,
+        final AccessTokenVerifier tokenVerifier,
+        final TlsSettings tls,
+        final TransportKind transport)
+    {
+        this.transport = TransferEngines.resolve(transport, tls.isEnabled());
+        if (this.transport == TransportKind.RDMA)
+        {
+            throw new IllegalStateException("a storage node serves RDMA only beside native TCP; use --transport native");
+        }
         this.sslContext = TlsContexts.serverContext(tls);
         this.metrics = metrics;
         this.tokenVerifier = tokenVerifier;
@@ -145,13 +181,17 @@ public final class TransferServer implements AutoCloseable
         this.maxFrameBytes = maxFrameBytes;
         this.epoll = preferEpoll && Epoll.isAvailable();
         final IoHandlerFactory ioHandlerFactory = epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory();
-        this.group = new MultiThreadIoEventLoopGroup(
+        this.group = this.transport == TransportKind.NATIVE ? null : new MultiThreadIoEventLoopGroup(
             ioThreads, new DefaultThreadFactory("granary-node-transfer", true), ioHandlerFactory);
     }
 
     /** Binds and starts serving. @throws IllegalStateException when the address cannot be bound. */
     public TransferServer start()
     {
+        if (transport == TransportKind.NATIVE)
+        {
+            return startNative();
+        }
         final ServerBootstrap bootstrap = new ServerBootstrap()
             .group(group)
             .channel(epoll ? EpollServerSocketChannel.class : NioServerSocketChannel.class)
@@ -202,6 +242,55 @@ public final class TransferServer implements AutoCloseable
     }
 
     /**
+     * Serves through the native server: segment memory and the token key are copied into its tables now and on
+     * every change; WRITE ledger updates and COMMITs come back through {@link NativeFrameHandler}.
+     */
+    private TransferServer startNative()
+    {
+        nativeServer = new NativeTransferServer(host, requestedPort, maxFrameBytes,
+            tokenVerifier.clock() != Clock.SYSTEM, new NativeFrameHandler(registry, tokenVerifier, maxFrameBytes));
+        port = nativeServer.port();
+        registry.changeListener(this::publishSegments);
+        tokenVerifier.keyListener(nativeServer::tokenKey);
+        final NativeTransferServer server = nativeServer;
+        tokenVerifier.externalCounts(() ->
+        {
+            final NativeTransferServer.Stats stats = server.stats();
+            return new long[] {stats.tokensVerified(), stats.tokensMissing(), stats.tokensInvalid(),
+                stats.tokensExpired()};
+        });
+        LOG.info("transfer server listening on {}:{} (native epoll transport, {}, max frame {} bytes)",
+            host, port, NativeTransfer.version(), maxFrameBytes);
+        return this;
+    }
+
+    private void publishSegments()
+    {
+        final NativeTransferServer server = nativeServer;
+        if (server == null)
+        {
+            return;
+        }
+        final List<Segment> segments = registry.segments();
+        final int[] ids = new int[segments.size()];
+        final long[] addresses = new long[ids.length];
+        final long[] sizes = new long[ids.length];
+        for (int i = 0; i < ids.length; i++)
+        {
+            ids[i] = segments.get(i).id();
+            addresses[i] = segments.get(i).address();
+            sizes[i] = segments.get(i).sizeBytes();
+        }
+        server.segments(ids, addresses, sizes);
+    }
+
+    /** The transport serving the frames: {@link TransportKind#JAVA} or {@link TransportKind#NATIVE}. */
+    public TransportKind transport()
+    {
+        return transport;
+    }
+
+    /**
      * Puts the TLS handler in front of the frame handler. Frames are then decrypted into the TLS handler's own
      * buffers, so a receive path that reads the socket straight into segment memory must stay off here.
      */
@@ -235,46 +324,56 @@ public final class TransferServer implements AutoCloseable
 
     public long bytesIn()
     {
-        return bytesIn.sum();
+        final NativeTransferServer server = nativeServer;
+        return bytesIn.sum() + (server == null ? 0 : server.stats().bytesIn());
     }
 
     public long bytesOut()
     {
-        return bytesOut.sum();
+        final NativeTransferServer server = nativeServer;
+        return bytesOut.sum() + (server == null ? 0 : server.stats().bytesOut());
     }
 
     /** Requests served (READ, WRITE, PING frames and every entry of a READV), including rejected ones. */
     public long requests()
     {
-        return requests.sum();
+        final NativeTransferServer server = nativeServer;
+        return requests.sum() + (server == null ? 0 : server.stats().requests());
     }
 
     /** READV frames served (each also counts its entries as requests). */
     public long readVectors()
     {
-        return readVectors.sum();
+        final NativeTransferServer server = nativeServer;
+        return readVectors.sum() + (server == null ? 0 : server.stats().readVectors());
     }
 
     /** Requests answered with a non-OK status. */
     public long errorResponses()
     {
-        return errorResponses.sum();
+        final NativeTransferServer server = nativeServer;
+        return errorResponses.sum() + (server == null ? 0 : server.stats().errorResponses());
     }
 
     /** Connections closed because of an undecodable frame. */
     public long protocolErrors()
     {
-        return protocolErrors.sum();
+        final NativeTransferServer server = nativeServer;
+        return protocolErrors.sum() + (server == null ? 0 : server.stats().protocolErrors());
     }
 
     public long openConnections()
     {
-        return connectionsOpened.sum() - connectionsClosed.sum();
+        final NativeTransferServer server = nativeServer;
+        final long nativeOpen = server == null ? 0 :
+            server.stats().connectionsOpened() - server.stats().connectionsClosed();
+        return connectionsOpened.sum() - connectionsClosed.sum() + nativeOpen;
     }
 
     public long connectionsOpened()
     {
-        return connectionsOpened.sum();
+        final NativeTransferServer server = nativeServer;
+        return connectionsOpened.sum() + (server == null ? 0 : server.stats().connectionsOpened());
     }
 
     /** Times a connection stopped reading because its responses were not leaving fast enough. */
@@ -352,19 +451,30 @@ public final class TransferServer implements AutoCloseable
         if (!closed)
         {
             closed = true;
+            if (nativeServer != null)
+            {
+                nativeServer.close();
+            }
             if (serverChannel != null)
             {
                 serverChannel.close().awaitUninterruptibly(SHUTDOWN_TIMEOUT_MS);
             }
             connections.close().awaitUninterruptibly(SHUTDOWN_TIMEOUT_MS);
-            group.shutdownGracefully(0, SHUTDOWN_TIMEOUT_MS, TimeUnit.MILLISECONDS)
-                .awaitUninterruptibly(SHUTDOWN_TIMEOUT_MS + 1_000);
+            if (group != null)
+            {
+                group.shutdownGracefully(0, SHUTDOWN_TIMEOUT_MS, TimeUnit.MILLISECONDS)
+                    .awaitUninterruptibly(SHUTDOWN_TIMEOUT_MS + 1_000);
+            }
         }
     }
 
     /** True once the event loops stopped: no thread of this server can touch segment memory any more. */
     public boolean isTerminated()
     {
+        if (transport == TransportKind.NATIVE)
+        {
+            return nativeServer == null || nativeServer.isTerminated();
+        }
         return group.isTerminated();
     }
 }

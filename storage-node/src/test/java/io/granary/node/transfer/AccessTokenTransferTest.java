@@ -1,5 +1,11 @@
 package io.granary.node.transfer;
 
+import io.granary.common.tls.TlsSettings;
+
+import io.granary.common.Clock;
+
+import io.granary.transfer.TransportKind;
+
 import io.granary.common.ManualClock;
 import io.granary.node.segment.Segment;
 import io.granary.node.segment.SegmentRegistry;
@@ -32,6 +38,12 @@ import static org.assertj.core.api.Assertions.assertThat;
  */
 class AccessTokenTransferTest
 {
+    /** The server transport under test; the Native... subclass runs every test against the native server. */
+    TransportKind serverTransport()
+    {
+        return TransportKind.JAVA;
+    }
+
     private static final long SEGMENT_BYTES = 4L << 20;
     private static final int EXTENT_BYTES = 8192;
     private static final long EXTENT_A = 4096;
@@ -59,7 +71,8 @@ class AccessTokenTransferTest
         new UnsafeBuffer(segment.address(), original.length).putBytes(0, original);
         verifier = new AccessTokenVerifier(clock);
         verifier.updateKey(nodeKey);
-        server = new TransferServer("127.0.0.1", 0, registry, 1 << 20, 1, true, verifier).start();
+        server = new TransferServer("127.0.0.1", 0, registry, 1 << 20, 1, true, TransferMetrics.NONE,
+            verifier, TlsSettings.DISABLED, serverTransport()).start();
     }
 
     @AfterEach

@@ -1,5 +1,11 @@
 package io.granary.node.transfer;
 
+import io.granary.common.tls.TlsSettings;
+
+import io.granary.common.Clock;
+
+import io.granary.transfer.TransportKind;
+
 import io.granary.node.segment.Segment;
 import io.granary.node.segment.SegmentLedger;
 import io.granary.node.segment.SegmentRegistry;
@@ -25,6 +31,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 /** COMMIT frames and the segment ledger, through the real transfer server. */
 class TransferServerCommitTest
 {
+    /** The server transport under test; the Native... subclass runs every test against the native server. */
+    TransportKind serverTransport()
+    {
+        return TransportKind.JAVA;
+    }
+
     private static final long SEGMENT_BYTES = 4L << 20;
 
     private SegmentRegistry registry;
@@ -38,7 +50,8 @@ class TransferServerCommitTest
     {
         registry = new SegmentRegistry();
         segment = registry.allocate("test/seg0", SEGMENT_BYTES);
-        server = new TransferServer("127.0.0.1", 0, registry, 1 << 20, 1, true).start();
+        server = new TransferServer("127.0.0.1", 0, registry, 1 << 20, 1, true, TransferMetrics.NONE,
+            new AccessTokenVerifier(Clock.SYSTEM), TlsSettings.DISABLED, serverTransport()).start();
         endpoint = "127.0.0.1:" + server.port();
         engine = new NettyTransferEngine(new TransferConfig().sliceBytes(64 << 10));
     }

@@ -1,5 +1,11 @@
 package io.granary.node.transfer;
 
+import io.granary.common.tls.TlsSettings;
+
+import io.granary.common.Clock;
+
+import io.granary.transfer.TransportKind;
+
 import io.granary.common.FuzzRun;
 import io.granary.common.LeakWatch;
 import io.granary.node.Await;
@@ -41,6 +47,12 @@ import static org.assertj.core.api.Assertions.assertThat;
  */
 class TransferServerFuzzTest
 {
+    /** The server transport under test; the Native... subclass runs every test against the native server. */
+    TransportKind serverTransport()
+    {
+        return TransportKind.JAVA;
+    }
+
     private static final int CI_CASES = 3000;
     private static final int SEGMENT_BYTES = 1 << 20;
     /** WRITEs whose payload is cut short land only here (the server applies what arrived, at its own pace). */
@@ -82,7 +94,8 @@ class TransferServerFuzzTest
         System.arraycopy(initial, 0, shadow, 0, SEGMENT_BYTES);
         // Cut-short WRITEs of closed connections may still be applied there while later cases run.
         Arrays.fill(unknown, SCRATCH_START, SEGMENT_BYTES, true);
-        server = new TransferServer("127.0.0.1", 0, registry, MAX_FRAME_BYTES, 1, true).start();
+        server = new TransferServer("127.0.0.1", 0, registry, MAX_FRAME_BYTES, 1, true, TransferMetrics.NONE,
+            new AccessTokenVerifier(Clock.SYSTEM), TlsSettings.DISABLED, serverTransport()).start();
         final NettyTransferEngine client = new NettyTransferEngine(new TransferConfig().lanesPerPeer(1));
         int ran = 0;
         try

@@ -1,5 +1,11 @@
 package io.granary.node.transfer;
 
+import io.granary.common.tls.TlsSettings;
+
+import io.granary.common.Clock;
+
+import io.granary.transfer.TransportKind;
+
 import io.granary.node.Await;
 import io.granary.node.segment.Segment;
 import io.granary.node.segment.SegmentRegistry;
@@ -33,6 +39,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 /** The transfer server and the Java engine together over loopback. */
 class TransferServerTest
 {
+    /** The server transport under test; the Native... subclass runs every test against the native server. */
+    TransportKind serverTransport()
+    {
+        return TransportKind.JAVA;
+    }
+
     private static final long SEGMENT_BYTES = 64L << 20;
     private static final int MAX_FRAME_BYTES = 4 << 20;
 
@@ -48,7 +60,8 @@ class TransferServerTest
     {
         registry = new SegmentRegistry();
         segment = registry.allocate("test/seg0", SEGMENT_BYTES);
-        server = new TransferServer("127.0.0.1", 0, registry, MAX_FRAME_BYTES, 2, true).start();
+        server = new TransferServer("127.0.0.1", 0, registry, MAX_FRAME_BYTES, 2, true, TransferMetrics.NONE,
+            new AccessTokenVerifier(Clock.SYSTEM), TlsSettings.DISABLED, serverTransport()).start();
         endpoint = "127.0.0.1:" + server.port();
     }
 
@@ -628,7 +641,8 @@ class TransferServerTest
         {
             final Segment big = bigRegistry.allocate("test/big", 3L << 30);
             final TransferServer bigServer =
-                new TransferServer("127.0.0.1", 0, bigRegistry, MAX_FRAME_BYTES, 1, true).start();
+                new TransferServer("127.0.0.1", 0, bigRegistry, MAX_FRAME_BYTES, 1, true, TransferMetrics.NONE,
+            new AccessTokenVerifier(Clock.SYSTEM), TlsSettings.DISABLED, serverTransport()).start();
             try
             {
                 final String bigEndpoint = "127.0.0.1:" + bigServer.port();

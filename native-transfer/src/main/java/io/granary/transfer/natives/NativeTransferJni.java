@@ -1,0 +1,89 @@
+package io.granary.transfer.natives;
+
+import java.nio.ByteBuffer;
+
+/**
+ * The JNI entry points of libgranary_transfer (native-transfer/src/main/c/gt_jni.c), and nothing else. Handles are
+ * C pointers as longs; failures come back as negative ErrorCode numbers, or as IllegalArgumentException /
+ * IllegalStateException with the library's message where a call cannot return a code. Call only after
+ * {@link NativeTransfer#ensureAvailability()}.
+ */
+final class NativeTransferJni
+{
+    private NativeTransferJni()
+    {
+    }
+
+    static native String version();
+
+    /** Null when an RDMA device can be used, else why not. */
+    static native String rdmaUnavailabilityCause();
+
+    static native long engineCreate(
+        int lanesPerPeer,
+        int sliceBytes,
+        int maxQueuedFramesPerPeer,
+        int maxPendingPerPeer,
+        long admissionTimeoutMs,
+        long transferTimeoutMs,
+        long connectTimeoutMs);
+
+    /** A peer id (positive) for host:port, or a negative ErrorCode number. */
+    static native int engineConnect(long engine, String host, int port);
+
+    /**
+     * Submits one READ (opcode 1) or WRITE (2) of {@code length} bytes at {@code position} of the direct buffer
+     * {@code local}; 0, or a negative ErrorCode number when nothing was submitted. The completion carries
+     * {@code userData}.
+     */
+    static native int engineSubmit(
+        long engine,
+        long userData,
+        int peer,
+        int opcode,
+        ByteBuffer local,
+        int position,
+        int length,
+        int segmentId,
+        long remoteOffset,
+        long grantOffset,
+        long grantLength,
+        byte[] token,
+        byte[] commit,
+        boolean commitLater);
+
+    /** The COMMIT payload of a WRITE submitted with {@code commitLater}; null for none after all. */
+    static native int engineProvideCommit(long engine, long userData, byte[] commit);
+
+    /**
+     * Runs the engine's I/O for up to {@code timeoutMs} and writes up to {@code max} completions into the direct
+     * buffer (16 bytes each, native order: user data, status, padding); returns how many, or a negative code.
+     */
+    static native int enginePoll(long engine, ByteBuffer completions, int max, int timeoutMs);
+
+    static native void engineWakeup(long engine);
+
+    /** Outstanding frames in the high 32 bits, pending admissions in the low ones; -1 for an unknown peer. */
+    static native long enginePeerStats(long engine, int peer);
+
+    static native void engineDestroy(long engine);
+
+    /** @param ownClock tokens expire by {@link NativeTransferServer.Handler#epochMillis()} instead of the system clock. */
+    static native long serverCreate(String host, int port, int maxFrameBytes, boolean ownClock);
+
+    static native int serverPort(long server);
+
+    static native void serverSetSegments(long server, int[] ids, long[] addresses, long[] sizes);
+
+    static native void serverSetTokenKey(long server, byte[] keyOrNull);
+
+    /** Serves on the calling thread until {@link #serverStop}, calling back {@code handler}; 0 or a code. */
+    static native int serverRun(long server, NativeTransferServer.Handler handler);
+
+    static native void serverStop(long server);
+
+    /** Fills {@code out} with the server's counters in the order of {@link NativeTransferServer.Stats}. */
+    static native void serverStats(long server, long[] out);
+
+    static native void serverDestroy(long server);
+}

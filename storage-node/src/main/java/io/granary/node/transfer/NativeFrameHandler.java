@@ -1,0 +1,93 @@
+package io.granary.node.transfer;
+
+import io.granary.common.Clock;
+import io.granary.node.segment.Segment;
+import io.granary.node.segment.SegmentRegistry;
+import io.granary.protocol.FrameHeader;
+import io.granary.protocol.Opcode;
+import io.granary.transfer.natives.NativeTransferServer;
+import io.netty.buffer.Unpooled;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import static io.granary.proto.ErrorCode.INTERNAL_ERROR_VALUE;
+import static io.granary.proto.ErrorCode.SEGMENT_NOT_FOUND_VALUE;
+
+/**
+ * The storage node's decisions for the native transfer server: the ledger before a WRITE's bytes move, and the
+ * whole COMMIT check (shared with {@link FrameHandler}); decode, status, token, segment and range of READ, WRITE and
+ * READV frames are checked in C in the same order. Runs on the native server's thread only.
+ */
+final class NativeFrameHandler implements NativeTransferServer.Handler
+{
+    private static final Logger LOG = LoggerFactory.getLogger(NativeFrameHandler.class);
+
+    private final SegmentRegistry registry;
+    private final AccessTokenVerifier.Checker tokens;
+    private final int maxFrameBytes;
+    private final FrameHeader header = new FrameHeader();
+    private final Clock clock;
+
+    NativeFrameHandler(final SegmentRegistry registry, final AccessTokenVerifier verifier, final int maxFrameBytes)
+    {
+        this.registry = registry;
+        this.clock = verifier.clock();
+        this.tokens = verifier.newChecker();
+        this.maxFrameBytes = maxFrameBytes;
+    }
+
+    @Override
+    public int onWrite(final int segmentId, final long offset, final int length)
+    {
+        try
+        {
+            final Segment segment = registry.get(segmentId);
+            // The ledger forgets what the range held, or the segment was re-keyed since the lookup.
+            return segment != null && segment.ledger().beforeWrite(segmentId, offset, Integer.toUnsignedLong(length)) ?
+                0 : SEGMENT_NOT_FOUND_VALUE;
+        }
+        catch (final RuntimeException ex)
+        {
+            LOG.error("ledger update before a WRITE failed", ex);
+            return INTERNAL_ERROR_VALUE;
+        }
+    }
+
+    @Override
+    public int onCommit(final byte[] headerBytes, final byte[] payload, final int failedWriteStatus)
+    {
+        try
+        {
+            header.decode(Unpooled.wrappedBuffer(headerBytes), maxFrameBytes);
+            final int segmentId = header.segmentId;
+            final long offset = header.offset;
+            // Checked as a WRITE of the committed extent: its token and grant, with the record's length.
+            header.opcode = Opcode.WRITE;
+            return FrameHandler.commitStatus(header, payload, tokens, registry, segmentId, offset, failedWriteStatus);
+        }
+        catch (final RuntimeException ex)
+        {
+            LOG.error("COMMIT check failed", ex);
+            return INTERNAL_ERROR_VALUE;
+        }
+    }
+
+    @Override
+    public long epochMillis()
+    {
+        return clock.epochMillis();
+    }
+
+    @Override
+    public void onClose(final String peer, final String reason)
+    {
+        if (reason != null)
+        {
+            LOG.warn("closing transfer connection from {}: {} (max frame {} bytes)", peer, reason, maxFrameBytes);
+        }
+        else
+        {
+            LOG.debug("transfer connection from {} closed", peer);
+        }
+    }
+}
