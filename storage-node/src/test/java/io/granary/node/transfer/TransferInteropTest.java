@@ -1,0 +1,283 @@
+package io.granary.node.transfer;
+
+import io.granary.common.Clock;
+import io.granary.common.tls.TlsSettings;
+import io.granary.node.segment.Segment;
+import io.granary.node.segment.SegmentRegistry;
+import io.granary.protocol.AccessTokenCodec;
+import io.granary.protocol.CommitRecord;
+import io.granary.protocol.Opcode;
+import io.granary.transfer.TransferConfig;
+import io.granary.transfer.TransferEngine;
+import io.granary.transfer.TransferRequest;
+import io.granary.transfer.TransportKind;
+import io.granary.transfer.natives.NativeTransfer;
+import io.granary.transfer.natives.NativeTransferEngine;
+import io.granary.transfer.tcp.NettyTransferEngine;
+import org.agrona.concurrent.UnsafeBuffer;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+
+import static io.granary.proto.ErrorCode.ACCESS_DENIED_VALUE;
+import static io.granary.proto.ErrorCode.INVALID_PARAMS_VALUE;
+import static io.granary.proto.ErrorCode.SEGMENT_NOT_FOUND_VALUE;
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * The data-plane contract in all four directions: Java and native client engines against Java and native transfer
+ * servers, with access tokens on, every byte verified in the segment and back in the client, COMMITs reaching the
+ * Java ledger, and refusals answered the same way whichever side is native.
+ */
+class TransferInteropTest
+{
+    private static final long SEGMENT_BYTES = 32L << 20;
+    private static final int MAX_FRAME_BYTES = 4 << 20;
+    private static final byte[] NODE_KEY = AccessTokenCodec.newRandomKey();
+
+    private final Random random = new Random(77);
+    private final AccessTokenCodec signer = new AccessTokenCodec(NODE_KEY);
+    private final List<AutoCloseable> resources = new ArrayList<>();
+    private SegmentRegistry registry;
+    private Segment segment;
+    private TransferServer server;
+    private TransferEngine engine;
+    private String endpoint;
+
+    @BeforeAll
+    static void requireTheLibrary()
+    {
+        assertThat(NativeTransfer.unavailabilityCause()).as("native transfer library").isNull();
+    }
+
+    static Stream<Arguments> directions()
+    {
+        return Stream.of(
+            Arguments.of(TransportKind.JAVA, TransportKind.JAVA),
+            Arguments.of(TransportKind.NATIVE, TransportKind.JAVA),
+            Arguments.of(TransportKind.JAVA, TransportKind.NATIVE),
+            Arguments.of(TransportKind.NATIVE, TransportKind.NATIVE));
+    }
+
+    private void start(final TransportKind client, final TransportKind node)
+    {
+        registry = new SegmentRegistry();
+        segment = registry.allocate("interop/seg0", SEGMENT_BYTES);
+        final AccessTokenVerifier verifier = new AccessTokenVerifier(Clock.SYSTEM);
+        verifier.updateKey(NODE_KEY);
+        server = new TransferServer("127.0.0.1", 0, registry, MAX_FRAME_BYTES, 1, true, TransferMetrics.NONE,
+            verifier, TlsSettings.DISABLED, node).start();
+        assertThat(server.transport()).isEqualTo(node);
+        endpoint = "127.0.0.1:" + server.port();
+        // Slices of 256 KiB so that a few MiB span many frames over both lanes.
+        final TransferConfig config = new TransferConfig().sliceBytes(256 << 10);
+        engine = client == TransportKind.NATIVE ? new NativeTransferEngine(config) : new NettyTransferEngine(config);
+        assertThat(engine.kind()).isEqualTo(client);
+    }
+
+    @AfterEach
+    void stop() throws Exception
+    {
+        for (int i = resources.size() - 1; i >= 0; i--)
+        {
+            resources.get(i).close();
+        }
+        if (engine != null)
+        {
+            engine.close();
+        }
+        if (server != null)
+        {
+            server.close();
+            assertThat(server.isTerminated()).isTrue();
+        }
+        if (registry != null)
+        {
+            registry.close();
+        }
+    }
+
+    private byte[] token(final int opcode, final long offset, final long length)
+    {
+        return signer.sign(opcode, segment.id(), offset, length, System.currentTimeMillis() / 1000 + 600);
+    }
+
+    private int write(final long offset, final ByteBuffer from, final int length) throws Exception
+    {
+        return await(engine.submit(new TransferRequest(TransferRequest.Op.WRITE, endpoint, segment.id(), offset, from,
+            length, token(Opcode.WRITE, offset, length))));
+    }
+
+    private int read(final long offset, final ByteBuffer into, final int length) throws Exception
+    {
+        return await(engine.submit(new TransferRequest(TransferRequest.Op.READ, endpoint, segment.id(), offset, into,
+            length, token(Opcode.READ, offset, length))));
+    }
+
+    private static int await(final CompletableFuture<Integer> future) throws Exception
+    {
+        return future.get(30, TimeUnit.SECONDS);
+    }
+
+    private byte[] segmentBytes(final long offset, final int length)
+    {
+        final byte[] bytes = new byte[length];
+        new UnsafeBuffer(segment.address() + offset, length).getBytes(0, bytes);
+        return bytes;
+    }
+
+    private static ByteBuffer buffer(final boolean direct, final int position, final int length)
+    {
+        final ByteBuffer buffer = direct ? ByteBuffer.allocateDirect(position + length + 5) :
+            ByteBuffer.allocate(position + length + 5);
+        buffer.position(position).limit(position + length);
+        return buffer;
+    }
+
+    @ParameterizedTest(name = "{0} client, {1} node")
+    @MethodSource("directions")
+    void shouldMoveEveryByteOfMixedSizesBothWays(final TransportKind client, final TransportKind node)
+        throws Exception
+    {
+        start(client, node);
+        final int[] sizes = {1, 100, 4095, 4096, 65_537, 256 << 10, (1 << 20) + 3, (3 << 20) + 12_345};
+        long offset = 4096;
+        int i = 0;
+        for (final int size : sizes)
+        {
+            final byte[] value = new byte[size];
+            random.nextBytes(value);
+            final boolean direct = i % 2 == 0;
+            final ByteBuffer from = buffer(direct, 7, size);
+            from.duplicate().put(value);
+            assertThat(write(offset, from, size)).as("write of %d bytes", size).isZero();
+            assertThat(segmentBytes(offset, size)).as("segment after a write of %d bytes", size).isEqualTo(value);
+
+            final ByteBuffer into = buffer(!direct, 3, size);
+            assertThat(read(offset, into, size)).as("read of %d bytes", size).isZero();
+            final byte[] back = new byte[size];
+            into.duplicate().get(back);
+            assertThat(back).as("bytes read back, %d", size).isEqualTo(value);
+            assertThat(into.position()).isEqualTo(3);
+            offset += size + 4096L;
+            i++;
+        }
+    }
+
+    @ParameterizedTest(name = "{0} client, {1} node")
+    @MethodSource("directions")
+    void shouldServeABatchOf128SmallPagesSubmittedTogether(final TransportKind client, final TransportKind node)
+        throws Exception
+    {
+        start(client, node);
+        final int pages = 128;
+        final int pageBytes = 4096;
+        final byte[] content = new byte[pages * pageBytes];
+        random.nextBytes(content);
+        new UnsafeBuffer(segment.address() + (1 << 20), content.length).putBytes(0, content);
+        final ByteBuffer into = ByteBuffer.allocateDirect(content.length);
+        final List<CompletableFuture<Integer>> futures = new ArrayList<>();
+        for (int p = 0; p < pages; p++)
+        {
+            final long at = (1 << 20) + (long)p * pageBytes;
+            futures.add(engine.submit(new TransferRequest(TransferRequest.Op.READ, endpoint, segment.id(), at,
+                into.duplicate().position(p * pageBytes).limit((p + 1) * pageBytes).slice(), pageBytes,
+                token(Opcode.READ, at, pageBytes))));
+        }
+        for (final CompletableFuture<Integer> future : futures)
+        {
+            assertThat(await(future)).isZero();
+        }
+        final byte[] back = new byte[content.length];
+        into.get(0, back);
+        assertThat(back).isEqualTo(content);
+    }
+
+    @ParameterizedTest(name = "{0} client, {1} node")
+    @MethodSource("directions")
+    void shouldRecordCommitsInTheLedgerOnlyAfterTheirWrites(final TransportKind client, final TransportKind node)
+        throws Exception
+    {
+        start(client, node);
+        final byte[] small = new byte[3000];
+        final byte[] big = new byte[(1 << 20) + 10];
+        random.nextBytes(small);
+        random.nextBytes(big);
+        assertThat(commitWrite(0, small, 21)).isZero();
+        assertThat(commitWrite(1 << 20, big, 22)).isZero();
+        // A WRITE refused for its range: its COMMIT is refused with the same status, the ledger is unchanged.
+        final long outside = SEGMENT_BYTES - 100;
+        assertThat(await(engine.submit(new TransferRequest(TransferRequest.Op.WRITE, endpoint, segment.id(), outside,
+            ByteBuffer.wrap(small), small.length, token(Opcode.WRITE, outside, small.length),
+            record("outside", small.length, 23).encode())))).isEqualTo(INVALID_PARAMS_VALUE);
+
+        assertThat(segment.ledger().snapshot()).satisfiesExactly(
+            e ->
+            {
+                assertThat(e.key()).isEqualTo("k21");
+                assertThat(e.offset()).isZero();
+                assertThat(e.valueLength()).isEqualTo(small.length);
+                assertThat(e.version()).isEqualTo(21);
+            },
+            e ->
+            {
+                assertThat(e.key()).isEqualTo("k22");
+                assertThat(e.offset()).isEqualTo(1 << 20);
+                assertThat(e.valueLength()).isEqualTo(big.length);
+            });
+        assertThat(segmentBytes(0, small.length)).isEqualTo(small);
+        assertThat(segmentBytes(1 << 20, big.length)).isEqualTo(big);
+        // A WRITE over a committed extent removes its entry before its bytes land.
+        assertThat(write(0, ByteBuffer.wrap(small), 100)).isZero();
+        assertThat(segment.ledger().snapshot()).extracting(e -> e.key()).containsExactly("k22");
+    }
+
+    private static CommitRecord record(final String key, final long length, final long version)
+    {
+        return new CommitRecord(0, "tenant-a", key, "", length, version, 0, 0);
+    }
+
+    private int commitWrite(final long offset, final byte[] value, final long version) throws Exception
+    {
+        return await(engine.submit(new TransferRequest(TransferRequest.Op.WRITE, endpoint, segment.id(), offset,
+            ByteBuffer.wrap(value), value.length, token(Opcode.WRITE, offset, value.length),
+            record("k" + version, value.length, version).encode())));
+    }
+
+    @ParameterizedTest(name = "{0} client, {1} node")
+    @MethodSource("directions")
+    void shouldRefuseWhatNoTokenGrantsAndUnknownSegmentsWithoutMovingBytes(
+        final TransportKind client, final TransportKind node) throws Exception
+    {
+        start(client, node);
+        final byte[] before = segmentBytes(8192, 4096);
+        final byte[] value = new byte[4096];
+        random.nextBytes(value);
+        // A READ token used for a WRITE, a token of another extent, no token at all.
+        assertThat(await(engine.submit(new TransferRequest(TransferRequest.Op.WRITE, endpoint, segment.id(), 8192,
+            ByteBuffer.wrap(value), 4096, token(Opcode.READ, 8192, 4096))))).isEqualTo(ACCESS_DENIED_VALUE);
+        assertThat(await(engine.submit(new TransferRequest(TransferRequest.Op.WRITE, endpoint, segment.id(), 8192,
+            ByteBuffer.wrap(value), 4096, token(Opcode.WRITE, 16384, 4096))))).isEqualTo(ACCESS_DENIED_VALUE);
+        assertThat(await(engine.submit(TransferRequest.write(endpoint, segment.id(), 8192, ByteBuffer.wrap(value),
+            4096)))).isEqualTo(ACCESS_DENIED_VALUE);
+        assertThat(segmentBytes(8192, 4096)).isEqualTo(before);
+        final int unknown = segment.id() + 1;
+        assertThat(await(engine.submit(new TransferRequest(TransferRequest.Op.READ, endpoint, unknown, 0,
+            ByteBuffer.allocateDirect(10), 10,
+            signer.sign(Opcode.READ, unknown, 0, 10, System.currentTimeMillis() / 1000 + 60)))))
+            .isEqualTo(SEGMENT_NOT_FOUND_VALUE);
+        // The lanes are still in sync after every refusal.
+        assertThat(write(8192, ByteBuffer.wrap(value), 4096)).isZero();
+        assertThat(segmentBytes(8192, 4096)).isEqualTo(value);
+    }
+}
