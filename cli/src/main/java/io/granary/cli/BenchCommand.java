@@ -9,6 +9,8 @@ import io.granary.client.KeyInfo;
 import io.granary.client.OpResult;
 import io.granary.client.PutOptions;
 import io.granary.common.Units;
+import io.granary.transfer.TransferEngines;
+import io.granary.transfer.TransportKind;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -289,13 +291,23 @@ final class BenchCommand implements Callable<Integer>
             .segmentsPerNode(segmentsPerNode)
             .segmentSizeBytes(segmentSize)
             .masterContext(LocalCluster.defaultMasterContext().dataTokens(dataTokens))
-            .nodeContext(ctx -> ctx.preTouch(preTouch))
+            .nodeContext(ctx -> ctx.preTouch(preTouch).transport(nodeTransport()))
             .tls(clientOptions.tls.settings(tlsClientAuth), clientOptions.tls.settings(null))
             .start())
         {
             final GranaryClient client = cluster.newClient(clientConfig(cluster.masterAddress()));
+            info.printf(Locale.ROOT, "transport: client %s, node %s%n",
+                TransferEngines.resolve(clientOptions.transport, clientOptions.tls.settings(null).isEnabled())
+                    .name().toLowerCase(Locale.ROOT),
+                cluster.nodes().get(0).transferServer().transport().name().toLowerCase(Locale.ROOT));
             return runSize(client, size, warmup, runPrefix, rows, notes);
         }
+    }
+
+    /** The transport of --local nodes: the client's --transport (a node serves native TCP for an RDMA client). */
+    private TransportKind nodeTransport()
+    {
+        return clientOptions.transport == TransportKind.RDMA ? TransportKind.NATIVE : clientOptions.transport;
     }
 
     /** The baseline (if asked), warmup and measured phases of one size; adds its rows, returns whether it failed. */

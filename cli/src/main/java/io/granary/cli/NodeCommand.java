@@ -3,6 +3,7 @@ package io.granary.cli;
 import io.granary.common.tls.TlsSettings;
 import io.granary.node.Configuration;
 import io.granary.node.StorageNode;
+import io.granary.transfer.TransportKind;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import picocli.CommandLine;
@@ -18,6 +19,7 @@ import picocli.CommandLine.Spec;
 import java.io.PrintWriter;
 import java.time.Duration;
 import java.util.LinkedHashMap;
+import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
@@ -106,6 +108,11 @@ final class NodeCommand implements Callable<Integer>
 
     @Option(names = "--io-threads", paramLabel = "N", description = "Event-loop threads of the transfer server.")
     private int ioThreads;
+
+    @Option(names = "--transport", paramLabel = "KIND", converter = ClientOptions.TransportConverter.class,
+        description = "Transfer server: auto (the native C server when its library loads and TLS is off, else "
+            + "Java), java (Netty) or native.")
+    private TransportKind transport;
 
     @Option(names = "--pre-touch", arity = "0..1", paramLabel = "true|false", fallbackValue = "true",
         showDefaultValue = CommandLine.Help.Visibility.ALWAYS,
@@ -223,6 +230,7 @@ final class NodeCommand implements Callable<Integer>
             .maxFrameBytes((int)maxFrameBytes)
             .ioThreads(ioThreads)
             .preTouch(preTouch)
+            .transport(transport)
             .adminPort(adminPort)
             .tls(tls.settings(tlsClientAuth));
     }
@@ -281,6 +289,7 @@ final class NodeCommand implements Callable<Integer>
             defaults.put("--max-frame", Converters.formatSize(ctx.maxFrameBytes()));
             defaults.put("--io-threads", Integer.toString(ctx.ioThreads()));
             defaults.put("--pre-touch", Boolean.toString(ctx.preTouch()));
+            defaults.put("--transport", ctx.transport().name().toLowerCase(Locale.ROOT));
             defaults.put("--tls-cert", pathOrNull(ctx.tls().certChainFile()));
             defaults.put("--tls-key", pathOrNull(ctx.tls().privateKeyFile()));
             defaults.put("--tls-ca", pathOrNull(ctx.tls().trustCertsFile()));
