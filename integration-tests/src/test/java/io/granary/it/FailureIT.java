@@ -305,6 +305,8 @@ class FailureIT
                 assertThat(after.valueLength()).as(e.getKey()).isEqualTo(e.getValue().valueLength());
                 assertThat(after.hardPinned()).as(e.getKey()).isEqualTo(e.getValue().hardPinned());
                 assertThat(after.groupId()).as(e.getKey()).isEqualTo(e.getValue().groupId());
+                assertThat(after.crc32c()).as(e.getKey() + ": the checksum comes back from the ledger")
+                    .isPresent().isEqualTo(e.getValue().crc32c());
             }
             assertThat(relisted.get(pinned.get(0).key()).softPinned()).isTrue();
 

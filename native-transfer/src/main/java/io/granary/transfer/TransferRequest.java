@@ -2,6 +2,7 @@ package io.granary.transfer;
 
 import java.nio.ByteBuffer;
 import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
 
 /**
  * One READ or WRITE between local memory and an extent of a remote segment.
@@ -12,7 +13,10 @@ import java.util.Objects;
  * <p>A WRITE may carry a {@link #commit() commit record} (the payload of a COMMIT frame, see
  * {@code io.granary.protocol.CommitRecord}): once every byte is in place the engine sends it for the same
  * extent, so the node records the extent as complete in its ledger. A WRITE of length 0 with a commit
- * record sends the COMMIT alone.
+ * record sends the COMMIT alone. The record may be given as a future that completes after submit (the client
+ * fills in the value's CRC32C while the bytes are on their way): the engine sends the COMMIT once both the bytes
+ * are out and the future is complete; a future that completes exceptionally fails the transfer with
+ * INTERNAL_ERROR and no COMMIT is sent.
  *
  * <p>An access token grants one extent of the segment (the <em>grant</em>, by default exactly the requested
  * range); the request must lie inside it. The engine sends the token with every frame of the transfer together
@@ -33,7 +37,7 @@ public final class TransferRequest
     private final int length;
     private final ByteBuffer local;
     private final byte[] accessToken;
-    private final byte[] commit;
+    private final CompletableFuture<byte[]> commit;
     private final long grantOffset;
     private final long grantLength;
 
@@ -47,7 +51,7 @@ public final class TransferRequest
         final int length,
         final byte[] accessToken)
     {
-        this(op, endpoint, segmentId, remoteOffset, local, length, accessToken, remoteOffset, length, null);
+        this(op, endpoint, segmentId, remoteOffset, local, length, accessToken, remoteOffset, length, (byte[])null);
     }
 
     /**
@@ -83,12 +87,10 @@ public final class TransferRequest
         final long grantOffset,
         final long grantLength)
     {
-        this(op, endpoint, segmentId, remoteOffset, local, length, accessToken, grantOffset, grantLength, null);
+        this(op, endpoint, segmentId, remoteOffset, local, length, accessToken, grantOffset, grantLength, (byte[])null);
     }
 
-    /**
-     * The full form: a grant as above and, for a WRITE, an optional COMMIT payload.
-     */
+    /** A grant as above and, for a WRITE, an optional COMMIT payload known now. */
     public TransferRequest(
         final Op op,
         final String endpoint,
@@ -100,6 +102,26 @@ public final class TransferRequest
         final long grantOffset,
         final long grantLength,
         final byte[] commit)
+    {
+        this(op, endpoint, segmentId, remoteOffset, local, length, accessToken, grantOffset, grantLength,
+            commit == null ? null : CompletableFuture.completedFuture(commit));
+    }
+
+    /**
+     * The full form: a grant as above and, for a WRITE, an optional COMMIT payload that may complete later
+     * (null: no COMMIT).
+     */
+    public TransferRequest(
+        final Op op,
+        final String endpoint,
+        final int segmentId,
+        final long remoteOffset,
+        final ByteBuffer local,
+        final int length,
+        final byte[] accessToken,
+        final long grantOffset,
+        final long grantLength,
+        final CompletableFuture<byte[]> commit)
     {
         this.op = Objects.requireNonNull(op, "op");
         if (commit != null && op != Op.WRITE)
@@ -174,8 +196,8 @@ public final class TransferRequest
         return accessToken;
     }
 
-    /** The COMMIT payload sent after the WRITE succeeded, or null. */
-    public byte[] commit()
+    /** The COMMIT payload sent after the WRITE succeeded (possibly not complete yet), or null for none. */
+    public CompletableFuture<byte[]> commit()
     {
         return commit;
     }

@@ -97,6 +97,12 @@ public final class CommitRecord
         return crc32c;
     }
 
+    /** This record carrying {@code crc} as the value's CRC32C (sets {@link #FLAG_CRC32C}). */
+    public CommitRecord withCrc32c(final int crc)
+    {
+        return new CommitRecord(flags | FLAG_CRC32C, tenant, key, groupId, valueLength, version, softPinTtlMs, crc);
+    }
+
     /** The payload bytes of a COMMIT frame for this record. */
     public byte[] encode()
     {

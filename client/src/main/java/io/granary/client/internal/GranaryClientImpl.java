@@ -359,11 +359,12 @@ public final class GranaryClientImpl implements GranaryClient
         {
             throw refused("put", key, "PutStart", started.getCode());
         }
+        final CommitRecord record = commitRecord(tenant, key, data.remaining(), started.getVersion(), options);
+        final CompletableFuture<byte[]> commit = record == null ? null : new CompletableFuture<>();
         final WriteOperation write;
         try
         {
-            write = WriteOperation.plan(key, data, started.getReplicasList(),
-                commitRecord(tenant, key, data.remaining(), started.getVersion(), options));
+            write = WriteOperation.plan(key, data, started.getReplicasList(), commit);
         }
         catch (final GranaryException ex)
         {
@@ -371,7 +372,7 @@ public final class GranaryClientImpl implements GranaryClient
             throw ex;
         }
         final CompletableFuture<OpFailure> written = write.start(transfers);
-        final int crc = checksums ? Checksums.crc32c(data) : 0; // while the bytes go out
+        final int crc = checksumAndSeal(data, record, commit); // while the bytes go out
         return written.thenComposeAsync(failure ->
         {
             if (failure == null)
@@ -403,10 +404,27 @@ public final class GranaryClientImpl implements GranaryClient
     }
 
     /**
-     * The COMMIT payload every replica's node gets after the value's bytes: what a restarted master needs to
-     * rebuild the object from the node's ledger. Null when the master issued no version (an older master).
+     * Computes the value's CRC32C (when checksums are on), typically while its bytes are on their way, and completes
+     * the COMMIT payload with it, so that an object rebuilt from a node's ledger keeps its checksum.
+     *
+     * @return the CRC32C, 0 when checksums are off.
      */
-    static byte[] commitRecord(
+    private int checksumAndSeal(final ByteBuffer data, final CommitRecord record, final CompletableFuture<byte[]> commit)
+    {
+        final int crc = checksums ? Checksums.crc32c(data) : 0;
+        if (commit != null)
+        {
+            commit.complete((checksums ? record.withCrc32c(crc) : record).encode());
+        }
+        return crc;
+    }
+
+    /**
+     * The COMMIT record every replica's node gets after the value's bytes (its CRC32C is added once computed): what a
+     * restarted master needs to rebuild the object from the node's ledger. Null when the master issued no version
+     * (an older master).
+     */
+    static CommitRecord commitRecord(
         final String tenant, final String key, final long length, final long version,
         final io.granary.proto.PutOptions options)
     {
@@ -428,7 +446,7 @@ public final class GranaryClientImpl implements GranaryClient
                 softPinTtlMs = options.getSoftPinTtlMs();
             }
         }
-        return new CommitRecord(flags, tenant, key, options.getGroupId(), length, version, softPinTtlMs, 0).encode();
+        return new CommitRecord(flags, tenant, key, options.getGroupId(), length, version, softPinTtlMs, 0);
     }
 
     private Void endPut(final String key, final OpFailure failure, final int crc)
@@ -571,6 +589,8 @@ public final class GranaryClientImpl implements GranaryClient
         final List<CompletableFuture<OpFailure>> writes = new ArrayList<>(sent.size());
         final List<WriteOperation> operations = new ArrayList<>(sent.size());
         final List<Integer> writeIndex = new ArrayList<>(sent.size());
+        final List<CommitRecord> records = new ArrayList<>(sent.size());
+        final List<CompletableFuture<byte[]>> commits = new ArrayList<>(sent.size());
         final List<String> toRevoke = new ArrayList<>();
         for (int j = 0; j < sent.size(); j++)
         {
@@ -589,11 +609,14 @@ public final class GranaryClientImpl implements GranaryClient
             }
             try
             {
-                final WriteOperation operation = WriteOperation.plan(key, data[i], result.getReplicasList(),
-                    commitRecord(tenant, key, data[i].remaining(), result.getVersion(), options));
+                final CommitRecord record = commitRecord(tenant, key, data[i].remaining(), result.getVersion(), options);
+                final CompletableFuture<byte[]> commit = record == null ? null : new CompletableFuture<>();
+                final WriteOperation operation = WriteOperation.plan(key, data[i], result.getReplicasList(), commit);
                 writes.add(operation.start(transfers));
                 operations.add(operation);
                 writeIndex.add(i);
+                records.add(record);
+                commits.add(commit);
             }
             catch (final GranaryException ex)
             {
@@ -602,11 +625,13 @@ public final class GranaryClientImpl implements GranaryClient
             }
         }
         final int[] crcs = checksums ? new int[n] : null;
-        if (crcs != null)
+        for (int w = 0; w < writeIndex.size(); w++)
         {
-            for (final int i : writeIndex)
+            final int i = writeIndex.get(w);
+            final int crc = checksumAndSeal(data[i], records.get(w), commits.get(w)); // while the bytes go out
+            if (crcs != null)
             {
-                crcs[i] = Checksums.crc32c(data[i]); // while the bytes go out
+                crcs[i] = crc;
             }
         }
         return CompletableFuture.allOf(writes.toArray(new CompletableFuture<?>[0])).thenComposeAsync(ignored ->

@@ -93,7 +93,8 @@ final class ProtoMapping
             info.getLeaseRemainingMs(),
             info.getHardPinned(),
             info.getSoftPinned(),
-            info.getGroupId().isEmpty() ? null : info.getGroupId());
+            info.getGroupId().isEmpty() ? null : info.getGroupId(),
+            info.hasCrc32C() ? java.util.OptionalInt.of(info.getCrc32C()) : java.util.OptionalInt.empty());
     }
 
     static KeyInfo.Status toStatus(final io.granary.proto.ReplicaStatus status)

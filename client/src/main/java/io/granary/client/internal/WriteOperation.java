@@ -24,12 +24,13 @@ final class WriteOperation
     private final String key;
     private final ByteBuffer value;
     private final List<ReplicaExtent> replicas;
-    private final byte[] commit;
+    private final CompletableFuture<byte[]> commit;
     /** Node ids whose write failed; written before the future completes, read after. */
     private final Set<String> failedNodes = new HashSet<>();
 
     private WriteOperation(
-        final String key, final ByteBuffer value, final List<ReplicaExtent> replicas, final byte[] commit)
+        final String key, final ByteBuffer value, final List<ReplicaExtent> replicas,
+        final CompletableFuture<byte[]> commit)
     {
         this.key = key;
         this.value = value;
@@ -51,10 +52,11 @@ final class WriteOperation
 
     /**
      * {@link #plan(String, ByteBuffer, List)} with the COMMIT payload ({@code io.granary.protocol.CommitRecord})
-     * each replica's node gets once its bytes are in place; null sends none.
+     * each replica's node gets once its bytes are in place; it may complete after {@link #start} (the engine
+     * waits for it before sending the COMMIT); null sends none.
      */
     static WriteOperation plan(final String key, final ByteBuffer value, final List<Replica> replicas,
-        final byte[] commit)
+        final CompletableFuture<byte[]> commit)
     {
         if (replicas.isEmpty())
         {

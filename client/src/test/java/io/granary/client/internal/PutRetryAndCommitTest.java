@@ -155,20 +155,25 @@ class PutRetryAndCommitTest
         final PutOptions options = PutOptions.builder().replicas(2).hardPin(true)
             .softPin(SoftPinAction.ENABLE, Duration.ofMinutes(5)).groupId("blk-7").build();
 
-        client.put("page/0", ByteBuffer.wrap(bytes(300, 3)), options);
+        final byte[] value = bytes(300, 3);
+        client.put("page/0", ByteBuffer.wrap(value), options);
 
         final List<TransferRequest> writes = engine.requests(TransferRequest.Op.WRITE);
         assertThat(writes).hasSize(2).allSatisfy(w ->
         {
-            final CommitRecord record = CommitRecord.decode(w.commit(), 0, w.commit().length);
+            final byte[] payload = w.commit().join();
+            final CommitRecord record = CommitRecord.decode(payload, 0, payload.length);
             assertThat(record).isNotNull();
             assertThat(record.tenant()).isEqualTo("t1");
             assertThat(record.key()).isEqualTo("page/0");
             assertThat(record.valueLength()).isEqualTo(300);
             assertThat(record.version()).isPositive();
             assertThat(record.groupId()).isEqualTo("blk-7");
-            assertThat(record.flags()).isEqualTo(CommitRecord.FLAG_HARD_PIN | CommitRecord.FLAG_SOFT_PIN);
+            assertThat(record.flags())
+                .isEqualTo(CommitRecord.FLAG_HARD_PIN | CommitRecord.FLAG_SOFT_PIN | CommitRecord.FLAG_CRC32C);
             assertThat(record.softPinTtlMs()).isEqualTo(300_000);
+            assertThat(record.crc32c()).as("the value's CRC32C, for a master that rebuilds from the ledger")
+                .isEqualTo(Checksums.crc32c(ByteBuffer.wrap(value)));
         });
     }
 
@@ -189,7 +194,7 @@ class PutRetryAndCommitTest
     void shouldMarkASoftPinWithoutTtlForTheMastersDefault()
     {
         final byte[] record = GranaryClientImpl.commitRecord("t", "k", 5, 9,
-            ProtoMapping.toProto(PutOptions.builder().softPin(SoftPinAction.ENABLE, null).build()));
+            ProtoMapping.toProto(PutOptions.builder().softPin(SoftPinAction.ENABLE, null).build())).encode();
         final CommitRecord decoded = CommitRecord.decode(record, 0, record.length);
 
         assertThat(decoded.flags()).isEqualTo(CommitRecord.FLAG_SOFT_PIN | CommitRecord.FLAG_SOFT_PIN_DEFAULT_TTL);

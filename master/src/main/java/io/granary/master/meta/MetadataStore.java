@@ -1233,9 +1233,10 @@ public final class MetadataStore
         if (m.version == version)
         {
             final String group = m.group == null ? "" : m.group.groupId;
-            if (!m.complete || m.sizeBytes != e.getValueLength() || !group.equals(e.getGroupId()))
+            if (!m.complete || m.sizeBytes != e.getValueLength() || !group.equals(e.getGroupId()) ||
+                (m.hasCrc && e.hasCrc32C() && m.crc32c != e.getCrc32C()))
             {
-                return Adoption.REJECTED_INVALID;
+                return Adoption.REJECTED_INVALID; // replicas of one version hold the same value
             }
             for (final ReplicaRecord r : m.replicas)
             {
@@ -1251,6 +1252,11 @@ public final class MetadataStore
             final ReplicaRecord[] replicas = Arrays.copyOf(m.replicas, m.replicas.length + 1);
             replicas[m.replicas.length] = new ReplicaRecord(segment, e.getOffset(), e.getValueLength(), version);
             m.replicas = replicas;
+            if (!m.hasCrc && e.hasCrc32C())
+            {
+                m.hasCrc = true;
+                m.crc32c = e.getCrc32C();
+            }
             return Adoption.REPLICA;
         }
         if (version < m.version || !m.adopted || !m.complete)
@@ -1303,6 +1309,8 @@ public final class MetadataStore
                 group, new ReplicaRecord[] {replica}, 0, e.getVersion(), true);
             m.complete = true;
             m.completedNs = now;
+            m.hasCrc = e.hasCrc32C();
+            m.crc32c = e.getCrc32C();
             if (group == null)
             {
                 m.leaseDeadlineNs = now;

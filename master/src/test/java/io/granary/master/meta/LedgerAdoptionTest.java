@@ -101,6 +101,34 @@ class LedgerAdoptionTest
     }
 
     @Test
+    void shouldKeepTheReportedChecksumAndRefuseAReplicaWhoseChecksumDiffers()
+    {
+        final MountedSegment a = mount("a", 11, true);
+        final MountedSegment b = mount("b", 12, true);
+        final MountedSegment c = mount("c", 13, true);
+
+        assertThat(f.store.adopt(a, entry("k", 0, 500, 5).toBuilder().setCrc32C(0xCAFEBABE).build())).isEqualTo(OBJECT);
+        assertThat(f.store.adopt(b, entry("k", 640, 500, 5).toBuilder().setCrc32C(0x12345678).build()))
+            .as("same version, other bytes").isEqualTo(REJECTED_INVALID);
+        assertThat(f.store.adopt(c, entry("k", 640, 500, 5).toBuilder().setCrc32C(0xCAFEBABE).build()))
+            .isEqualTo(REPLICA);
+
+        final MetadataStore.Lookup out = new MetadataStore.Lookup();
+        f.store.getReplicaList(T, "k", out);
+        assertThat(out.code).isEqualTo(OK_VALUE);
+        assertThat(out.hasCrc).as("a rebuilt object is checked on get like any other").isTrue();
+        assertThat(out.crc32c).isEqualTo(0xCAFEBABE);
+        assertThat(out.replicas).extracting(Replica::getSegmentId).containsExactly(11, 13);
+
+        // An object first reported without a checksum takes one from a later replica's report.
+        assertThat(f.store.adopt(a, entry("plain", 4096, 100, 9))).isEqualTo(OBJECT);
+        assertThat(f.store.adopt(b, entry("plain", 4096, 100, 9).toBuilder().setCrc32C(7).build())).isEqualTo(REPLICA);
+        f.store.getReplicaList(T, "plain", out);
+        assertThat(out.hasCrc).isTrue();
+        assertThat(out.crc32c).isEqualTo(7);
+    }
+
+    @Test
     void shouldKeepTheNewestVersionWhicheverNodeReportsFirst()
     {
         final MountedSegment a = mount("a", 11, true);

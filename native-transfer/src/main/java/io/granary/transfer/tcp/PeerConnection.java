@@ -165,6 +165,33 @@ final class PeerConnection
         lane.enqueue(second);
     }
 
+    /** Hands a slice to the lane its ticket picks and returns that lane, for a later {@link #sendOn}. */
+    Lane sendPinned(final TransferSlice slice, final int laneTicket)
+    {
+        if (admission.isClosed())
+        {
+            slice.complete(TRANSFER_FAIL_VALUE);
+            return null;
+        }
+        final Lane lane = lane(laneTicket);
+        lane.enqueue(slice);
+        return lane;
+    }
+
+    /**
+     * Hands a slice to a lane picked earlier by {@link #sendPinned}: it goes out on that connection behind what was
+     * sent there before, or fails if the lane has died (a dead lane fails whatever it is given).
+     */
+    void sendOn(final Lane lane, final TransferSlice slice)
+    {
+        if (lane == null || admission.isClosed())
+        {
+            slice.complete(TRANSFER_FAIL_VALUE);
+            return;
+        }
+        lane.enqueue(slice);
+    }
+
     void release(final int frames)
     {
         admission.release(frames);

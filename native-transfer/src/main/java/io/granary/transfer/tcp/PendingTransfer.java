@@ -5,6 +5,8 @@ import io.granary.transfer.TransferRequest;
 
 import java.nio.ByteBuffer;
 import java.util.concurrent.CompletableFuture;
+
+import static io.granary.proto.ErrorCode.INTERNAL_ERROR_VALUE;
 import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
 
 /**
@@ -13,7 +15,8 @@ import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
  * completes, so that a big transfer leaves room for small ones on the same lanes. Slices complete on
  * different event loops, so the counters are atomic; the first non-OK slice status becomes the result
  * and the slices not sent yet are dropped. A WRITE with a commit record ends with a COMMIT frame: on the
- * same lane right behind a single-slice WRITE, else once every slice succeeded (dropped if one failed).
+ * same lane behind a single-slice WRITE (right behind it when the record is ready, else as soon as it is, on the
+ * connection the WRITE took), else once every slice succeeded and the record is ready (dropped if one failed).
  */
 final class PendingTransfer
 {
@@ -35,7 +38,7 @@ final class PendingTransfer
     private final int length;
     private final int sliceBytes;
     private final int sliceCount;
-    private final byte[] commit;
+    private final CompletableFuture<byte[]> commit;
     private final boolean commitPipelined;
     private final int firstLane;
     private final FrameToken token;
@@ -101,13 +104,24 @@ final class PendingTransfer
     {
         if (commit != null && sliceCount == 0)
         {
-            peer.send(commitSlice(), firstLane);
+            whenCommitReady(record -> peer.send(commitSlice(record), firstLane));
             return;
         }
         if (commitPipelined)
         {
             NEXT.set(this, 1);
-            peer.sendPair(dataSlice(0), commitSlice(), firstLane);
+            final byte[] ready = commit.isDone() && !commit.isCompletedExceptionally() ? commit.join() : null;
+            if (ready != null)
+            {
+                peer.sendPair(dataSlice(0), commitSlice(ready), firstLane);
+            }
+            else
+            {
+                // The COMMIT follows on the connection the WRITE took, whenever its record is ready; if that
+                // connection dies meanwhile, the COMMIT fails with it rather than moving to another one.
+                final Lane lane = peer.sendPinned(dataSlice(0), firstLane);
+                whenCommitReady(record -> peer.sendOn(lane, commitSlice(record)));
+            }
             return;
         }
         final int first = Math.min(window, sliceCount);
@@ -115,6 +129,29 @@ final class PendingTransfer
         {
             sendNext();
         }
+    }
+
+    /**
+     * Runs {@code send} with the commit record once it is ready, unless the transfer has failed by then (the
+     * COMMIT is then dropped) or the record could not be made (the transfer fails with INTERNAL_ERROR).
+     */
+    private void whenCommitReady(final java.util.function.Consumer<byte[]> send)
+    {
+        commit.whenComplete((record, error) ->
+        {
+            if (error != null || record == null)
+            {
+                onSliceDone(INTERNAL_ERROR_VALUE, true);
+            }
+            else if (status != 0)
+            {
+                onSliceDone(status, true);
+            }
+            else
+            {
+                send.accept(record);
+            }
+        });
     }
 
     /** Completes a transfer that was never admitted (no slice was sent, the caller's buffer was never touched). */
@@ -151,7 +188,7 @@ final class PendingTransfer
                 // Every slice is in place (or one failed): now the COMMIT, or nothing.
                 if (status == 0)
                 {
-                    peer.send(commitSlice(), firstLane);
+                    whenCommitReady(record -> peer.send(commitSlice(record), firstLane));
                 }
                 else
                 {
@@ -186,9 +223,9 @@ final class PendingTransfer
     }
 
     /** The COMMIT frame: the extent's offset, the record as payload, and the WRITE's token (the node checks it). */
-    private TransferSlice commitSlice()
+    private TransferSlice commitSlice(final byte[] record)
     {
-        return new TransferSlice(this, Opcode.COMMIT, segmentId, remoteOffset, ByteBuffer.wrap(commit), commit.length,
+        return new TransferSlice(this, Opcode.COMMIT, segmentId, remoteOffset, ByteBuffer.wrap(record), record.length,
             token);
     }
 }

@@ -13,6 +13,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 
+import static io.granary.proto.ErrorCode.INTERNAL_ERROR_VALUE;
 import static io.granary.proto.ErrorCode.RPC_TIMEOUT_VALUE;
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -114,6 +115,104 @@ class NettyTransferEngineCommitTest
 
         assertThat(future.get(WAIT_SECONDS, TimeUnit.SECONDS)).isEqualTo(RPC_TIMEOUT_VALUE);
         assertThat(node.requests()).extracting(h -> h.opcode).containsOnly(Opcode.WRITE);
+        assertThat(engine.outstandingFrames(node.endpoint())).isZero();
+    }
+
+    private static TransferRequest writeWithLateCommit(
+        final String endpoint, final long offset, final int length, final CompletableFuture<byte[]> commit)
+    {
+        return new TransferRequest(TransferRequest.Op.WRITE, endpoint, 42, offset, ByteBuffer.allocateDirect(length),
+            length, null, offset, length, commit);
+    }
+
+    @Test
+    void shouldSendALateCommitRecordOnTheConnectionItsSingleSliceWriteTook() throws Exception
+    {
+        final FakeNode node = track(new FakeNode(FakeNode.Mode.ANSWER));
+        final NettyTransferEngine engine = track(new NettyTransferEngine(new TransferConfig().lanesPerPeer(4)));
+        node.openGate();
+        final CompletableFuture<byte[]> record = new CompletableFuture<>();
+
+        final CompletableFuture<Integer> future = engine.submit(writeWithLateCommit(node.endpoint(), 8192, 4000, record));
+        waitFor(() -> node.requests().size() == 1);
+        // Other work on the same lanes meanwhile: the COMMIT still follows its own WRITE's connection.
+        for (int i = 0; i < 6; i++)
+        {
+            assertThat(engine.submit(writeAndCommit(node.endpoint(), (i + 3) * 65536L, 100))
+                .get(WAIT_SECONDS, TimeUnit.SECONDS)).isZero();
+        }
+        assertThat(future).as("no COMMIT before its record is ready").isNotDone();
+
+        record.complete(RECORD);
+
+        assertThat(future.get(WAIT_SECONDS, TimeUnit.SECONDS)).isZero();
+        final List<FakeNode.Received> received = new ArrayList<>(node.received());
+        final FakeNode.Received write = received.get(0);
+        assertThat(write.header().opcode).isEqualTo(Opcode.WRITE);
+        assertThat(received).filteredOn(r -> r.header().opcode == Opcode.COMMIT && r.header().offset == 8192)
+            .singleElement().satisfies(commit ->
+            {
+                assertThat(commit.connection()).isEqualTo(write.connection());
+                assertThat(commit.header().length).isEqualTo(RECORD.length);
+            });
+        assertThat(engine.outstandingFrames(node.endpoint())).isZero();
+    }
+
+    @Test
+    void shouldSendTheCommitOfASlicedWriteOnceEverySliceSucceededAndTheRecordIsReady() throws Exception
+    {
+        final FakeNode node = track(new FakeNode(FakeNode.Mode.ANSWER));
+        final NettyTransferEngine engine = track(new NettyTransferEngine(
+            new TransferConfig().lanesPerPeer(2).sliceBytes(4096)));
+        node.openGate();
+        final CompletableFuture<byte[]> record = new CompletableFuture<>();
+
+        final CompletableFuture<Integer> future = engine.submit(writeWithLateCommit(node.endpoint(), 0, 10_000, record));
+        // Every slice answered; only the COMMIT, waiting for its record, is left.
+        waitFor(() -> node.requests().size() == 3 && engine.outstandingFrames(node.endpoint()) == 1);
+        assertThat(future).isNotDone();
+        assertThat(node.requests()).extracting(h -> h.opcode).containsOnly(Opcode.WRITE);
+
+        record.complete(RECORD);
+
+        assertThat(future.get(WAIT_SECONDS, TimeUnit.SECONDS)).isZero();
+        assertThat(node.requests()).extracting(h -> h.opcode)
+            .containsExactly(Opcode.WRITE, Opcode.WRITE, Opcode.WRITE, Opcode.COMMIT);
+        assertThat(engine.outstandingFrames(node.endpoint())).isZero();
+    }
+
+    @Test
+    void shouldFailWithInternalErrorAndSendNoCommitWhenTheRecordCannotBeMade() throws Exception
+    {
+        final FakeNode node = track(new FakeNode(FakeNode.Mode.ANSWER));
+        final NettyTransferEngine engine = track(new NettyTransferEngine(new TransferConfig()));
+        node.openGate();
+        final CompletableFuture<byte[]> record = new CompletableFuture<>();
+
+        final CompletableFuture<Integer> future = engine.submit(writeWithLateCommit(node.endpoint(), 0, 4000, record));
+        waitFor(() -> node.requests().size() == 1);
+        record.completeExceptionally(new IllegalStateException("no checksum"));
+
+        assertThat(future.get(WAIT_SECONDS, TimeUnit.SECONDS)).isEqualTo(INTERNAL_ERROR_VALUE);
+        assertThat(node.requests()).extracting(h -> h.opcode).containsExactly(Opcode.WRITE);
+        assertThat(engine.outstandingFrames(node.endpoint())).isZero();
+    }
+
+    @Test
+    void shouldDropALateCommitWhenItsWriteHasFailed() throws Exception
+    {
+        final FakeNode node = track(new FakeNode(FakeNode.Mode.SILENT));
+        final NettyTransferEngine engine = track(new NettyTransferEngine(
+            new TransferConfig().transferTimeoutMs(200)));
+        final CompletableFuture<byte[]> record = new CompletableFuture<>();
+
+        final CompletableFuture<Integer> future = engine.submit(writeWithLateCommit(node.endpoint(), 0, 4000, record));
+        waitFor(() -> node.requests().size() == 1);
+        waitFor(() -> engine.outstandingFrames(node.endpoint()) == 1);
+        record.complete(RECORD);
+
+        assertThat(future.get(WAIT_SECONDS, TimeUnit.SECONDS)).isEqualTo(RPC_TIMEOUT_VALUE);
+        assertThat(node.requests()).extracting(h -> h.opcode).containsExactly(Opcode.WRITE);
         assertThat(engine.outstandingFrames(node.endpoint())).isZero();
     }
 
