@@ -109,7 +109,10 @@ typedef struct gt_completion
  */
 int gt_engine_submit(gt_engine *engine, const gt_op *ops, int count, gt_error *error);
 
-/* The COMMIT payload of a GT_OP_FLAG_COMMIT_LATER write; NULL/0 means "no COMMIT after all". */
+/*
+ * The COMMIT payload of a GT_OP_FLAG_COMMIT_LATER write. NULL/0 means the record could not be made: no COMMIT is
+ * sent and the transfer completes with GT_INTERNAL_ERROR (its WRITE may have landed).
+ */
 int gt_engine_provide_commit(gt_engine *engine, uint64_t user_data, const uint8_t *payload, uint32_t length,
     gt_error *error);
 

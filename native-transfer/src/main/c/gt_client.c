@@ -1212,8 +1212,12 @@ static void drain_incoming(gt_engine *engine)
     {
         transfer *next = provided->commit_link;
         provided->commit_link = NULL;
-        /* No payload after all: no COMMIT (its admission is released with the transfer). */
+        /* No payload: the record could not be made; no COMMIT, and the transfer fails. */
         provided->commit_state = provided->commit != NULL ? COMMIT_READY : COMMIT_NONE;
+        if (provided->commit == NULL && provided->status == GT_OK)
+        {
+            provided->status = GT_INTERNAL_ERROR;
+        }
         provided->late_commit = 0;
         transfer_progress(engine, provided);
         provided = next;

@@ -615,6 +615,13 @@ static void commit_follows_its_write_and_may_come_later(void)
     CHECK(await(engine, done, 1, 5000) == 1 && done[0].user_data == 2 && done[0].status == GT_OK);
     CHECK(node.commits == 2 && node.last_commit_length == 3 && memcmp(node.last_commit, late_record, 3) == 0);
     CHECK(gt_engine_provide_commit(engine, 2, late_record, 3, &error) == GT_INVALID_PARAMS);
+    /* a record that could not be made: no COMMIT, the transfer fails */
+    gt_op unmade = op_of(4, peer, GT_OP_WRITE, region, 0, sizeof(data), 131072);
+    unmade.flags = GT_OP_FLAG_COMMIT_LATER;
+    CHECK(gt_engine_submit(engine, &unmade, 1, &error) == 1);
+    CHECK(gt_engine_provide_commit(engine, 4, NULL, 0, &error) == GT_OK);
+    CHECK(await(engine, done, 1, 5000) == 1 && done[0].user_data == 4 && done[0].status == GT_INTERNAL_ERROR);
+    CHECK(node.commits == 2);
 
     /* a refused WRITE: its pipelined COMMIT is refused with the WRITE's status */
     gt_op refused = op_of(3, peer, GT_OP_WRITE, region, 0, sizeof(data), SEGMENT_BYTES - 10);

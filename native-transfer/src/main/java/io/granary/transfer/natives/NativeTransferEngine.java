@@ -127,17 +127,46 @@ public final class NativeTransferEngine implements TransferEngine
             final long id = nextId.getAndIncrement();
             final Pending entry = new Pending(request, staging);
             pending.put(id, entry);
+            // A commit record still being made (the client fills its CRC32C while the WRITE is in flight) is handed
+            // over when ready: the C engine holds the COMMIT back until then, on the WRITE's connection.
+            final CompletableFuture<byte[]> commit = request.commit();
+            final byte[] ready = commit != null && commit.isDone() && !commit.isCompletedExceptionally() ?
+                commit.join() : null;
+            final boolean later = commit != null && ready == null;
             final int result = NativeTransferJni.engineSubmit(handle, id, peer,
                 request.op() == TransferRequest.Op.READ ? OP_READ : OP_WRITE, length == 0 ? null : memory, position,
                 length, request.segmentId(), request.remoteOffset(), request.grantOffset(), request.grantLength(),
-                token, request.commit(), false);
+                token, ready, later);
             if (result != 0)
             {
                 pending.remove(id);
                 return CompletableFuture.completedFuture(result);
             }
             submitted.increment();
+            if (later)
+            {
+                commit.whenComplete((record, error) -> provideCommit(id, error == null ? record : null));
+            }
             return entry.future;
+        }
+        finally
+        {
+            lock.unlock();
+        }
+    }
+
+    /** Hands a late commit record to the C engine; null (the record could not be made) fails the transfer. */
+    private void provideCommit(final long id, final byte[] record)
+    {
+        final ReentrantReadWriteLock.ReadLock lock = lifecycle.readLock();
+        lock.lock();
+        try
+        {
+            if (!closed)
+            {
+                // INVALID_PARAMS here means the transfer already ended (its WRITE failed): nothing to send.
+                NativeTransferJni.engineProvideCommit(handle, id, record);
+            }
         }
         finally
         {
