@@ -70,11 +70,11 @@ public final class NativeTransferEngine implements TransferEngine
     public NativeTransferEngine(final TransferConfig config)
     {
         NativeTransfer.ensureAvailability();
-        this.config = config.copy().conclude();
-        if (this.config.tls().isEnabled())
+        if (config.tls().isEnabled())
         {
             throw new IllegalArgumentException("the native transport has no TLS; use --transport java with TLS");
         }
+        this.config = config.copy().conclude();
         this.handle = NativeTransferJni.engineCreate(this.config.lanesPerPeer(), this.config.sliceBytes(),
             this.config.maxQueuedTransfersPerPeer(), this.config.maxPendingAdmissionsPerPeer(),
             this.config.admissionTimeoutMs(), this.config.transferTimeoutMs(), this.config.connectTimeoutMs());

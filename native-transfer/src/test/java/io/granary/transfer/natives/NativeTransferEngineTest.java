@@ -1,0 +1,246 @@
+package io.granary.transfer.natives;
+
+import io.granary.common.tls.TlsSettings;
+import io.granary.protocol.FrameDescriptor;
+import io.granary.transfer.TransferConfig;
+import io.granary.transfer.TransferEngine;
+import io.granary.transfer.TransferEngines;
+import io.granary.transfer.TransferRequest;
+import io.granary.transfer.TransportKind;
+import io.netty.util.internal.PlatformDependent;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.nio.ByteBuffer;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+
+import static io.granary.proto.ErrorCode.INTERNAL_ERROR_VALUE;
+import static io.granary.proto.ErrorCode.INVALID_PARAMS_VALUE;
+import static io.granary.proto.ErrorCode.RPC_TIMEOUT_VALUE;
+import static io.granary.proto.ErrorCode.TRANSFER_FAIL_VALUE;
+import static io.granary.proto.ErrorCode.UNAVAILABLE_IN_CURRENT_STATUS_VALUE;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/**
+ * The JNI engine and server of libgranary_transfer from Java: the loader, transport selection, late commit records,
+ * timeouts, admission, closing with work outstanding, and refusals before anything is sent.
+ */
+class NativeTransferEngineTest
+{
+    private static final int SEGMENT_ID = 7;
+    private static final int SEGMENT_BYTES = 4 << 20;
+    private final List<AutoCloseable> resources = new ArrayList<>();
+    private final List<byte[]> commits = new CopyOnWriteArrayList<>();
+    private final List<String> closeReasons = new CopyOnWriteArrayList<>();
+    private ByteBuffer segment;
+
+    @BeforeAll
+    static void requireTheLibrary()
+    {
+        assertThat(NativeTransfer.unavailabilityCause()).as("native transfer library").isNull();
+        assertThat(NativeTransfer.version()).startsWith("granary-transfer");
+    }
+
+    @AfterEach
+    void closeAll() throws Exception
+    {
+        for (int i = resources.size() - 1; i >= 0; i--)
+        {
+            resources.get(i).close();
+        }
+    }
+
+    private <T extends AutoCloseable> T track(final T resource)
+    {
+        resources.add(resource);
+        return resource;
+    }
+
+    /** A native server over one 4 MiB segment, without tokens; COMMIT payloads are recorded. */
+    private NativeTransferServer server()
+    {
+        segment = ByteBuffer.allocateDirect(SEGMENT_BYTES);
+        final NativeTransferServer server = new NativeTransferServer("127.0.0.1", 0, 1 << 20, false,
+            new NativeTransferServer.Handler()
+            {
+                @Override
+                public int onWrite(final int segmentId, final long offset, final int length)
+                {
+                    return 0;
+                }
+
+                @Override
+                public int onCommit(final byte[] header, final byte[] payload, final int failedWriteStatus)
+                {
+                    if (payload == null)
+                    {
+                        return INVALID_PARAMS_VALUE;
+                    }
+                    commits.add(payload);
+                    return failedWriteStatus;
+                }
+
+                @Override
+                public void onClose(final String peer, final String reason)
+                {
+                    if (reason != null)
+                    {
+                        closeReasons.add(reason);
+                    }
+                }
+            });
+        track(server);
+        server.segments(new int[] {SEGMENT_ID}, new long[] {PlatformDependent.directBufferAddress(segment)},
+            new long[] {SEGMENT_BYTES});
+        return server;
+    }
+
+    private NativeTransferEngine engine(final TransferConfig config)
+    {
+        return track(new NativeTransferEngine(config));
+    }
+
+    private static int await(final CompletableFuture<Integer> future) throws Exception
+    {
+        return future.get(20, TimeUnit.SECONDS);
+    }
+
+    @Test
+    void shouldChooseTheNativeTransportForAutoWithoutTlsAndRefuseRdmaWithItsCause()
+    {
+        assertThat(TransferEngines.resolve(TransportKind.AUTO, false)).isEqualTo(TransportKind.NATIVE);
+        assertThat(TransferEngines.resolve(TransportKind.AUTO, true)).isEqualTo(TransportKind.JAVA);
+        assertThat(TransferEngines.resolve(TransportKind.JAVA, false)).isEqualTo(TransportKind.JAVA);
+        assertThatThrownBy(() -> TransferEngines.resolve(TransportKind.NATIVE, true))
+            .isInstanceOf(IllegalStateException.class).hasMessageContaining("plain TCP");
+        // No RDMA device on this machine (nor a release with the RDMA engine enabled): a clear refusal.
+        assertThatThrownBy(() -> TransferEngines.resolve(TransportKind.RDMA, false))
+            .isInstanceOf(IllegalStateException.class).hasMessageContaining("transport rdma is not available");
+        if (!NativeTransfer.isRdmaAvailable())
+        {
+            assertThat(NativeTransfer.rdmaUnavailabilityCause()).isNotBlank();
+            assertThatThrownBy(() -> TransferEngines.create(TransportKind.RDMA, new TransferConfig()))
+                .hasMessageContaining(NativeTransfer.rdmaUnavailabilityCause());
+        }
+        try (TransferEngine engine = TransferEngines.create(TransportKind.AUTO, new TransferConfig()))
+        {
+            assertThat(engine.kind()).isEqualTo(TransportKind.NATIVE);
+        }
+    }
+
+    @Test
+    void shouldRefuseTls()
+    {
+        final TransferConfig config = new TransferConfig().tls(TlsSettings.of(null, null, Path.of("/ca.pem"), null));
+        assertThatThrownBy(() -> new NativeTransferEngine(config)).isInstanceOf(IllegalArgumentException.class)
+            .hasMessageContaining("no TLS");
+    }
+
+    @Test
+    void shouldSendACommitWhoseRecordIsMadeWhileTheWriteIsInFlight() throws Exception
+    {
+        final NativeTransferServer server = server();
+        final String endpoint = "127.0.0.1:" + server.port();
+        final NativeTransferEngine engine = engine(new TransferConfig().sliceBytes(64 << 10));
+        final byte[] value = new byte[200_000];
+        new Random(5).nextBytes(value);
+        for (final int length : new int[] {1000, value.length})
+        {
+            final CompletableFuture<byte[]> record = new CompletableFuture<>();
+            final CompletableFuture<Integer> done = engine.submit(new TransferRequest(TransferRequest.Op.WRITE,
+                endpoint, SEGMENT_ID, 0, ByteBuffer.wrap(value), length, null, 0, length, record));
+            // The WRITE lands, but the transfer waits for its COMMIT.
+            final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (server.stats().bytesIn() < length && System.nanoTime() < deadline)
+            {
+                Thread.onSpinWait();
+            }
+            assertThat(done).isNotDone();
+            assertThat(commits).hasSize(length == 1000 ? 0 : 1);
+            record.complete(new byte[] {9, (byte)length});
+            assertThat(await(done)).isZero();
+            assertThat(commits.get(commits.size() - 1)).containsExactly(9, (byte)length);
+        }
+        final byte[] back = new byte[value.length];
+        segment.get(0, back);
+        assertThat(back).isEqualTo(value);
+
+        final CompletableFuture<byte[]> broken = new CompletableFuture<>();
+        final CompletableFuture<Integer> failed = engine.submit(new TransferRequest(TransferRequest.Op.WRITE,
+            endpoint, SEGMENT_ID, 0, ByteBuffer.wrap(value), 100, null, 0, 100, broken));
+        broken.completeExceptionally(new IllegalStateException("no checksum"));
+        assertThat(await(failed)).isEqualTo(INTERNAL_ERROR_VALUE);
+        assertThat(commits).hasSize(2);
+    }
+
+    @Test
+    void shouldTimeOutQueueAndFailOnCloseAgainstANodeThatNeverAnswers() throws Exception
+    {
+        try (ServerSocket silent = new ServerSocket(0, 50, InetAddress.getLoopbackAddress()))
+        {
+            final String endpoint = "127.0.0.1:" + silent.getLocalPort();
+            final NativeTransferEngine timing = engine(new TransferConfig().transferTimeoutMs(200));
+            assertThat(await(timing.submit(TransferRequest.read(endpoint, 1, 0, ByteBuffer.allocateDirect(10), 10))))
+                .isEqualTo(RPC_TIMEOUT_VALUE);
+
+            final NativeTransferEngine queued = engine(new TransferConfig().maxQueuedTransfersPerPeer(1)
+                .maxPendingAdmissionsPerPeer(1).admissionTimeoutMs(100));
+            final CompletableFuture<Integer> first =
+                queued.submit(TransferRequest.read(endpoint, 1, 0, ByteBuffer.allocateDirect(10), 10));
+            final CompletableFuture<Integer> waiting =
+                queued.submit(TransferRequest.read(endpoint, 1, 0, ByteBuffer.allocateDirect(10), 10));
+            final CompletableFuture<Integer> refused =
+                queued.submit(TransferRequest.read(endpoint, 1, 0, ByteBuffer.allocateDirect(10), 10));
+            assertThat(await(refused)).isEqualTo(UNAVAILABLE_IN_CURRENT_STATUS_VALUE);
+            assertThat(await(waiting)).isEqualTo(UNAVAILABLE_IN_CURRENT_STATUS_VALUE);
+            assertThat(queued.outstandingFrames(endpoint)).isEqualTo(1);
+            assertThat(queued.rejectedUnavailable()).isEqualTo(2);
+            queued.close();
+            assertThat(await(first)).isEqualTo(TRANSFER_FAIL_VALUE);
+            assertThat(await(queued.submit(TransferRequest.read(endpoint, 1, 0, ByteBuffer.allocateDirect(10), 10))))
+                .isEqualTo(TRANSFER_FAIL_VALUE);
+        }
+    }
+
+    @Test
+    void shouldRefuseBadRequestsBeforeSendingAnything() throws Exception
+    {
+        final NativeTransferServer server = server();
+        final String endpoint = "127.0.0.1:" + server.port();
+        final NativeTransferEngine engine = engine(new TransferConfig());
+        final ByteBuffer into = ByteBuffer.allocateDirect(100);
+        assertThat(await(engine.submit(new TransferRequest(TransferRequest.Op.READ, endpoint, SEGMENT_ID, 0, into, 100,
+            new byte[5])))).as("token of the wrong length").isEqualTo(INVALID_PARAMS_VALUE);
+        assertThat(await(engine.submit(new TransferRequest(TransferRequest.Op.READ, endpoint, SEGMENT_ID, 0, into, 100,
+            new byte[FrameDescriptor.ACCESS_TOKEN_LENGTH])))).as("zero expiry").isEqualTo(INVALID_PARAMS_VALUE);
+        assertThat(await(engine.submit(TransferRequest.read(endpoint, SEGMENT_ID, 0, into.asReadOnlyBuffer(), 100))))
+            .as("read-only destination").isEqualTo(INVALID_PARAMS_VALUE);
+        assertThat(await(engine.submit(TransferRequest.read("no-port", SEGMENT_ID, 0, into, 100))))
+            .isEqualTo(INVALID_PARAMS_VALUE);
+        assertThat(server.stats().requests()).isZero();
+        try (ServerSocket closed = new ServerSocket(0, 1, InetAddress.getLoopbackAddress()))
+        {
+            final int port = closed.getLocalPort();
+            closed.close();
+            assertThat(await(engine.submit(TransferRequest.read("127.0.0.1:" + port, 1, 0, into, 100))))
+                .isEqualTo(TRANSFER_FAIL_VALUE);
+        }
+        // Out of the segment, and a healthy request afterwards on the same lanes.
+        assertThat(await(engine.submit(TransferRequest.read(endpoint, SEGMENT_ID, SEGMENT_BYTES - 10, into, 100))))
+            .isEqualTo(INVALID_PARAMS_VALUE);
+        segment.put(0, (byte)42);
+        assertThat(await(engine.submit(TransferRequest.read(endpoint, SEGMENT_ID, 0, into, 100)))).isZero();
+        assertThat(into.get(0)).isEqualTo((byte)42);
+        assertThat(closeReasons).isEmpty();
+    }
+}
