@@ -148,6 +148,11 @@ typedef struct gt_server_callbacks
     int (*on_commit)(void *context, const uint8_t *header, const uint8_t *payload, uint32_t length,
         int failed_write_status);
     void (*on_close)(void *context, const char *peer, const char *reason);
+    /*
+     * Service times of READs and WRITEs, batched (optional): each sample is (op << 62) | nanoseconds, op 1 READ or
+     * 2 WRITE; a READ from its header to its response queued, a WRITE from its header to its last byte landed.
+     */
+    void (*on_latencies)(void *context, const uint64_t *samples, int count);
     /* The clock tokens expire by (epoch ms); NULL = CLOCK_REALTIME. */
     uint64_t (*now_epoch_ms)(void *context);
 } gt_server_callbacks;

@@ -1085,7 +1085,9 @@ static void payload_done(gt_engine *engine, lane *l)
 /* Reads what the socket has: headers through a small staging buffer, READ payloads straight into their memory. */
 static void lane_read(gt_engine *engine, lane *l)
 {
-    for (int turns = 0; turns < 64 && l->fd >= 0 && !l->doomed; turns++)
+    /* Staged bytes are always consumed (no event would come for them); only socket reads are bounded. */
+    int reads = 0;
+    while (l->fd >= 0 && !l->doomed && (reads < 64 || l->staged_end > l->staged_start))
     {
         if (l->payload_left > 0)
         {
@@ -1106,6 +1108,7 @@ static void lane_read(gt_engine *engine, lane *l)
             }
             else
             {
+                reads++;
                 const ssize_t got = recv(l->fd, into, cap, MSG_DONTWAIT);
                 if (got <= 0)
                 {
@@ -1143,6 +1146,7 @@ static void lane_read(gt_engine *engine, lane *l)
             continue;
         }
         ssize_t got;
+        reads++;
         if (l->large_payload)
         {
             /* After a big payload the next is likely big too: read its header alone, then the payload in place. */

@@ -299,6 +299,7 @@ typedef struct server_context
     jmethodID on_commit;
     jmethodID on_close;
     jmethodID epoch_millis;
+    jmethodID on_latencies;
 } server_context;
 
 static int java_failed(JNIEnv *env)
@@ -369,6 +370,22 @@ static uint64_t now_epoch_ms(void *context)
     return java_failed(c->env) || now < 0 ? gt_epoch_ms() : (uint64_t)now;
 }
 
+static void on_latencies(void *context, const uint64_t *samples, const int count)
+{
+    server_context *c = context;
+    JNIEnv *env = c->env;
+    jlongArray array = (*env)->NewLongArray(env, count);
+    if (array == NULL)
+    {
+        java_failed(env);
+        return;
+    }
+    (*env)->SetLongArrayRegion(env, array, 0, count, (const jlong *)samples);
+    (*env)->CallVoidMethod(env, c->handler, c->on_latencies, array);
+    java_failed(env);
+    (*env)->DeleteLocalRef(env, array);
+}
+
 /* The callbacks reach the handler of the gt_server_run call; between runs a connection never calls back. */
 typedef struct server_holder
 {
@@ -394,6 +411,15 @@ static uint64_t holder_now_epoch_ms(void *context)
 {
     server_holder *h = context;
     return h->context.env == NULL || h->context.epoch_millis == NULL ? gt_epoch_ms() : now_epoch_ms(&h->context);
+}
+
+static void holder_on_latencies(void *context, const uint64_t *samples, int count)
+{
+    server_holder *h = context;
+    if (h->context.env != NULL)
+    {
+        on_latencies(&h->context, samples, count);
+    }
 }
 
 static void holder_on_close(void *context, const char *peer, const char *reason)
@@ -426,7 +452,7 @@ JNIEXPORT jlong JNICALL JNI_NAME(serverCreate)(JNIEnv *env, jclass type, jstring
     const char *text = host == NULL ? NULL : (*env)->GetStringUTFChars(env, host, NULL);
     gt_server_config config = { .host = text, .port = (uint16_t)port, .max_frame_bytes = (uint32_t)max_frame_bytes };
     gt_server_callbacks callbacks = { .context = holder, .on_write = holder_on_write,
-        .on_commit = holder_on_commit, .on_close = holder_on_close,
+        .on_commit = holder_on_commit, .on_close = holder_on_close, .on_latencies = holder_on_latencies,
         .now_epoch_ms = own_clock ? holder_now_epoch_ms : NULL };
     const int result = gt_server_create(&config, &callbacks, &holder->server, &error);
     if (text != NULL)
@@ -527,8 +553,9 @@ JNIEXPORT jint JNICALL JNI_NAME(serverRun)(JNIEnv *env, jclass type, jlong serve
     context.on_commit = (*env)->GetMethodID(env, handler_type, "onCommit", "([B[BI)I");
     context.on_close = (*env)->GetMethodID(env, handler_type, "onClose", "(Ljava/lang/String;Ljava/lang/String;)V");
     context.epoch_millis = (*env)->GetMethodID(env, handler_type, "epochMillis", "()J");
+    context.on_latencies = (*env)->GetMethodID(env, handler_type, "onLatencies", "([J)V");
     if (context.on_write == NULL || context.on_commit == NULL || context.on_close == NULL ||
-        context.epoch_millis == NULL)
+        context.epoch_millis == NULL || context.on_latencies == NULL)
     {
         return GT_INVALID_PARAMS; /* NoSuchMethodError is pending for the caller */
     }

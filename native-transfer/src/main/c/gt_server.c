@@ -24,6 +24,7 @@
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #define STAGING_BYTES (64 << 10)
@@ -34,6 +35,7 @@
 #define LARGE_WRITE_BYTES (16u << 10)
 #define FAILED_WRITES_REMEMBERED 64
 #define MAX_SEGMENTS 4096
+#define LATENCY_SAMPLES 256
 
 enum receive_state
 {
@@ -83,6 +85,7 @@ struct connection
     uint32_t header_fill;
     gt_header header;
     int last_write_large;
+    uint64_t write_start_ns;
     /* WRITE payload: write_at NULL means discard (refused) */
     uint8_t *write_at;
     uint64_t remaining;
@@ -128,10 +131,42 @@ struct gt_server
     gt_hmac_key hmac;
     gt_server_stats stats;                /* written by the run thread, read with relaxed atomics */
     connection *connections;
+    uint64_t latencies[LATENCY_SAMPLES];  /* run thread only */
+    int latency_count;
     uint8_t discard[STAGING_BYTES];
 };
 
 #define STAT_ADD(server_, field_, value_) __atomic_add_fetch(&(server_)->stats.field_, (value_), __ATOMIC_RELAXED)
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void flush_latencies(gt_server *server)
+{
+    if (server->latency_count > 0 && server->callbacks.on_latencies != NULL)
+    {
+        server->callbacks.on_latencies(server->callbacks.context, server->latencies, server->latency_count);
+    }
+    server->latency_count = 0;
+}
+
+static void record_latency(gt_server *server, const uint64_t op, const uint64_t start_ns)
+{
+    if (server->callbacks.on_latencies == NULL)
+    {
+        return;
+    }
+    const uint64_t elapsed = now_ns() - start_ns;
+    server->latencies[server->latency_count++] = (op << 62) | (elapsed & ((1ull << 62) - 1));
+    if (server->latency_count == LATENCY_SAMPLES)
+    {
+        flush_latencies(server);
+    }
+}
 
 static int listener_marker;
 static int wakeup_marker;
@@ -564,6 +599,7 @@ static void finish_write(gt_server *server, connection *c)
     remember_write(c, h->segment_id, h->offset, c->write_status);
     respond(server, c, GT_OPC_WRITE | GT_OPC_RESPONSE_BIT, h->request_id, h->segment_id, c->write_status, h->offset,
         h->length);
+    record_latency(server, GT_OP_WRITE, c->write_start_ns);
     c->write_at = NULL;
     c->state = RECEIVE_HEADER;
 }
@@ -680,6 +716,7 @@ static void on_header(gt_server *server, connection *c)
     {
         case GT_OPC_READ:
         {
+            const uint64_t start_ns = server->callbacks.on_latencies != NULL ? now_ns() : 0;
             c->last_write_large = 0;
             const int status = check_request(server, h, &address);
             respond(server, c, GT_OPC_READ | GT_OPC_RESPONSE_BIT, h->request_id, h->segment_id, status, h->offset,
@@ -688,10 +725,12 @@ static void on_header(gt_server *server, connection *c)
             {
                 send_memory(c, address, h->length, NULL);
             }
+            record_latency(server, GT_OP_READ, start_ns);
             break;
         }
         case GT_OPC_WRITE:
         {
+            c->write_start_ns = server->callbacks.on_latencies != NULL ? now_ns() : 0;
             int status = check_request(server, h, &address);
             if (status == GT_OK)
             {
@@ -818,10 +857,16 @@ static int receive_payload(gt_server *server, connection *c)
 
 static void on_readable(gt_server *server, connection *c)
 {
-    for (int turns = 0; turns < 64 && !c->closing; turns++)
+    /* Staged bytes are always consumed (no event would come for them); only socket reads are bounded. */
+    int reads = 0;
+    while (!c->closing && (reads < 64 || c->staged_end > c->staged_start))
     {
         if (c->state != RECEIVE_HEADER)
         {
+            if (c->staged_end == c->staged_start)
+            {
+                reads++;
+            }
             if (!receive_payload(server, c))
             {
                 break;
@@ -847,6 +892,7 @@ static void on_readable(gt_server *server, connection *c)
             break; /* responses are not leaving: stop taking requests until they do */
         }
         ssize_t received;
+        reads++;
         if (c->last_write_large)
         {
             /* After a large WRITE the next frame is likely another: its header alone, then the payload in place. */
@@ -1006,6 +1052,7 @@ int gt_server_run(gt_server *server, gt_error *error)
             {
                 on_readable(server, c);
             }
+            flush_latencies(server); /* recorded before the responses leave, so a client never sees one first */
             if (!c->closing)
             {
                 /* One flush for every response this read produced (pipelined requests), or the rest of a send. */
@@ -1014,6 +1061,7 @@ int gt_server_run(gt_server *server, gt_error *error)
                     !c->reading_paused)
                 {
                     on_readable(server, c); /* staged requests left after a pause */
+                    flush_latencies(server);
                     flush_connection(server, c);
                 }
             }
@@ -1022,6 +1070,7 @@ int gt_server_run(gt_server *server, gt_error *error)
                 close_connection(server, c, c->close_reason);
             }
         }
+        flush_latencies(server);
     }
     return GT_OK;
 }

@@ -36,6 +36,14 @@ public final class NativeTransferServer implements AutoCloseable
         /** A connection ended: {@code reason} says why it was closed for a protocol error, null for a normal end. */
         void onClose(String peer, String reason);
 
+        /**
+         * Service times, batched: each sample is {@code (op << 62) | nanoseconds} with op 1 for a READ (header to
+         * response queued) and 2 for a WRITE (header to last byte landed).
+         */
+        default void onLatencies(long[] samples)
+        {
+        }
+
         /** The time tokens expire by, when the server was made with {@code ownClock} (else the system clock's). */
         default long epochMillis()
         {

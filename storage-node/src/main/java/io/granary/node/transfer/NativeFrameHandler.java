@@ -27,10 +27,16 @@ final class NativeFrameHandler implements NativeTransferServer.Handler
     private final int maxFrameBytes;
     private final FrameHeader header = new FrameHeader();
     private final Clock clock;
+    private final TransferMetrics metrics;
 
-    NativeFrameHandler(final SegmentRegistry registry, final AccessTokenVerifier verifier, final int maxFrameBytes)
+    NativeFrameHandler(
+        final SegmentRegistry registry,
+        final AccessTokenVerifier verifier,
+        final int maxFrameBytes,
+        final TransferMetrics metrics)
     {
         this.registry = registry;
+        this.metrics = metrics;
         this.clock = verifier.clock();
         this.tokens = verifier.newChecker();
         this.maxFrameBytes = maxFrameBytes;
@@ -69,6 +75,23 @@ final class NativeFrameHandler implements NativeTransferServer.Handler
         {
             LOG.error("COMMIT check failed", ex);
             return INTERNAL_ERROR_VALUE;
+        }
+    }
+
+    @Override
+    public void onLatencies(final long[] samples)
+    {
+        for (final long sample : samples)
+        {
+            final long nanos = sample & ((1L << 62) - 1);
+            if (sample >>> 62 == 1)
+            {
+                metrics.recordRead(nanos);
+            }
+            else
+            {
+                metrics.recordWrite(nanos);
+            }
         }
     }
 

@@ -247,8 +247,8 @@ public final class TransferServer implements AutoCloseable
      */
     private TransferServer startNative()
     {
-        nativeServer = new NativeTransferServer(host, requestedPort, maxFrameBytes,
-            tokenVerifier.clock() != Clock.SYSTEM, new NativeFrameHandler(registry, tokenVerifier, maxFrameBytes));
+        nativeServer = new NativeTransferServer(host, requestedPort, maxFrameBytes, tokenVerifier.clock() != Clock.SYSTEM,
+            new NativeFrameHandler(registry, tokenVerifier, maxFrameBytes, metrics));
         port = nativeServer.port();
         registry.changeListener(this::publishSegments);
         tokenVerifier.keyListener(nativeServer::tokenKey);
