@@ -160,6 +160,7 @@ struct gt_engine
     transfer *incoming_tail;
     transfer *waiting_commits;     /* under mutex: transfers whose COMMIT payload is still to come */
     transfer *provided;            /* under mutex: commits provided, for the loop to act on */
+    int sleeping;                  /* under mutex: the loop is (about to be) in epoll_wait and needs a wake-up */
     gt_completion *completions;    /* loop only */
     uint32_t completions_count;
     uint32_t completions_capacity;
@@ -461,8 +462,14 @@ int gt_engine_submit(gt_engine *engine, const gt_op *ops, const int count, gt_er
         engine->incoming_tail->next = head;
     }
     engine->incoming_tail = tail;
+    /* One eventfd write per sleep of the loop, not per submit: a busy loop finds the work on its next turn. */
+    const int wake = engine->sleeping;
+    engine->sleeping = 0;
     pthread_mutex_unlock(&engine->mutex);
-    gt_engine_wakeup(engine);
+    if (wake)
+    {
+        gt_engine_wakeup(engine);
+    }
     return count;
 }
 
@@ -499,8 +506,13 @@ int gt_engine_provide_commit(gt_engine *engine, const uint64_t user_data, const 
     t->commit_length = copy == NULL ? 0 : length;
     t->commit_link = engine->provided;
     engine->provided = t;
+    const int wake = engine->sleeping;
+    engine->sleeping = 0;
     pthread_mutex_unlock(&engine->mutex);
-    gt_engine_wakeup(engine);
+    if (wake)
+    {
+        gt_engine_wakeup(engine);
+    }
     return GT_OK;
 }
 
@@ -1363,8 +1375,27 @@ int gt_engine_poll(gt_engine *engine, gt_completion *out, const int max, const i
             wait = (int)until;
         }
     }
+    if (wait != 0)
+    {
+        pthread_mutex_lock(&engine->mutex);
+        if (engine->incoming_head != NULL || engine->provided != NULL)
+        {
+            wait = 0; /* handed over since the drain: no sleep */
+        }
+        else
+        {
+            engine->sleeping = 1;
+        }
+        pthread_mutex_unlock(&engine->mutex);
+    }
     struct epoll_event events[64];
     const int ready = epoll_wait(engine->epoll_fd, events, 64, wait);
+    if (wait != 0)
+    {
+        pthread_mutex_lock(&engine->mutex);
+        engine->sleeping = 0;
+        pthread_mutex_unlock(&engine->mutex);
+    }
     if (ready < 0 && errno != EINTR)
     {
         return GT_INTERNAL_ERROR;
