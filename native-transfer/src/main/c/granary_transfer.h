@@ -125,6 +125,10 @@ void gt_engine_wakeup(gt_engine *engine);
 /* Frames outstanding (admitted, not completed) to a peer; transfers waiting for admission. For tests and stats. */
 int gt_engine_peer_stats(gt_engine *engine, uint32_t peer, uint32_t *outstanding_frames, uint32_t *pending);
 
+/* Transfers admitted so far, refused at once (queue and pending admissions full), timed out waiting; any thread. */
+void gt_engine_counters(gt_engine *engine, uint64_t *admitted, uint64_t *rejected_queue_full,
+    uint64_t *rejected_admission_timeout);
+
 /* Closes every connection; outstanding operations are dropped without completion (the caller fails them). */
 void gt_engine_destroy(gt_engine *engine);
 

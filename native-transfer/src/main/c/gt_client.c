@@ -166,6 +166,9 @@ struct gt_engine
     uint32_t completions_capacity;
     uint32_t completions_read;
     uint32_t next_lane_uid;
+    uint64_t admitted;             /* loop writes, any thread reads (relaxed atomics) */
+    uint64_t rejected_queue_full;
+    uint64_t rejected_admission_timeout;
     lane *dirty_head;
     uint8_t discard[STAGING_BYTES];
 };
@@ -555,6 +558,7 @@ static void admit_pending(gt_engine *engine, peer *p)
         p->pending_count--;
         p->outstanding_frames += t->frames_admitted;
         t->admitted = 1;
+        __atomic_add_fetch(&engine->admitted, 1, __ATOMIC_RELAXED);
         transfer_progress(engine, t);
     }
 }
@@ -610,6 +614,7 @@ static void start(gt_engine *engine, transfer *t)
     {
         p->outstanding_frames += t->frames_admitted;
         t->admitted = 1;
+        __atomic_add_fetch(&engine->admitted, 1, __ATOMIC_RELAXED);
         transfer_progress(engine, t);
     }
     else if (p->pending_count < engine->config.max_pending_per_peer)
@@ -630,6 +635,7 @@ static void start(gt_engine *engine, transfer *t)
     else
     {
         t->status = GT_UNAVAILABLE; /* nothing was sent, the buffer was not touched */
+        __atomic_add_fetch(&engine->rejected_queue_full, 1, __ATOMIC_RELAXED);
         complete(engine, t);
     }
 }
@@ -1288,6 +1294,7 @@ static void check_timeouts(gt_engine *engine, const uint64_t now, uint64_t *next
             p->pending_count--;
             t->next = NULL;
             t->status = GT_UNAVAILABLE;
+            __atomic_add_fetch(&engine->rejected_admission_timeout, 1, __ATOMIC_RELAXED);
             complete(engine, t);
         }
         if (p->pending_head != NULL && p->pending_head->admission_deadline_ms < *next_deadline)
@@ -1446,6 +1453,14 @@ int gt_engine_peer_stats(gt_engine *engine, const uint32_t id, uint32_t *outstan
     *outstanding_frames = __atomic_load_n(&p->outstanding_frames, __ATOMIC_RELAXED);
     *pending = __atomic_load_n(&p->pending_count, __ATOMIC_RELAXED);
     return GT_OK;
+}
+
+void gt_engine_counters(gt_engine *engine, uint64_t *admitted, uint64_t *rejected_queue_full,
+    uint64_t *rejected_admission_timeout)
+{
+    *admitted = __atomic_load_n(&engine->admitted, __ATOMIC_RELAXED);
+    *rejected_queue_full = __atomic_load_n(&engine->rejected_queue_full, __ATOMIC_RELAXED);
+    *rejected_admission_timeout = __atomic_load_n(&engine->rejected_admission_timeout, __ATOMIC_RELAXED);
 }
 
 static void free_frames(frame *f)

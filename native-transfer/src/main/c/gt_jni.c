@@ -279,6 +279,18 @@ JNIEXPORT jlong JNICALL JNI_NAME(enginePeerStats)(JNIEnv *env, jclass type, jlon
     return ((jlong)outstanding << 32) | pending;
 }
 
+JNIEXPORT void JNICALL JNI_NAME(engineCounters)(JNIEnv *env, jclass type, jlong engine, jlongArray out)
+{
+    (void)type;
+    if (engine == 0 || out == NULL || (*env)->GetArrayLength(env, out) < 3)
+    {
+        return;
+    }
+    uint64_t values[3];
+    gt_engine_counters(handle(engine), &values[0], &values[1], &values[2]);
+    (*env)->SetLongArrayRegion(env, out, 0, 3, (const jlong *)values);
+}
+
 JNIEXPORT void JNICALL JNI_NAME(engineDestroy)(JNIEnv *env, jclass type, jlong engine)
 {
     (void)env;

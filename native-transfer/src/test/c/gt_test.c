@@ -821,6 +821,11 @@ static void timeouts_and_admission_complete_without_answers(void)
     uint32_t outstanding;
     uint32_t pending;
     CHECK(gt_engine_peer_stats(engine, peer, &outstanding, &pending) == GT_OK && outstanding == 0 && pending == 0);
+    uint64_t admitted;
+    uint64_t queue_full;
+    uint64_t admission_timeout;
+    gt_engine_counters(engine, &admitted, &queue_full, &admission_timeout);
+    CHECK(admitted == 2 && queue_full == 1 && admission_timeout == 1);
     gt_engine_destroy(engine);
     close(silent.fd);
 

@@ -3,8 +3,8 @@ package io.granary.client.internal;
 import io.granary.client.ErrorCode;
 import io.granary.client.GranaryException;
 import io.granary.client.OpResult;
+import io.granary.transfer.AdmissionStats;
 import io.granary.transfer.TransferEngine;
-import io.granary.transfer.tcp.NettyTransferEngine;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -86,16 +86,16 @@ final class ClientMetrics
     /** Exposes the engine's admission refusals (its own counters, read at scrape time) when it keeps them. */
     void bindEngine(final TransferEngine engine, final String tenant)
     {
-        if (engine instanceof NettyTransferEngine)
+        if (engine instanceof AdmissionStats)
         {
-            final NettyTransferEngine netty = (NettyTransferEngine)engine;
-            FunctionCounter.builder("granary.client.transfer.admission.rejected", netty,
-                    NettyTransferEngine::rejectedQueueFull)
+            final AdmissionStats stats = (AdmissionStats)engine;
+            FunctionCounter.builder("granary.client.transfer.admission.rejected", stats,
+                    AdmissionStats::rejectedQueueFull)
                 .description(REJECTED_HELP).tags("reason", "queue_full", "tenant", tenant).register(registry);
-            FunctionCounter.builder("granary.client.transfer.admission.rejected", netty,
-                    NettyTransferEngine::rejectedAdmissionTimeout)
+            FunctionCounter.builder("granary.client.transfer.admission.rejected", stats,
+                    AdmissionStats::rejectedAdmissionTimeout)
                 .description(REJECTED_HELP).tags("reason", "timeout", "tenant", tenant).register(registry);
-            FunctionCounter.builder("granary.client.transfer.admitted", netty, NettyTransferEngine::admittedTransfers)
+            FunctionCounter.builder("granary.client.transfer.admitted", stats, AdmissionStats::admittedTransfers)
                 .description("Transfers admitted to a storage node's queue").tags("tenant", tenant).register(registry);
         }
     }

@@ -1,6 +1,7 @@
 package io.granary.transfer.natives;
 
 import io.granary.protocol.FrameDescriptor;
+import io.granary.transfer.AdmissionStats;
 import io.granary.transfer.TransferConfig;
 import io.granary.transfer.TransferEngine;
 import io.granary.transfer.TransferRequest;
@@ -29,7 +30,7 @@ import static io.granary.proto.ErrorCode.UNAVAILABLE_IN_CURRENT_STATUS_VALUE;
  * one Java thread runs its event loop and completes the futures. A heap buffer is staged through a direct copy;
  * direct buffers are used in place. Thread safe: submit never blocks on I/O; futures complete on the engine thread.
  */
-public final class NativeTransferEngine implements TransferEngine
+public final class NativeTransferEngine implements TransferEngine, AdmissionStats
 {
     private static final Logger LOG = LoggerFactory.getLogger(NativeTransferEngine.class);
     private static final int POLL_BATCH = 256;
@@ -48,6 +49,8 @@ public final class NativeTransferEngine implements TransferEngine
     private volatile boolean closed;
     private final LongAdder submitted = new LongAdder();
     private final LongAdder rejectedUnavailable = new LongAdder();
+    /** The C engine's counters as last read: what a scrape sees once the engine is closed. */
+    private volatile long[] lastCounters = new long[3];
 
     /** One transfer in flight: its future and, for a heap buffer, the direct copy the bytes go through. */
     private static final class Pending
@@ -274,6 +277,44 @@ public final class NativeTransferEngine implements TransferEngine
             }
             final long stats = NativeTransferJni.enginePeerStats(handle, peer);
             return stats < 0 ? 0 : stats;
+        }
+        finally
+        {
+            lock.unlock();
+        }
+    }
+
+    @Override
+    public long admittedTransfers()
+    {
+        return counters()[0];
+    }
+
+    @Override
+    public long rejectedQueueFull()
+    {
+        return counters()[1];
+    }
+
+    @Override
+    public long rejectedAdmissionTimeout()
+    {
+        return counters()[2];
+    }
+
+    private long[] counters()
+    {
+        final long[] out = new long[3];
+        final ReentrantReadWriteLock.ReadLock lock = lifecycle.readLock();
+        lock.lock();
+        try
+        {
+            if (!closed)
+            {
+                NativeTransferJni.engineCounters(handle, out);
+                lastCounters = out;
+            }
+            return lastCounters;
         }
         finally
         {

@@ -2,6 +2,7 @@ package io.granary.transfer.tcp;
 
 import io.granary.common.tls.TlsContexts;
 import io.granary.protocol.FrameDescriptor;
+import io.granary.transfer.AdmissionStats;
 import io.granary.transfer.TransferConfig;
 import io.granary.transfer.TransferEngine;
 import io.granary.transfer.TransferRequest;
@@ -38,7 +39,7 @@ import static io.granary.proto.ErrorCode.TRANSFER_FAIL_VALUE;
  * bounded queue with pending admissions in front of them. Thread safe; submit never blocks; futures
  * complete on the engine's event loops (one shared group).
  */
-public final class NettyTransferEngine implements TransferEngine
+public final class NettyTransferEngine implements TransferEngine, AdmissionStats
 {
     private static final Logger LOG = LoggerFactory.getLogger(NettyTransferEngine.class);
 
@@ -161,18 +162,21 @@ public final class NettyTransferEngine implements TransferEngine
     }
 
     /** Transfers admitted to a peer's queue so far, at once or after waiting; all peers. */
+    @Override
     public long admittedTransfers()
     {
         return counters.admitted.sum();
     }
 
     /** Transfers refused at once with UNAVAILABLE_IN_CURRENT_STATUS: queue and pending admissions full. */
+    @Override
     public long rejectedQueueFull()
     {
         return counters.rejectedQueueFull.sum();
     }
 
     /** Pending admissions that failed with UNAVAILABLE_IN_CURRENT_STATUS after the admission timeout. */
+    @Override
     public long rejectedAdmissionTimeout()
     {
         return counters.rejectedAdmissionTimeout.sum();
