@@ -228,13 +228,11 @@ class NativeTransferEngineTest
         assertThat(await(engine.submit(TransferRequest.read("no-port", SEGMENT_ID, 0, into, 100))))
             .isEqualTo(INVALID_PARAMS_VALUE);
         assertThat(server.stats().requests()).isZero();
-        try (ServerSocket closed = new ServerSocket(0, 1, InetAddress.getLoopbackAddress()))
-        {
-            final int port = closed.getLocalPort();
-            closed.close();
-            assertThat(await(engine.submit(TransferRequest.read("127.0.0.1:" + port, 1, 0, into, 100))))
-                .isEqualTo(TRANSFER_FAIL_VALUE);
-        }
+        final ServerSocket gone = new ServerSocket(0, 1, InetAddress.getLoopbackAddress());
+        final int port = gone.getLocalPort();
+        gone.close(); // nobody listens there any more
+        assertThat(await(engine.submit(TransferRequest.read("127.0.0.1:" + port, 1, 0, into, 100))))
+            .isEqualTo(TRANSFER_FAIL_VALUE);
         // Out of the segment, and a healthy request afterwards on the same lanes.
         assertThat(await(engine.submit(TransferRequest.read(endpoint, SEGMENT_ID, SEGMENT_BYTES - 10, into, 100))))
             .isEqualTo(INVALID_PARAMS_VALUE);

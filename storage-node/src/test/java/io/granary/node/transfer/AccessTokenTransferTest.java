@@ -1,12 +1,8 @@
 package io.granary.node.transfer;
 
-import io.granary.common.tls.TlsSettings;
-
 import io.granary.common.Clock;
-
-import io.granary.transfer.TransportKind;
-
 import io.granary.common.ManualClock;
+import io.granary.common.tls.TlsSettings;
 import io.granary.node.segment.Segment;
 import io.granary.node.segment.SegmentRegistry;
 import io.granary.protocol.AccessTokenCodec;
@@ -16,6 +12,7 @@ import io.granary.protocol.FrameHeader;
 import io.granary.protocol.Opcode;
 import io.granary.transfer.TransferConfig;
 import io.granary.transfer.TransferRequest;
+import io.granary.transfer.TransportKind;
 import io.granary.transfer.tcp.NettyTransferEngine;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.AfterEach;

@@ -1,11 +1,7 @@
 package io.granary.node.transfer;
 
-import io.granary.common.tls.TlsSettings;
-
 import io.granary.common.Clock;
-
-import io.granary.transfer.TransportKind;
-
+import io.granary.common.tls.TlsSettings;
 import io.granary.node.segment.Segment;
 import io.granary.node.segment.SegmentLedger;
 import io.granary.node.segment.SegmentRegistry;
@@ -15,6 +11,7 @@ import io.granary.protocol.FrameHeader;
 import io.granary.protocol.Opcode;
 import io.granary.transfer.TransferConfig;
 import io.granary.transfer.TransferRequest;
+import io.granary.transfer.TransportKind;
 import io.granary.transfer.tcp.NettyTransferEngine;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;

@@ -1,13 +1,9 @@
 package io.granary.node.transfer;
 
-import io.granary.common.tls.TlsSettings;
-
 import io.granary.common.Clock;
-
-import io.granary.transfer.TransportKind;
-
 import io.granary.common.FuzzRun;
 import io.granary.common.LeakWatch;
+import io.granary.common.tls.TlsSettings;
 import io.granary.node.Await;
 import io.granary.node.segment.Segment;
 import io.granary.node.segment.SegmentRegistry;
@@ -16,6 +12,7 @@ import io.granary.protocol.FrameHeader;
 import io.granary.protocol.Opcode;
 import io.granary.transfer.TransferConfig;
 import io.granary.transfer.TransferRequest;
+import io.granary.transfer.TransportKind;
 import io.granary.transfer.tcp.NettyTransferEngine;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;

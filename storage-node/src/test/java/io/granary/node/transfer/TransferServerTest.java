@@ -1,11 +1,7 @@
 package io.granary.node.transfer;
 
-import io.granary.common.tls.TlsSettings;
-
 import io.granary.common.Clock;
-
-import io.granary.transfer.TransportKind;
-
+import io.granary.common.tls.TlsSettings;
 import io.granary.node.Await;
 import io.granary.node.segment.Segment;
 import io.granary.node.segment.SegmentRegistry;
@@ -14,6 +10,7 @@ import io.granary.protocol.FrameHeader;
 import io.granary.protocol.Opcode;
 import io.granary.transfer.TransferConfig;
 import io.granary.transfer.TransferRequest;
+import io.granary.transfer.TransportKind;
 import io.granary.transfer.tcp.NettyTransferEngine;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.AfterEach;
@@ -598,6 +595,37 @@ class TransferServerTest
         final NettyTransferEngine engine = engine(new TransferConfig());
         assertThat(write(engine, endpoint, segment.id(), 0, ByteBuffer.allocate(8), 8))
             .isZero();
+    }
+
+    @Test
+    void shouldDropTruncatedFramesWithTheirConnectionAndKeepServing() throws Exception
+    {
+        final byte[] before = segmentBytes(segment, 0, 4096);
+        // A header cut short, then a WRITE whose payload stops half way: the peer goes away inside a frame.
+        try (RawClient client = new RawClient(server.port()))
+        {
+            client.send(Arrays.copyOf(RawClient.header(Opcode.WRITE, 1, segment.id(), 0, 4096), 40));
+        }
+        final byte[] half = randomBytes(2048);
+        try (RawClient client = new RawClient(server.port()))
+        {
+            client.send(RawClient.header(Opcode.WRITE, 2, segment.id(), 8192, 4096));
+            client.send(half);
+        }
+        // A READ whose answer the peer never reads: the server lets the connection go.
+        try (RawClient client = new RawClient(server.port()))
+        {
+            client.send(RawClient.header(Opcode.READ, 3, segment.id(), 0, 1 << 20));
+        }
+        Await.until("the three connections closed", () -> server.openConnections() == 0);
+        assertThat(segmentBytes(segment, 0, 4096)).isEqualTo(before);
+        // The bytes of the truncated WRITE that did arrive landed in its own range only.
+        assertThat(segmentBytes(segment, 8192, 2048)).isEqualTo(half);
+
+        final NettyTransferEngine engine = engine(new TransferConfig());
+        final byte[] value = randomBytes(4096);
+        assertThat(write(engine, endpoint, segment.id(), 0, ByteBuffer.wrap(value), value.length)).isZero();
+        assertThat(segmentBytes(segment, 0, 4096)).isEqualTo(value);
     }
 
     @Test
