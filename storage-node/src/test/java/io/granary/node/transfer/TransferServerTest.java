@@ -617,7 +617,8 @@ class TransferServerTest
         {
             client.send(RawClient.header(Opcode.READ, 3, segment.id(), 0, 1 << 20));
         }
-        Await.until("the three connections closed", () -> server.openConnections() == 0);
+        Await.until("the three connections accepted and closed",
+            () -> server.connectionsOpened() == 3 && server.openConnections() == 0);
         assertThat(segmentBytes(segment, 0, 4096)).isEqualTo(before);
         // The bytes of the truncated WRITE that did arrive landed in its own range only.
         assertThat(segmentBytes(segment, 8192, 2048)).isEqualTo(half);
