@@ -125,6 +125,9 @@ void gt_engine_wakeup(gt_engine *engine);
 /* Frames outstanding (admitted, not completed) to a peer; transfers waiting for admission. For tests and stats. */
 int gt_engine_peer_stats(gt_engine *engine, uint32_t peer, uint32_t *outstanding_frames, uint32_t *pending);
 
+/* Memory regions registered now (each transfer of the JNI binding registers one until it completes). */
+uint32_t gt_engine_region_count(gt_engine *engine);
+
 /* Transfers admitted so far, refused at once (queue and pending admissions full), timed out waiting; any thread. */
 void gt_engine_counters(gt_engine *engine, uint64_t *admitted, uint64_t *rejected_queue_full,
     uint64_t *rejected_admission_timeout);

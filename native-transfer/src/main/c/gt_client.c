@@ -1455,6 +1455,14 @@ int gt_engine_peer_stats(gt_engine *engine, const uint32_t id, uint32_t *outstan
     return GT_OK;
 }
 
+uint32_t gt_engine_region_count(gt_engine *engine)
+{
+    pthread_mutex_lock(&engine->mutex);
+    const uint32_t count = engine->regions.count - engine->regions.free_count;
+    pthread_mutex_unlock(&engine->mutex);
+    return count;
+}
+
 void gt_engine_counters(gt_engine *engine, uint64_t *admitted, uint64_t *rejected_queue_full,
     uint64_t *rejected_admission_timeout)
 {

@@ -286,9 +286,10 @@ JNIEXPORT void JNICALL JNI_NAME(engineCounters)(JNIEnv *env, jclass type, jlong 
     {
         return;
     }
-    uint64_t values[3];
+    uint64_t values[4];
     gt_engine_counters(handle(engine), &values[0], &values[1], &values[2]);
-    (*env)->SetLongArrayRegion(env, out, 0, 3, (const jlong *)values);
+    values[3] = gt_engine_region_count(handle(engine));
+    (*env)->SetLongArrayRegion(env, out, 0, (*env)->GetArrayLength(env, out) < 4 ? 3 : 4, (const jlong *)values);
 }
 
 JNIEXPORT void JNICALL JNI_NAME(engineDestroy)(JNIEnv *env, jclass type, jlong engine)

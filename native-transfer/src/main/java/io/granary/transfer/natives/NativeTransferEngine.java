@@ -50,7 +50,7 @@ public final class NativeTransferEngine implements TransferEngine, AdmissionStat
     private final LongAdder submitted = new LongAdder();
     private final LongAdder rejectedUnavailable = new LongAdder();
     /** The C engine's counters as last read: what a scrape sees once the engine is closed. */
-    private volatile long[] lastCounters = new long[3];
+    private volatile long[] lastCounters = new long[4];
 
     /** One transfer in flight: its future and, for a heap buffer, the direct copy the bytes go through. */
     private static final class Pending
@@ -304,7 +304,7 @@ public final class NativeTransferEngine implements TransferEngine, AdmissionStat
 
     private long[] counters()
     {
-        final long[] out = new long[3];
+        final long[] out = new long[4];
         final ReentrantReadWriteLock.ReadLock lock = lifecycle.readLock();
         lock.lock();
         try
@@ -320,6 +320,12 @@ public final class NativeTransferEngine implements TransferEngine, AdmissionStat
         {
             lock.unlock();
         }
+    }
+
+    /** Memory regions the C engine holds now: one per transfer in flight, none once every transfer completed. */
+    public long registeredRegions()
+    {
+        return counters()[3];
     }
 
     /** Transfers handed to the C engine so far. */

@@ -66,7 +66,10 @@ final class NativeTransferJni
     /** Outstanding frames in the high 32 bits, pending admissions in the low ones; -1 for an unknown peer. */
     static native long enginePeerStats(long engine, int peer);
 
-    /** Fills {@code out[0..3)}: transfers admitted, refused with the queue full, timed out waiting for admission. */
+    /**
+     * Fills {@code out[0..3)}: transfers admitted, refused with the queue full, timed out waiting for admission; and
+     * {@code out[3]}, when there, the memory regions registered now.
+     */
     static native void engineCounters(long engine, long[] out);
 
     static native void engineDestroy(long engine);
