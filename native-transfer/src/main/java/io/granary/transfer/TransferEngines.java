@@ -1,5 +1,6 @@
 package io.granary.transfer;
 
+import io.granary.transfer.tcp.CallerDrivenEngine;
 import io.granary.transfer.tcp.NettyTransferEngine;
 
 /** Builds the {@link TransferEngine} for a {@link TransportKind}. */
@@ -21,7 +22,9 @@ public final class TransferEngines
         {
             case AUTO:
             case JAVA:
-                return new NettyTransferEngine(concluded);
+                // Caller-driven transfers for the threads that drive their own (plain TCP only); Netty for the rest.
+                return concluded.callerDriven() && !concluded.tls().isEnabled() ?
+                    new CallerDrivenEngine(concluded) : new NettyTransferEngine(concluded);
             case NATIVE:
             case RDMA:
             default:

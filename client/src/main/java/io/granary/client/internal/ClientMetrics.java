@@ -4,6 +4,7 @@ import io.granary.client.ErrorCode;
 import io.granary.client.GranaryException;
 import io.granary.client.OpResult;
 import io.granary.transfer.TransferEngine;
+import io.granary.transfer.tcp.CallerDrivenEngine;
 import io.granary.transfer.tcp.NettyTransferEngine;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.FunctionCounter;
@@ -97,6 +98,22 @@ final class ClientMetrics
                 .description(REJECTED_HELP).tags("reason", "timeout", "tenant", tenant).register(registry);
             FunctionCounter.builder("granary.client.transfer.admitted", netty, NettyTransferEngine::admittedTransfers)
                 .description("Transfers admitted to a storage node's queue").tags("tenant", tenant).register(registry);
+        }
+        else if (engine instanceof CallerDrivenEngine)
+        {
+            final CallerDrivenEngine driven = (CallerDrivenEngine)engine;
+            FunctionCounter.builder("granary.client.transfer.admission.rejected", driven,
+                    CallerDrivenEngine::rejectedQueueFull)
+                .description(REJECTED_HELP).tags("reason", "queue_full", "tenant", tenant).register(registry);
+            FunctionCounter.builder("granary.client.transfer.admission.rejected", driven,
+                    CallerDrivenEngine::rejectedAdmissionTimeout)
+                .description(REJECTED_HELP).tags("reason", "timeout", "tenant", tenant).register(registry);
+            FunctionCounter.builder("granary.client.transfer.admitted", driven, CallerDrivenEngine::admittedTransfers)
+                .description("Transfers admitted to a storage node's queue").tags("tenant", tenant).register(registry);
+            FunctionCounter.builder("granary.client.transfer.caller.driven", driven,
+                    CallerDrivenEngine::drivenTransfers)
+                .description("Transfers the calling thread carried out itself (synchronous calls)")
+                .tags("tenant", tenant).register(registry);
         }
     }
 
