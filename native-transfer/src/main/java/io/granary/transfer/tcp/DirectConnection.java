@@ -655,17 +655,10 @@ final class DirectConnection
         }
         else if (payloadLeft >= MIN_DIRECT_READ_BYTES)
         {
-            final int read = channel.read(dst);
-            if (read < 0)
-            {
-                fail(TRANSFER_FAIL_VALUE, "connection closed by " + endpoint);
-                return false;
-            }
-            if (read == 0)
+            if (!consumed(channel.read(dst)))
             {
                 return false;
             }
-            payloadLeft -= read;
         }
         else if (!fill(0))
         {
@@ -678,6 +671,21 @@ final class DirectConnection
             slice.finish(0);
         }
         return true;
+    }
+
+    /**
+     * Accounts a read the socket made straight into the caller's buffers: false when it had nothing for now, or the
+     * stream ended (the connection then fails).
+     */
+    private boolean consumed(final long read)
+    {
+        if (read < 0)
+        {
+            fail(TRANSFER_FAIL_VALUE, "connection closed by " + endpoint);
+            return false;
+        }
+        payloadLeft -= read;
+        return read > 0;
     }
 
     private int copyStaged(final ByteBuffer dst, final int count)
@@ -799,16 +807,10 @@ final class DirectConnection
             {
                 java.util.Arrays.fill(scatter, 0, n, null);
             }
-            if (read < 0)
-            {
-                fail(TRANSFER_FAIL_VALUE, "connection closed by " + endpoint);
-                return false;
-            }
-            if (read == 0)
+            if (!consumed(read))
             {
                 return false;
             }
-            payloadLeft -= read;
         }
         else if (!fill(0))
         {
