@@ -20,6 +20,7 @@ import io.granary.protocol.Opcode;
 import io.granary.transfer.TransferConfig;
 import io.granary.transfer.TransferEngine;
 import io.granary.transfer.TransferRequest;
+import io.granary.transfer.tcp.CallerDrivenEngine;
 import io.granary.transfer.tcp.NettyTransferEngine;
 import io.grpc.ManagedChannel;
 import io.grpc.netty.NettyChannelBuilder;
@@ -86,6 +87,25 @@ public final class DataPathProbe
                 measure("engine READ into heap", iterations, size, () ->
                     engine.submit(TransferRequest.read(endpoint, segment.id(), 0, heap.duplicate(), size)).join());
             }
+            // The engine synchronous calls use: the calling thread moves the bytes itself (no event loop).
+            try (CallerDrivenEngine engine = new CallerDrivenEngine(new TransferConfig().conclude());
+                 TransferEngine.Driver driver = engine.openDriver())
+            {
+                final String endpoint = node.endpoint();
+                measure("caller-driven WRITE from direct", iterations, size, () -> drive(driver,
+                    engine.submit(TransferRequest.write(endpoint, segment.id(), 0, direct.duplicate(), size))));
+                measure("caller-driven READ into direct", iterations, size, () -> drive(driver,
+                    engine.submit(TransferRequest.read(endpoint, segment.id(), 0, direct.duplicate(), size))));
+                measure("caller-driven READ into heap", iterations, size, () -> drive(driver,
+                    engine.submit(TransferRequest.read(endpoint, segment.id(), 0, heap.duplicate(), size))));
+            }
+            final java.util.zip.CRC32C crc = new java.util.zip.CRC32C();
+            measure("CRC32C of the value (direct buffer)", iterations, size, () ->
+            {
+                crc.reset();
+                crc.update(direct.duplicate());
+                return (int)crc.getValue() == 42 ? 1 : 0;
+            });
             // The node served by the calling thread itself over one blocking socket (no engine, no event loop):
             // what the node can give an ideal client, next to plain sockets without any node at all.
             try (BlockingFrameClient blocking = new BlockingFrameClient(node.endpoint()))
@@ -151,6 +171,16 @@ public final class DataPathProbe
         }
     }
 
+    /** Drives {@code driver} until {@code future} is done; its code. */
+    private static int drive(final TransferEngine.Driver driver, final CompletableFuture<Integer> future)
+    {
+        while (!future.isDone())
+        {
+            driver.drive(100_000_000L);
+        }
+        return future.join();
+    }
+
     /**
      * The probe's cluster: the engine and the blocking client send raw frames without access tokens, so the master
      * issues none (the client calls measured in the same cluster then run without tokens too).
@@ -202,6 +232,30 @@ public final class DataPathProbe
                             TransferRequest.read(endpoint, segment.id(), (long)i * size, slices[i].duplicate(), size));
                     }
                     return joinAll(futures);
+                });
+            }
+            try (CallerDrivenEngine engine = new CallerDrivenEngine(new TransferConfig().conclude());
+                 TransferEngine.Driver driver = engine.openDriver())
+            {
+                @SuppressWarnings("unchecked")
+                final CompletableFuture<Integer>[] futures = new CompletableFuture[batch];
+                measure("caller-driven WRITE x" + batch + " from direct", iterations, bytes, batch, () ->
+                {
+                    for (int i = 0; i < batch; i++)
+                    {
+                        futures[i] = engine.submit(
+                            TransferRequest.write(endpoint, segment.id(), (long)i * size, slices[i].duplicate(), size));
+                    }
+                    return driveAll(driver, futures);
+                });
+                measure("caller-driven READ x" + batch + " into direct", iterations, bytes, batch, () ->
+                {
+                    for (int i = 0; i < batch; i++)
+                    {
+                        futures[i] = engine.submit(
+                            TransferRequest.read(endpoint, segment.id(), (long)i * size, slices[i].duplicate(), size));
+                    }
+                    return driveAll(driver, futures);
                 });
             }
             try (BlockingFrameClient blocking = new BlockingFrameClient(endpoint))
@@ -279,6 +333,16 @@ public final class DataPathProbe
                 channel.shutdownNow();
             }
         }
+    }
+
+    private static int driveAll(final TransferEngine.Driver driver, final CompletableFuture<Integer>[] futures)
+    {
+        int status = 0;
+        for (final CompletableFuture<Integer> future : futures)
+        {
+            status |= drive(driver, future);
+        }
+        return status;
     }
 
     private static int joinAll(final CompletableFuture<Integer>[] futures)

@@ -133,6 +133,11 @@ final class BenchCommand implements Callable<Integer>
             + "false measures without.")
     private boolean checksums;
 
+    @Option(names = "--caller-driven", arity = "1", paramLabel = "true|false", defaultValue = "true",
+        description = "Synchronous calls move their own bytes on the calling thread (the client's default); false "
+            + "sends every transfer through the engine's event loops.")
+    private boolean callerDriven;
+
     @Option(names = "--data-tokens", arity = "1", paramLabel = "true|false", defaultValue = "true",
         description = "With --local: the master issues data-plane access tokens and the nodes check them (the "
             + "master's default); false measures without.")
@@ -260,10 +265,11 @@ final class BenchCommand implements Callable<Integer>
             "--data-tokens applies to --local clusters; a running master has its own --data-tokens");
     }
 
-    /** The client settings of the shared flags plus --checksums. */
+    /** The client settings of the shared flags plus --checksums and --caller-driven. */
     private ClientConfig clientConfig(final String masterAddress)
     {
-        return clientOptions.config(spec.commandLine(), masterAddress).toBuilder().checksums(checksums).build();
+        return clientOptions.config(spec.commandLine(), masterAddress).toBuilder().checksums(checksums)
+            .callerDriven(callerDriven).build();
     }
 
     private void require(final boolean condition, final String message)
@@ -324,8 +330,9 @@ final class BenchCommand implements Callable<Integer>
         final String prefix = runPrefix + sizeLabel + "/";
         final PutOptions options = PutOptions.builder().replicas(replicas).build();
         info.printf(Locale.ROOT, "bench: %d x %s values, concurrency %d, batch %d, replicas %d, op %s%s, warmup %d, "
-                + "checksums %s, keys %s*%n", count, Units.formatBytes(size), concurrency, batch, replicas, op,
-            op == Op.mixed ? " (read ratio " + readRatio + ")" : "", warmup, checksums ? "on" : "off", prefix);
+                + "checksums %s, caller-driven %s, keys %s*%n", count, Units.formatBytes(size), concurrency, batch,
+            replicas, op, op == Op.mixed ? " (read ratio " + readRatio + ")" : "", warmup, checksums ? "on" : "off",
+            callerDriven ? "on" : "off", prefix);
         info.flush();
 
         final Map<Shape, LoopbackBaseline.Result> limits = baseline ? measureBaseline(size) : Map.of();
@@ -827,6 +834,7 @@ final class BenchCommand implements Callable<Integer>
             fields.put("batch", bench.batch);
             fields.put("replicas", bench.replicas);
             fields.put("checksums", bench.checksums);
+            fields.put("caller_driven", bench.callerDriven);
             if (bench.local)
             {
                 fields.put("dataTokens", bench.dataTokens);

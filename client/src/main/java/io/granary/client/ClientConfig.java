@@ -49,6 +49,7 @@ public final class ClientConfig
     private final TlsSettings tls;
     private final MeterRegistry meterRegistry;
     private final boolean checksums;
+    private final boolean callerDriven;
 
     private ClientConfig(final Builder b)
     {
@@ -74,6 +75,7 @@ public final class ClientConfig
         this.tls = b.tls;
         this.meterRegistry = b.meterRegistry;
         this.checksums = b.checksums;
+        this.callerDriven = b.callerDriven;
     }
 
     public static Builder builder()
@@ -140,6 +142,7 @@ public final class ClientConfig
         b.tls = tls;
         b.meterRegistry = meterRegistry;
         b.checksums = checksums;
+        b.callerDriven = callerDriven;
         return b;
     }
 
@@ -193,6 +196,16 @@ public final class ClientConfig
     public boolean checksums()
     {
         return checksums;
+    }
+
+    /**
+     * Synchronous calls move their own bytes (default on): the calling thread writes the frames to the storage nodes
+     * and reads the answers straight into the destination itself, with no hand-off to the transfer engine's event
+     * loops and back. The async API, and every call when this is off or TLS is on, goes through the event loops.
+     */
+    public boolean callerDriven()
+    {
+        return callerDriven;
     }
 
     /** host:port of the master's gRPC port. */
@@ -304,6 +317,7 @@ public final class ClientConfig
             .maxPendingAdmissionsPerPeer(maxPendingAdmissionsPerPeer)
             .admissionTimeoutMs(admissionTimeout.toMillis())
             .tls(tls)
+            .callerDriven(callerDriven)
             .conclude();
     }
 
@@ -319,7 +333,7 @@ public final class ClientConfig
             ", clientId=" + clientId + ", localHost=" + (localHost == null ? "<this machine>" : localHost) +
             ", putRetries=" + putRetries + ", reconnectBackoff=" + reconnectBackoff + ".." + reconnectBackoffMax +
             ", tls=" + tls + ", metrics=" + (meterRegistry == null ? "off" : "on") +
-            ", checksums=" + checksums + "]";
+            ", checksums=" + checksums + ", callerDriven=" + callerDriven + "]";
     }
 
     @Override
@@ -343,7 +357,8 @@ public final class ClientConfig
             admissionTimeout.equals(c.admissionTimeout) &&
             clientId.equals(c.clientId) && Objects.equals(localHost, c.localHost) && putRetries == c.putRetries &&
             reconnectBackoff.equals(c.reconnectBackoff) && reconnectBackoffMax.equals(c.reconnectBackoffMax) &&
-            tls.equals(c.tls) && meterRegistry == c.meterRegistry && checksums == c.checksums;
+            tls.equals(c.tls) && meterRegistry == c.meterRegistry && checksums == c.checksums &&
+            callerDriven == c.callerDriven;
     }
 
     @Override
@@ -377,6 +392,7 @@ public final class ClientConfig
         private TlsSettings tls = TlsSettings.DISABLED;
         private MeterRegistry meterRegistry;
         private boolean checksums = true;
+        private boolean callerDriven = true;
 
         private Builder()
         {
@@ -526,6 +542,13 @@ public final class ClientConfig
         public Builder checksums(final boolean checksums)
         {
             this.checksums = checksums;
+            return this;
+        }
+
+        /** See {@link ClientConfig#callerDriven()}. */
+        public Builder callerDriven(final boolean callerDriven)
+        {
+            this.callerDriven = callerDriven;
             return this;
         }
 

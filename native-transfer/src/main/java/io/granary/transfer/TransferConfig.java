@@ -33,6 +33,7 @@ public final class TransferConfig
     private boolean preferEpoll = true;
     private TlsSettings tls = TlsSettings.DISABLED;
     private int maxVectorEntries = DEFAULT_MAX_VECTOR_ENTRIES;
+    private boolean callerDriven = true;
 
     /** Persistent connections per storage node (Mooncake's MC_TCP_LANES_PER_PEER); requests are pipelined on each. */
     public int lanesPerPeer()
@@ -181,6 +182,22 @@ public final class TransferConfig
         return this;
     }
 
+    /**
+     * Let threads that open a {@linkplain io.granary.transfer.TransferEngine#openDriver() driver} (the synchronous
+     * client calls) move their own bytes, with no hand-off to the engine's event loops (default on). Off, or with
+     * TLS, every transfer goes through the event loops.
+     */
+    public boolean callerDriven()
+    {
+        return callerDriven;
+    }
+
+    public TransferConfig callerDriven(final boolean callerDriven)
+    {
+        this.callerDriven = callerDriven;
+        return this;
+    }
+
     /** Validates; returns this. @throws IllegalArgumentException naming the bad setting. */
     public TransferConfig conclude()
     {
@@ -225,6 +242,7 @@ public final class TransferConfig
         c.preferEpoll = preferEpoll;
         c.tls = tls;
         c.maxVectorEntries = maxVectorEntries;
+        c.callerDriven = callerDriven;
         return c;
     }
 }

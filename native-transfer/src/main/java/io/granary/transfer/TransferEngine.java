@@ -38,6 +38,43 @@ public interface TransferEngine extends AutoCloseable
     /** Starts one transfer; the future completes with an ErrorCode number (0 = OK). */
     CompletableFuture<Integer> submit(TransferRequest request);
 
+    /**
+     * Lets the calling thread move its own bytes: until {@link Driver#close()}, the transfers this thread submits are
+     * carried out by this thread inside {@link Driver#drive}, with no hand-off to I/O threads and back (how the
+     * synchronous client API moves its bytes). Their futures then complete on this thread, inside {@code drive}. Null
+     * when the engine cannot do that (its futures complete on its own threads as usual).
+     */
+    default Driver openDriver()
+    {
+        return null;
+    }
+
+    /**
+     * The I/O loop of one thread's transfers (see {@link #openDriver()}). Confined to the thread that opened it,
+     * except {@link #wakeup()}.
+     */
+    interface Driver extends AutoCloseable
+    {
+        /** True while a transfer submitted under this driver has not completed yet. */
+        boolean hasWork();
+
+        /**
+         * Sends what is queued, then waits up to {@code maxWaitNs} for answers and completes the transfers they finish
+         * (timeouts included); returns early once something completed or after {@link #wakeup()}.
+         */
+        void drive(long maxWaitNs);
+
+        /** Makes a {@link #drive} in progress return soon; safe from any thread. */
+        void wakeup();
+
+        /**
+         * Ends the scope: transfers still open fail with TRANSFER_FAIL (their buffers are released first), and later
+         * submits of this thread go to the engine's own threads again.
+         */
+        @Override
+        void close();
+    }
+
     @Override
     void close();
 }

@@ -2,6 +2,7 @@ package io.granary.transfer;
 
 import io.granary.transfer.natives.NativeTransfer;
 import io.granary.transfer.natives.NativeTransferEngine;
+import io.granary.transfer.tcp.CallerDrivenEngine;
 import io.granary.transfer.tcp.NettyTransferEngine;
 
 import java.util.Locale;
@@ -30,7 +31,9 @@ public final class TransferEngines
                 throw new IllegalStateException(rdmaRefusal());
             case JAVA:
             default:
-                return new NettyTransferEngine(concluded);
+                // Caller-driven transfers for the threads that drive their own (plain TCP only); Netty for the rest.
+                return concluded.callerDriven() && !concluded.tls().isEnabled() ?
+                    new CallerDrivenEngine(concluded) : new NettyTransferEngine(concluded);
         }
     }
 

@@ -1,7 +1,6 @@
 package io.granary.protocol;
 
 import java.nio.charset.StandardCharsets;
-import java.util.regex.Pattern;
 
 /** Input limits shared by the client (early checks) and the master (authoritative checks). */
 public final class Limits
@@ -20,7 +19,8 @@ public final class Limits
     public static final int MAX_CLIENT_ID_LENGTH = 256;
     public static final String DEFAULT_TENANT = "default";
 
-    private static final Pattern TENANT = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,63}");
+    /** Longest tenant id, in characters. */
+    public static final int MAX_TENANT_LENGTH = 64;
 
     private Limits()
     {
@@ -52,8 +52,19 @@ public final class Limits
         {
             return null; // empty means the default tenant
         }
-        return TENANT.matcher(tenant).matches() ? null :
-            "tenant id must be 1-64 characters of [A-Za-z0-9._-] starting with a letter or digit";
+        // [A-Za-z0-9][A-Za-z0-9._-]{0,63}, checked by hand: the master and every node run this per request.
+        boolean valid = tenant.length() <= MAX_TENANT_LENGTH && isAlphanumeric(tenant.charAt(0));
+        for (int i = 1; valid && i < tenant.length(); i++)
+        {
+            final char c = tenant.charAt(i);
+            valid = isAlphanumeric(c) || c == '.' || c == '_' || c == '-';
+        }
+        return valid ? null : "tenant id must be 1-64 characters of [A-Za-z0-9._-] starting with a letter or digit";
+    }
+
+    private static boolean isAlphanumeric(final char c)
+    {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
     }
 
     /** Null when the client id is acceptable (1..256 characters, no control characters), else the reason. */

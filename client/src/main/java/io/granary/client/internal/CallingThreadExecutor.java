@@ -2,6 +2,7 @@ package io.granary.client.internal;
 
 import io.granary.client.ErrorCode;
 import io.granary.client.GranaryException;
+import io.granary.transfer.TransferEngine;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -14,17 +15,21 @@ import java.util.concurrent.locks.LockSupport;
 /**
  * An executor whose tasks run on the thread that created it, while that thread waits in {@link #await}: the
  * synchronous API runs the steps after a transfer (a failover submit, PutEnd) this way, on the caller's own
- * thread, with no hand-off to a pool. {@link #execute} is thread safe (engine I/O threads call it); {@link #await}
+ * thread, with no hand-off to a pool; with a transfer {@linkplain TransferEngine.Driver driver}, the waiting thread
+ * also moves the call's bytes itself. {@link #execute} is thread safe (engine I/O threads call it); {@link #await}
  * is called once, by the creating thread. A task that arrives after the wait ended goes to the fallback executor.
  */
 final class CallingThreadExecutor implements Executor
 {
     private static final Logger LOG = LoggerFactory.getLogger(CallingThreadExecutor.class);
+    /** Longest single wait in the transfers' selector; it returns earlier on every answer, timeout or task. */
+    private static final long DRIVE_WAIT_NS = 100_000_000L;
 
     private final Thread owner = Thread.currentThread();
     private final ConcurrentLinkedQueue<Runnable> tasks = new ConcurrentLinkedQueue<>();
     private final Executor fallback;
     private volatile boolean waiting = true;
+    private volatile TransferEngine.Driver driver;
 
     CallingThreadExecutor(final Executor fallback)
     {
@@ -48,6 +53,11 @@ final class CallingThreadExecutor implements Executor
         if (Thread.currentThread() != owner)
         {
             LockSupport.unpark(owner);
+            final TransferEngine.Driver d = driver;
+            if (d != null)
+            {
+                d.wakeup(); // the owner may be waiting in its transfers' selector
+            }
         }
     }
 
@@ -59,6 +69,16 @@ final class CallingThreadExecutor implements Executor
      */
     <T> T await(final CompletableFuture<T> future)
     {
+        return await(future, null);
+    }
+
+    /**
+     * {@link #await(CompletableFuture)} that, while {@code transfers} (may be null) has transfers open, waits by driving
+     * them instead of parking: this thread then writes their frames and reads their answers itself.
+     */
+    <T> T await(final CompletableFuture<T> future, final TransferEngine.Driver transfers)
+    {
+        driver = transfers;
         // Completion, wherever it happens, lands here as a task, so the loop below never misses a wake-up.
         final CompletableFuture<T> delivered = future.whenCompleteAsync((value, ex) -> { }, this);
         boolean interrupted = false;
@@ -72,12 +92,18 @@ final class CallingThreadExecutor implements Executor
                     run(task);
                     continue;
                 }
+                if (transfers != null && transfers.hasWork())
+                {
+                    transfers.drive(DRIVE_WAIT_NS);
+                    continue;
+                }
                 LockSupport.park(this);
                 interrupted |= Thread.interrupted();
             }
         }
         finally
         {
+            driver = null;
             abandon();
             if (interrupted)
             {

@@ -5,6 +5,7 @@ import io.granary.client.GranaryException;
 import io.granary.client.OpResult;
 import io.granary.transfer.AdmissionStats;
 import io.granary.transfer.TransferEngine;
+import io.granary.transfer.tcp.CallerDrivenEngine;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -97,6 +98,13 @@ final class ClientMetrics
                 .description(REJECTED_HELP).tags("reason", "timeout", "tenant", tenant).register(registry);
             FunctionCounter.builder("granary.client.transfer.admitted", stats, AdmissionStats::admittedTransfers)
                 .description("Transfers admitted to a storage node's queue").tags("tenant", tenant).register(registry);
+        }
+        if (engine instanceof CallerDrivenEngine)
+        {
+            FunctionCounter.builder("granary.client.transfer.caller.driven", (CallerDrivenEngine)engine,
+                    CallerDrivenEngine::drivenTransfers)
+                .description("Transfers the calling thread carried out itself (synchronous calls)")
+                .tags("tenant", tenant).register(registry);
         }
     }
 

@@ -190,28 +190,39 @@ public final class GranaryClientImpl implements GranaryClient
     private <T> T callHere(final Function<Executor, CompletableFuture<T>> call)
     {
         final CallingThreadExecutor here = new CallingThreadExecutor(clientThreads);
-        final CompletableFuture<T> steps;
+        final TransferEngine.Driver driver = transfers.openDriver(); // this thread moves the call's bytes itself
         try
         {
-            steps = call.apply(here);
+            final CompletableFuture<T> steps;
+            try
+            {
+                steps = call.apply(here);
+            }
+            catch (final GranaryException ex)
+            {
+                here.abandon();
+                throw closedIfClosing(ex);
+            }
+            catch (final RuntimeException | Error ex)
+            {
+                here.abandon();
+                throw ex;
+            }
+            try
+            {
+                return here.await(steps, driver);
+            }
+            catch (final GranaryException ex)
+            {
+                throw closedIfClosing(ex);
+            }
         }
-        catch (final GranaryException ex)
+        finally
         {
-            here.abandon();
-            throw closedIfClosing(ex);
-        }
-        catch (final RuntimeException | Error ex)
-        {
-            here.abandon();
-            throw ex;
-        }
-        try
-        {
-            return here.await(steps);
-        }
-        catch (final GranaryException ex)
-        {
-            throw closedIfClosing(ex);
+            if (driver != null)
+            {
+                driver.close();
+            }
         }
     }
 

@@ -70,6 +70,24 @@ final class TransferDispatcher implements AutoCloseable
         });
     }
 
+    /** Lets this thread drive its own transfers until the driver is closed; null when the engine cannot. */
+    TransferEngine.Driver openDriver()
+    {
+        if (closed)
+        {
+            return null;
+        }
+        try
+        {
+            return engine.openDriver();
+        }
+        catch (final RuntimeException ex)
+        {
+            LOG.warn("transfer engine could not open a driver", ex);
+            return null;
+        }
+    }
+
     /** Transfers this client has in flight to {@code endpoint}. */
     int inFlight(final String endpoint)
     {

@@ -40,21 +40,21 @@ final class BatchRequestDecoder
     private int pos;
     private int end;
 
-    /** BatchKeysRequest: 1 tenant, 2 client_id, 3 repeated keys. */
+    /** BatchKeysRequest: 1 tenant, 2 client_id, 3 repeated keys, 4 packed fixed32 crc32c (unused here). */
     void decodeBatchKeys(final ByteBuf in) throws InvalidProtocolBufferException
     {
-        decode(in, 3, 1, -1, -1, 2);
+        decode(in, 3, 1, -1, -1, 2, 4);
     }
 
     /** BatchProbeKeyRequest: 1 tenant, 2 mode, 3 candidate_size, 4 repeated keys. */
     void decodeBatchProbe(final ByteBuf in) throws InvalidProtocolBufferException
     {
-        decode(in, 4, 1, 2, 3, -1);
+        decode(in, 4, 1, 2, 3, -1, -1);
     }
 
     private void decode(
         final ByteBuf in, final int keysField, final int tenantField, final int modeField, final int sizeField,
-        final int ignoredStringField)
+        final int ignoredStringField, final int ignoredFixed32Field)
         throws InvalidProtocolBufferException
     {
         final int length = in.readableBytes();
@@ -102,6 +102,17 @@ final class BatchRequestDecoder
                 if (!validUtf8(payload, pos, len))
                 {
                     throw new InvalidProtocolBufferException("string field " + field + " is not valid UTF-8");
+                }
+                pos += len;
+            }
+            else if (wire == WIRE_LEN && field == ignoredFixed32Field)
+            {
+                // Unused here (the checksums of BatchPutEnd), but protobuf refuses a packed run of fixed32 values
+                // whose length is not a multiple of 4: so must we.
+                final int len = readLength();
+                if (len % 4 != 0)
+                {
+                    throw new InvalidProtocolBufferException("packed fixed32 field " + field + " of " + len + " bytes");
                 }
                 pos += len;
             }

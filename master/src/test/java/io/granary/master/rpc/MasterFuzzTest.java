@@ -256,7 +256,8 @@ class MasterFuzzTest
                     // BatchExistKey and BatchProbeKey go through BatchRequestDecoder, not protobuf: same verdicts.
                     if (reply.status == STATUS_OK)
                     {
-                        assertThat(parses).as(run.where(i) + ": accepted bytes protobuf refuses").isTrue();
+                        assertThat(parses).as(run.where(i) + ": accepted bytes protobuf refuses (method " + method +
+                            ", payload " + java.util.HexFormat.of().formatHex(payload) + ")").isTrue();
                         final Message response = responseOf(method).getParserForType().parseFrom(reply.payload);
                         assertThat(ErrorCode.forNumber(codeOf(response))).as(run.where(i)).isNotNull();
                         run.count("ok");

@@ -104,6 +104,15 @@ final class FakeNode implements AutoCloseable
         return connections.get();
     }
 
+    /** Closes every accepted connection (the node keeps listening), as a restarted node would. */
+    void dropConnections() throws IOException
+    {
+        for (final Socket socket : sockets)
+        {
+            socket.close();
+        }
+    }
+
     Queue<FrameHeader> requests()
     {
         return requests;

@@ -4,11 +4,13 @@ import io.granary.protocol.FrameDescriptor;
 import io.granary.protocol.FrameHeader;
 import io.granary.protocol.Opcode;
 import io.granary.transfer.TransferConfig;
+import io.granary.transfer.TransferEngine;
 import io.granary.transfer.TransferRequest;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 import java.io.DataInputStream;
 import java.io.IOException;
@@ -29,7 +31,7 @@ class ResponseValidationTest
 {
     private ServerSocket serverSocket;
     private Thread thread;
-    private NettyTransferEngine engine;
+    private TransferEngine engine;
 
     @AfterEach
     void close() throws Exception
@@ -49,7 +51,7 @@ class ResponseValidationTest
     }
 
     /** A node that answers the first request with {@code answer} applied to the honest response header. */
-    private String lyingNode(final UnaryOperator<FrameHeader> answer) throws IOException
+    private String lyingNode(final TestEngines kind, final UnaryOperator<FrameHeader> answer) throws IOException
     {
         serverSocket = new ServerSocket(0, 5, InetAddress.getLoopbackAddress());
         thread = new Thread(() ->
@@ -80,7 +82,7 @@ class ResponseValidationTest
             }
         }, "lying-node");
         thread.start();
-        engine = new NettyTransferEngine(new TransferConfig().lanesPerPeer(1).transferTimeoutMs(60_000));
+        engine = kind.create(new TransferConfig().lanesPerPeer(1).transferTimeoutMs(60_000));
         return "127.0.0.1:" + serverSocket.getLocalPort();
     }
 
@@ -90,46 +92,51 @@ class ResponseValidationTest
             .get(30, TimeUnit.SECONDS);
     }
 
-    @Test
-    void shouldPassAKnownErrorStatusThrough() throws Exception
+    @ParameterizedTest
+    @EnumSource(TestEngines.class)
+    void shouldPassAKnownErrorStatusThrough(final TestEngines kind) throws Exception
     {
-        assertThat(read(lyingNode(h -> h))).isEqualTo(INVALID_PARAMS_VALUE);
+        assertThat(read(lyingNode(kind, h -> h))).isEqualTo(INVALID_PARAMS_VALUE);
     }
 
-    @Test
-    void shouldFailAResponseThatDoesNotEchoTheOffset() throws Exception
+    @ParameterizedTest
+    @EnumSource(TestEngines.class)
+    void shouldFailAResponseThatDoesNotEchoTheOffset(final TestEngines kind) throws Exception
     {
-        assertThat(read(lyingNode(h ->
+        assertThat(read(lyingNode(kind, h ->
         {
             h.offset++;
             return h;
         }))).isEqualTo(TRANSFER_FAIL_VALUE);
     }
 
-    @Test
-    void shouldFailAResponseForAnotherSegment() throws Exception
+    @ParameterizedTest
+    @EnumSource(TestEngines.class)
+    void shouldFailAResponseForAnotherSegment(final TestEngines kind) throws Exception
     {
-        assertThat(read(lyingNode(h ->
+        assertThat(read(lyingNode(kind, h ->
         {
             h.segmentId++;
             return h;
         }))).isEqualTo(TRANSFER_FAIL_VALUE);
     }
 
-    @Test
-    void shouldFailAResponseWithAnUnknownStatus() throws Exception
+    @ParameterizedTest
+    @EnumSource(TestEngines.class)
+    void shouldFailAResponseWithAnUnknownStatus(final TestEngines kind) throws Exception
     {
-        assertThat(read(lyingNode(h ->
+        assertThat(read(lyingNode(kind, h ->
         {
             h.status = 12345;
             return h;
         }))).isEqualTo(TRANSFER_FAIL_VALUE);
     }
 
-    @Test
-    void shouldFailTheLaneOnAResponseToARequestNeverSent() throws Exception
+    @ParameterizedTest
+    @EnumSource(TestEngines.class)
+    void shouldFailTheLaneOnAResponseToARequestNeverSent(final TestEngines kind) throws Exception
     {
-        assertThat(read(lyingNode(h ->
+        assertThat(read(lyingNode(kind, h ->
         {
             h.requestId = 1_000_000;
             return h;

@@ -4,12 +4,14 @@ import io.granary.protocol.FrameDescriptor;
 import io.granary.protocol.FrameHeader;
 import io.granary.protocol.Opcode;
 import io.granary.transfer.TransferConfig;
+import io.granary.transfer.TransferEngine;
 import io.granary.transfer.TransferRequest;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
-import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 import java.io.DataInputStream;
 import java.io.IOException;
@@ -39,19 +41,26 @@ class VectorReadTest
     private ServerSocket serverSocket;
     private Socket socket;
     private DataInputStream in;
-    private NettyTransferEngine engine;
+    private TransferEngine engine;
 
     @BeforeEach
     void listen() throws IOException
     {
         serverSocket = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
-        engine = new NettyTransferEngine(new TransferConfig().lanesPerPeer(1).transferTimeoutMs(2_000));
+    }
+
+    private void start(final TestEngines kind)
+    {
+        engine = kind.create(new TransferConfig().lanesPerPeer(1).transferTimeoutMs(2_000));
     }
 
     @AfterEach
     void close() throws IOException
     {
-        engine.close();
+        if (engine != null)
+        {
+            engine.close();
+        }
         if (socket != null)
         {
             socket.close();
@@ -149,9 +158,11 @@ class VectorReadTest
         out.release();
     }
 
-    @Test
-    void shouldSendQueuedSmallReadsAsVectorsAndHandEachReadItsOwnStatusAndBytes() throws Exception
+    @ParameterizedTest
+    @EnumSource(TestEngines.class)
+    void shouldSendQueuedSmallReadsAsVectorsAndHandEachReadItsOwnStatusAndBytes(final TestEngines kind) throws Exception
     {
+        start(kind);
         final int n = 40;
         final List<ByteBuffer> into = new ArrayList<>();
         final List<CompletableFuture<Integer>> reads = submitReads(n, 10, into);
@@ -205,9 +216,11 @@ class VectorReadTest
         }
     }
 
-    @Test
-    void shouldFailEveryReadOfAVectorWhoseStatusesDoNotAddUpToTheAnnouncedLength() throws Exception
+    @ParameterizedTest
+    @EnumSource(TestEngines.class)
+    void shouldFailEveryReadOfAVectorWhoseStatusesDoNotAddUpToTheAnnouncedLength(final TestEngines kind) throws Exception
     {
+        start(kind);
         final List<ByteBuffer> into = new ArrayList<>();
         final List<CompletableFuture<Integer>> reads = submitReads(20, 10, into);
         final List<Integer> inVectors = new ArrayList<>();
@@ -233,9 +246,11 @@ class VectorReadTest
         }
     }
 
-    @Test
-    void shouldCloseTheLaneWhenAVectorAnswerIsLongerThanEverythingAskedFor() throws Exception
+    @ParameterizedTest
+    @EnumSource(TestEngines.class)
+    void shouldCloseTheLaneWhenAVectorAnswerIsLongerThanEverythingAskedFor(final TestEngines kind) throws Exception
     {
+        start(kind);
         final List<ByteBuffer> into = new ArrayList<>();
         final List<CompletableFuture<Integer>> reads = submitReads(20, 10, into);
         final List<List<FrameHeader>> frames = collect(20);
@@ -265,9 +280,11 @@ class VectorReadTest
         out.release();
     }
 
-    @Test
-    void shouldHandEveryReadOfAVectorRefusedWholeTheRefusalAndKeepTheLane() throws Exception
+    @ParameterizedTest
+    @EnumSource(TestEngines.class)
+    void shouldHandEveryReadOfAVectorRefusedWholeTheRefusalAndKeepTheLane(final TestEngines kind) throws Exception
     {
+        start(kind);
         final List<ByteBuffer> into = new ArrayList<>();
         final List<CompletableFuture<Integer>> reads = submitReads(20, 10, into);
         final List<Integer> inVectors = new ArrayList<>();
@@ -297,9 +314,11 @@ class VectorReadTest
         assertThat(next.get(10, TimeUnit.SECONDS)).isZero();
     }
 
-    @Test
-    void shouldCloseTheLaneWhenAVectorAnswerDoesNotEchoSegmentAndOffsetZero() throws Exception
+    @ParameterizedTest
+    @EnumSource(TestEngines.class)
+    void shouldCloseTheLaneWhenAVectorAnswerDoesNotEchoSegmentAndOffsetZero(final TestEngines kind) throws Exception
     {
+        start(kind);
         for (final long[] fields : new long[][]{{3, 0}, {0, 1000}})
         {
             final List<ByteBuffer> into = new ArrayList<>();
@@ -320,9 +339,11 @@ class VectorReadTest
         }
     }
 
-    @Test
-    void shouldCloseTheLaneWhenAVectorRefusalCarriesALength() throws Exception
+    @ParameterizedTest
+    @EnumSource(TestEngines.class)
+    void shouldCloseTheLaneWhenAVectorRefusalCarriesALength(final TestEngines kind) throws Exception
     {
+        start(kind);
         final List<ByteBuffer> into = new ArrayList<>();
         final List<CompletableFuture<Integer>> reads = submitReads(20, 10, into);
         final List<FrameHeader> vector = collect(20).stream().filter(f -> f.size() > 1).findFirst().orElseThrow();
@@ -342,9 +363,11 @@ class VectorReadTest
         return dst;
     }
 
-    @Test
-    void shouldTimeOutAVectorAsOneFrame() throws Exception
+    @ParameterizedTest
+    @EnumSource(TestEngines.class)
+    void shouldTimeOutAVectorAsOneFrame(final TestEngines kind) throws Exception
     {
+        start(kind);
         final List<ByteBuffer> into = new ArrayList<>();
         final List<CompletableFuture<Integer>> reads = submitReads(5, 100, into);
         collect(5); // and never answer

@@ -127,11 +127,17 @@ public final class AccessTokenVerifier
         return refusedExpired.sum() + externalCounts.get()[3];
     }
 
-    /** Verifies the frames of one connection; owns a MAC instance for the current key. Not thread safe. */
+    /**
+     * Verifies the frames of one connection; owns a MAC instance for the current key and remembers the last few tokens
+     * it verified (the frames of a put share one: every slice of a WRITE and its COMMIT; reads of a hot extent reuse
+     * theirs), so that a repeat costs a comparison instead of an HMAC. A remembered token still has its expiry checked
+     * on every frame, and the memory is dropped when the key changes. Not thread safe.
+     */
     public final class Checker
     {
         private byte[] codecKey;
         private AccessTokenCodec codec;
+        private final VerifiedTokens recent = new VerifiedTokens();
 
         private Checker()
         {
@@ -161,11 +167,19 @@ public final class AccessTokenVerifier
                 refusedInvalid.increment();
                 return ACCESS_DENIED_VALUE;
             }
-            if (!codecFor(current).verify(header.opcode, header.segmentId, header.offset - header.grantDelta,
-                header.grantLength, header.tokenExpirySec, header.tokenMac))
+            final AccessTokenCodec verifier = codecFor(current);
+            final long grantOffset = header.offset - header.grantDelta;
+            if (!recent.contains(header.opcode, header.segmentId, grantOffset, header.grantLength,
+                header.tokenExpirySec, header.tokenMac))
             {
-                refusedInvalid.increment();
-                return ACCESS_DENIED_VALUE;
+                if (!verifier.verify(header.opcode, header.segmentId, grantOffset, header.grantLength,
+                    header.tokenExpirySec, header.tokenMac))
+                {
+                    refusedInvalid.increment();
+                    return ACCESS_DENIED_VALUE;
+                }
+                recent.add(header.opcode, header.segmentId, grantOffset, header.grantLength, header.tokenExpirySec,
+                    header.tokenMac);
             }
             if (!AccessTokenCodec.isLive(header.tokenExpirySec, clock.epochMillis()))
             {
@@ -182,6 +196,7 @@ public final class AccessTokenVerifier
             {
                 codec = new AccessTokenCodec(current);
                 codecKey = current;
+                recent.clear(); // verified under the old key
             }
             return codec;
         }

@@ -1,0 +1,192 @@
+package io.granary.transfer.tcp;
+
+import io.granary.protocol.FrameDescriptor;
+import io.granary.protocol.FrameHeader;
+import io.granary.protocol.Opcode;
+import io.netty.buffer.ByteBuf;
+
+import java.nio.ByteBuffer;
+
+/**
+ * A request frame of a {@link DirectConnection} from the moment it is queued until its answer (or failure): a
+ * {@link Slice} of a transfer (READ, WRITE or COMMIT), or a {@link Vector} of small READ slices sent as one READV.
+ * Confined to the loop's thread.
+ */
+abstract class DirectFrame
+{
+    long requestId;
+    long deadlineNs;
+    boolean done;
+
+    abstract int opcode();
+
+    /** False when {@code response} (opcode already matched) does not answer this request: the stream is out of sync. */
+    abstract boolean echoedBy(FrameHeader response);
+
+    /** Finishes the frame (every slice it carries) with {@code status}; later calls do nothing. */
+    abstract void finish(int status);
+
+    /** Writes this frame's request header(s) into {@code out} at its writer index. */
+    abstract void encode(ByteBuf out);
+
+    /** Header bytes {@link #encode} writes. */
+    abstract int headerBytes();
+
+    /** One frame's worth of a transfer: a range of the caller's buffer and of the remote segment. */
+    static final class Slice extends DirectFrame
+    {
+        final DirectTransfer transfer;
+        final int opcode;
+        final long remoteOffset;
+        final int length;
+        /** The caller's bytes (WRITE), where the answer lands (READ), or the commit record; exactly the slice range. */
+        final ByteBuffer local;
+
+        Slice(final DirectTransfer transfer, final int opcode, final long remoteOffset, final ByteBuffer local,
+            final int length)
+        {
+            this.transfer = transfer;
+            this.opcode = opcode;
+            this.remoteOffset = remoteOffset;
+            this.local = local;
+            this.length = length;
+        }
+
+        @Override
+        int opcode()
+        {
+            return opcode;
+        }
+
+        boolean carriesPayload()
+        {
+            return (opcode == Opcode.WRITE || opcode == Opcode.COMMIT) && length > 0;
+        }
+
+        @Override
+        boolean echoedBy(final FrameHeader response)
+        {
+            return response.segmentId == transfer.segmentId && response.offset == remoteOffset &&
+                response.length == length;
+        }
+
+        @Override
+        void finish(final int status)
+        {
+            if (done)
+            {
+                return;
+            }
+            done = true;
+            transfer.onFrameDone(this, status);
+        }
+
+        @Override
+        void encode(final ByteBuf out)
+        {
+            encodeWithId(out, requestId);
+        }
+
+        void encodeWithId(final ByteBuf out, final long id)
+        {
+            final FrameToken t = transfer.token;
+            if (t == null)
+            {
+                FrameHeader.encode(out, opcode, 0, id, transfer.segmentId, 0, remoteOffset, length, 0, null);
+            }
+            else
+            {
+                FrameHeader.encode(out, opcode, 0, id, transfer.segmentId, 0, remoteOffset, length,
+                    t.deltaOf(remoteOffset), t.grantLength, t.expirySec, t.mac);
+            }
+        }
+
+        @Override
+        int headerBytes()
+        {
+            return FrameDescriptor.HEADER_LENGTH;
+        }
+
+        @Override
+        public String toString()
+        {
+            return Opcode.name(opcode) + "{id=" + requestId + ", seg=" + Integer.toUnsignedString(transfer.segmentId) +
+                ", off=" + remoteOffset + ", len=" + length + '}';
+        }
+    }
+
+    /**
+     * Small READ slices to one peer in one READV frame (docs/protocol.md, "READV"): the answer is a status per entry,
+     * then the bytes of the good entries in order, which land straight in the slices' buffers.
+     */
+    static final class Vector extends DirectFrame
+    {
+        final Slice[] slices;
+        final int count;
+        final long bytes;
+
+        Vector(final Slice[] slices, final int count, final long bytes)
+        {
+            this.slices = slices;
+            this.count = count;
+            this.bytes = bytes;
+        }
+
+        @Override
+        int opcode()
+        {
+            return Opcode.READV;
+        }
+
+        /** A READV answer echoes only the id; a refusal of the whole vector carries no payload. */
+        @Override
+        boolean echoedBy(final FrameHeader response)
+        {
+            return response.segmentId == 0 && response.offset == 0 && (response.status == 0 || response.length == 0);
+        }
+
+        /** The status block plus at most every byte asked for. */
+        boolean acceptsPayload(final long announced)
+        {
+            final long statusLength = (long)count * FrameDescriptor.VECTOR_STATUS_LENGTH;
+            return announced >= statusLength && announced <= statusLength + bytes;
+        }
+
+        @Override
+        void finish(final int status)
+        {
+            if (done)
+            {
+                return;
+            }
+            done = true;
+            for (int i = 0; i < count; i++)
+            {
+                slices[i].finish(status); // entries already answered ignore it
+            }
+        }
+
+        @Override
+        void encode(final ByteBuf out)
+        {
+            FrameHeader.encode(out, Opcode.READV, 0, requestId, 0, 0, 0, (long)count * FrameDescriptor.HEADER_LENGTH,
+                0, null);
+            for (int i = 0; i < count; i++)
+            {
+                slices[i].encodeWithId(out, i); // the READ it would have been alone, token included
+            }
+        }
+
+        @Override
+        int headerBytes()
+        {
+            return FrameDescriptor.HEADER_LENGTH * (1 + count);
+        }
+
+        @Override
+        public String toString()
+        {
+            return "READV{id=" + requestId + ", reads=" + count + ", bytes=" + bytes + '}';
+        }
+    }
+}

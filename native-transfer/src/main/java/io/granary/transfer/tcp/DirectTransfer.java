@@ -1,0 +1,165 @@
+package io.granary.transfer.tcp;
+
+import io.granary.protocol.Opcode;
+import io.granary.transfer.TransferRequest;
+
+import java.nio.ByteBuffer;
+import java.util.concurrent.CompletableFuture;
+
+import static io.granary.proto.ErrorCode.INTERNAL_ERROR_VALUE;
+
+/**
+ * One submitted transfer of a {@link CallerLoop}: its slices (frames of at most the slice size, all on the
+ * connection the loop keeps to that peer), the COMMIT that may follow a WRITE, and the outcome: OK, or the first
+ * non-OK frame status. Confined to the loop's thread; the commit record may complete on any thread and is handed
+ * to the loop.
+ */
+final class DirectTransfer
+{
+    final CompletableFuture<Integer> future = new CompletableFuture<>();
+    final int opcode;
+    final int segmentId;
+    final long remoteOffset;
+    final int length;
+    final FrameToken token;
+
+    private final CallerLoop loop;
+    private final DirectConnection connection;
+    private final ByteBuffer local;
+    private final int base;
+    private final int sliceBytes;
+    private final CompletableFuture<byte[]> commit;
+    private int framesLeft;
+    private int dataLeft;
+    private int status;
+    private boolean committing;
+    private boolean finished;
+
+    DirectTransfer(
+        final CallerLoop loop,
+        final DirectConnection connection,
+        final TransferRequest request,
+        final FrameToken token,
+        final int sliceBytes)
+    {
+        this.loop = loop;
+        this.connection = connection;
+        this.opcode = request.op() == TransferRequest.Op.READ ? Opcode.READ : Opcode.WRITE;
+        this.segmentId = request.segmentId();
+        this.remoteOffset = request.remoteOffset();
+        this.length = request.length();
+        this.token = token;
+        this.local = request.local();
+        this.base = local.position();
+        this.sliceBytes = sliceBytes;
+        this.commit = request.commit();
+        final int slices = commit != null && length == 0 ? 0 :
+            length <= sliceBytes ? 1 : (int)((length + (long)sliceBytes - 1) / sliceBytes);
+        this.dataLeft = slices;
+        this.framesLeft = slices + (commit != null ? 1 : 0);
+    }
+
+    /** Queues every data slice on the connection, and the COMMIT once it may go. */
+    void start()
+    {
+        final int slices = dataLeft;
+        for (int i = 0; i < slices; i++)
+        {
+            final int offset = i * sliceBytes;
+            final int sliceLength = Math.min(sliceBytes, length - offset);
+            final ByteBuffer view = local.duplicate();
+            view.limit(base + offset + sliceLength).position(base + offset);
+            connection.enqueue(new DirectFrame.Slice(this, opcode, remoteOffset + offset, view, sliceLength));
+        }
+        if (commit != null && slices <= 1)
+        {
+            // Behind the one WRITE frame on the same connection (or alone for an empty value): the node reads the
+            // COMMIT only after the WRITE's last byte, and refuses it if the WRITE was refused.
+            whenCommitReady();
+        }
+    }
+
+    /** A frame of this transfer finished with {@code frameStatus}. */
+    void onFrameDone(final DirectFrame.Slice frame, final int frameStatus)
+    {
+        if (frameStatus != 0 && status == 0)
+        {
+            status = frameStatus;
+        }
+        framesLeft--;
+        if (frame.opcode != Opcode.COMMIT)
+        {
+            dataLeft--;
+            if (dataLeft == 0 && commit != null && !committing)
+            {
+                if (status == 0)
+                {
+                    whenCommitReady(); // every slice of a sliced WRITE is in place
+                }
+                else
+                {
+                    framesLeft--; // no COMMIT for bytes that did not all arrive
+                }
+            }
+        }
+        if (framesLeft == 0)
+        {
+            finish();
+        }
+    }
+
+    /** Ends the transfer now with {@code failure} (unless it already ended): its loop is letting go of it. */
+    void abandon(final int failure)
+    {
+        if (status == 0)
+        {
+            status = failure;
+        }
+        finish();
+    }
+
+    private void finish()
+    {
+        if (finished)
+        {
+            return;
+        }
+        finished = true;
+        loop.forget(this);
+        loop.complete(future, status);
+    }
+
+    private void whenCommitReady()
+    {
+        committing = true;
+        if (commit.isDone())
+        {
+            onCommitRecord(commit.getNow(null), commit.isCompletedExceptionally());
+            return;
+        }
+        commit.whenComplete((record, error) -> loop.execute(() -> onCommitRecord(record, error != null)));
+    }
+
+    private void onCommitRecord(final byte[] record, final boolean failed)
+    {
+        if (finished)
+        {
+            return; // abandoned while the record was being made
+        }
+        final DirectFrame.Slice frame = new DirectFrame.Slice(this, Opcode.COMMIT, remoteOffset,
+            record == null || failed ? ByteBuffer.allocate(0) : ByteBuffer.wrap(record),
+            record == null || failed ? 0 : record.length);
+        if (failed || record == null)
+        {
+            onFrameDone(frame, INTERNAL_ERROR_VALUE);
+        }
+        else if (status != 0)
+        {
+            onFrameDone(frame, status); // the WRITE failed meanwhile: no COMMIT
+        }
+        else
+        {
+            connection.enqueue(frame);
+        }
+    }
+}
