@@ -14,8 +14,11 @@ import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.ArrayList;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedDeque;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
@@ -25,10 +28,12 @@ import static io.granary.proto.ErrorCode.TRANSFER_FAIL_VALUE;
 import static io.granary.proto.ErrorCode.UNAVAILABLE_IN_CURRENT_STATUS_VALUE;
 
 /**
- * The native TCP {@link TransferEngine}: the C engine of libgranary_transfer moves the bytes (epoll, lanes per peer,
- * frames sent from and received into the caller's memory, slicing, admission, timeouts, the COMMIT after a WRITE),
- * one Java thread runs its event loop and completes the futures. A heap buffer is staged through a direct copy;
- * direct buffers are used in place. Thread safe: submit never blocks on I/O; futures complete on the engine thread.
+ * The native TCP {@link TransferEngine}: C engines of libgranary_transfer move the bytes (epoll, lanes per peer,
+ * frames sent from and received into the caller's memory, slicing, admission, timeouts, the COMMIT after a WRITE).
+ * A thread that opens a {@linkplain #openDriver() driver} (the synchronous client calls) gets a C engine of its own
+ * from a pool and runs it inside {@link Driver#drive}: no hand-off between threads on its path. Other submits go to
+ * a shared C engine run by one thread ("granary-native-transfer"), which completes their futures. A heap buffer is
+ * staged through a direct copy; direct buffers are used in place. Thread safe: submit never blocks on I/O.
  */
 public final class NativeTransferEngine implements TransferEngine, AdmissionStats
 {
@@ -37,20 +42,25 @@ public final class NativeTransferEngine implements TransferEngine, AdmissionStat
     private static final int POLL_TIMEOUT_MS = 100;
     private static final int OP_READ = 1;
     private static final int OP_WRITE = 2;
+    /** Idle caller loops kept (with their connections) for the next calls; more are freed. */
+    private static final int MAX_IDLE_LOOPS = 64;
 
     private final TransferConfig config;
-    private final long handle;
-    private final Thread loop;
-    private final ConcurrentHashMap<Long, Pending> pending = new ConcurrentHashMap<>();
-    private final ConcurrentHashMap<String, Integer> peers = new ConcurrentHashMap<>();
+    private final Loop shared;
+    private final Thread sharedThread;
+    private final ThreadLocal<Loop> current = new ThreadLocal<>();
+    private final ConcurrentLinkedDeque<Loop> idle = new ConcurrentLinkedDeque<>();
+    private final AtomicInteger idleCount = new AtomicInteger();
+    private final Set<Loop> lent = ConcurrentHashMap.newKeySet();
     private final AtomicLong nextId = new AtomicLong(1);
-    /** Submits hold the read side while they call into C; close takes the write side before freeing the engine. */
+    /** JNI calls hold the read side; close takes the write side before it frees C engines. */
     private final ReentrantReadWriteLock lifecycle = new ReentrantReadWriteLock();
     private volatile boolean closed;
     private final LongAdder submitted = new LongAdder();
+    private final LongAdder driven = new LongAdder();
     private final LongAdder rejectedUnavailable = new LongAdder();
-    /** The C engine's counters as last read: what a scrape sees once the engine is closed. */
-    private volatile long[] lastCounters = new long[4];
+    /** Counters of the loops freed so far (admitted, queue full, admission timeout): they keep counting. */
+    private final long[] retiredCounters = new long[3];
 
     /** One transfer in flight: its future and, for a heap buffer, the direct copy the bytes go through. */
     private static final class Pending
@@ -78,12 +88,10 @@ public final class NativeTransferEngine implements TransferEngine, AdmissionStat
             throw new IllegalArgumentException("the native transport has no TLS; use --transport java with TLS");
         }
         this.config = config.copy().conclude();
-        this.handle = NativeTransferJni.engineCreate(this.config.lanesPerPeer(), this.config.sliceBytes(),
-            this.config.maxQueuedTransfersPerPeer(), this.config.maxPendingAdmissionsPerPeer(),
-            this.config.admissionTimeoutMs(), this.config.transferTimeoutMs(), this.config.connectTimeoutMs());
-        this.loop = new Thread(this::run, "granary-native-transfer");
-        this.loop.setDaemon(true);
-        this.loop.start();
+        this.shared = new Loop(this.config.lanesPerPeer());
+        this.sharedThread = new Thread(this::runShared, "granary-native-transfer");
+        this.sharedThread.setDaemon(true);
+        this.sharedThread.start();
         LOG.debug("native TCP transfer engine started: {} lanes per peer, slices of {} bytes",
             this.config.lanesPerPeer(), this.config.sliceBytes());
     }
@@ -103,73 +111,22 @@ public final class NativeTransferEngine implements TransferEngine, AdmissionStat
         {
             return CompletableFuture.completedFuture(INVALID_PARAMS_VALUE);
         }
-        final ByteBuffer local = request.local();
-        final int length = request.length();
-        final ByteBuffer staging = local.isDirect() || length == 0 ? null :
-            ByteBuffer.allocateDirect(length);
-        if (staging != null && request.op() == TransferRequest.Op.WRITE)
-        {
-            staging.put(0, local, local.position(), length);
-        }
-        final ByteBuffer memory = staging != null ? staging : local;
-        final int position = staging != null ? 0 : local.position();
-
+        final Loop own = current.get();
+        final Loop loop = own != null ? own : shared;
         final ReentrantReadWriteLock.ReadLock lock = lifecycle.readLock();
         lock.lock();
         try
         {
-            if (closed)
+            if (closed || loop.destroyed)
             {
                 return CompletableFuture.completedFuture(TRANSFER_FAIL_VALUE);
             }
-            final int peer = peerOf(request.endpoint());
-            if (peer < 0)
+            final CompletableFuture<Integer> future = loop.submit(request);
+            if (own != null)
             {
-                return CompletableFuture.completedFuture(peer);
+                driven.increment();
             }
-            final long id = nextId.getAndIncrement();
-            final Pending entry = new Pending(request, staging);
-            pending.put(id, entry);
-            // A commit record still being made (the client fills its CRC32C while the WRITE is in flight) is handed
-            // over when ready: the C engine holds the COMMIT back until then, on the WRITE's connection.
-            final CompletableFuture<byte[]> commit = request.commit();
-            final byte[] ready = commit != null && commit.isDone() && !commit.isCompletedExceptionally() ?
-                commit.join() : null;
-            final boolean later = commit != null && ready == null;
-            final int result = NativeTransferJni.engineSubmit(handle, id, peer,
-                request.op() == TransferRequest.Op.READ ? OP_READ : OP_WRITE, length == 0 ? null : memory, position,
-                length, request.segmentId(), request.remoteOffset(), request.grantOffset(), request.grantLength(),
-                token, ready, later);
-            if (result != 0)
-            {
-                pending.remove(id);
-                return CompletableFuture.completedFuture(result);
-            }
-            submitted.increment();
-            if (later)
-            {
-                commit.whenComplete((record, error) -> provideCommit(id, error == null ? record : null));
-            }
-            return entry.future;
-        }
-        finally
-        {
-            lock.unlock();
-        }
-    }
-
-    /** Hands a late commit record to the C engine; null (the record could not be made) fails the transfer. */
-    private void provideCommit(final long id, final byte[] record)
-    {
-        final ReentrantReadWriteLock.ReadLock lock = lifecycle.readLock();
-        lock.lock();
-        try
-        {
-            if (!closed)
-            {
-                // INVALID_PARAMS here means the transfer already ended (its WRITE failed): nothing to send.
-                NativeTransferJni.engineProvideCommit(handle, id, record);
-            }
+            return future;
         }
         finally
         {
@@ -188,73 +145,85 @@ public final class NativeTransferEngine implements TransferEngine, AdmissionStat
         return (token[0] | token[1] | token[2] | token[3]) != 0;
     }
 
-    /** The C engine's peer id for an endpoint, or a negative ErrorCode number (not cached: it may work later). */
-    private int peerOf(final String endpoint)
+    /**
+     * Lends this thread a C engine of its own until the driver is closed (a thread that holds one already gets a
+     * driver that leaves it to the outer scope). Null once the engine is closed.
+     */
+    @Override
+    public Driver openDriver()
     {
-        final Integer known = peers.get(endpoint);
-        if (known != null)
+        if (closed)
         {
-            return known;
+            return null;
         }
-        final InetSocketAddress address = NettyTransferEngine.parseEndpoint(endpoint);
-        if (address == null)
+        final Loop held = current.get();
+        if (held != null)
         {
-            return INVALID_PARAMS_VALUE;
+            return new NestedDriver(held);
         }
-        final int id = NativeTransferJni.engineConnect(handle, address.getHostString(), address.getPort());
-        if (id <= 0)
+        Loop loop = idle.poll();
+        if (loop != null)
         {
-            return id == INVALID_PARAMS_VALUE ? INVALID_PARAMS_VALUE : TRANSFER_FAIL_VALUE;
+            idleCount.decrementAndGet();
         }
-        peers.putIfAbsent(endpoint, id);
-        return id;
+        else
+        {
+            final ReentrantReadWriteLock.ReadLock lock = lifecycle.readLock();
+            lock.lock();
+            try
+            {
+                if (closed)
+                {
+                    return null;
+                }
+                // One lane per node: the calling thread has only its own call's frames in flight.
+                loop = new Loop(1);
+            }
+            finally
+            {
+                lock.unlock();
+            }
+        }
+        lent.add(loop);
+        current.set(loop);
+        return new CallerDriver(loop);
     }
 
-    private void run()
+    private void runShared()
     {
-        final ByteBuffer completions = ByteBuffer.allocateDirect(POLL_BATCH * 16).order(ByteOrder.nativeOrder());
         while (!closed)
         {
-            final int n = NativeTransferJni.enginePoll(handle, completions, POLL_BATCH, POLL_TIMEOUT_MS);
+            final ReentrantReadWriteLock.ReadLock lock = lifecycle.readLock();
+            lock.lock();
+            final int n;
+            try
+            {
+                if (closed)
+                {
+                    break;
+                }
+                n = shared.poll(POLL_TIMEOUT_MS);
+            }
+            finally
+            {
+                lock.unlock();
+            }
+            shared.completeDone(); // callbacks run outside the lock: one may close the engine
             if (n < 0)
             {
-                LOG.error("native transfer engine loop failed with code {}; closing it", n);
+                LOG.error("native transfer engine loop failed with code {}; its transfers fail", n);
                 break;
             }
-            for (int i = 0; i < n; i++)
-            {
-                final long id = completions.getLong(i * 16);
-                final int status = completions.getInt(i * 16 + 8);
-                final Pending entry = pending.remove(id);
-                if (entry != null)
-                {
-                    complete(entry, status);
-                }
-            }
         }
     }
 
-    private void complete(final Pending entry, final int status)
-    {
-        if (status == UNAVAILABLE_IN_CURRENT_STATUS_VALUE)
-        {
-            rejectedUnavailable.increment();
-        }
-        final TransferRequest request = entry.request;
-        if (entry.staging != null && request.op() == TransferRequest.Op.READ && status == 0)
-        {
-            request.local().put(request.local().position(), entry.staging, 0, request.length());
-        }
-        entry.future.complete(status);
-    }
-
-    /** Frames admitted to {@code endpoint} and not yet completed (0 for an unknown peer). */
+    /** Frames admitted to {@code endpoint} by the shared engine and not yet completed (0 for an unknown peer). */
     public int outstandingFrames(final String endpoint)
     {
         return (int)(peerStats(endpoint) >>> 32);
     }
 
-    /** Transfers to {@code endpoint} waiting for room in its queue (0 for an unknown peer). */
+    /** Transfers to {@code endpoint} waiting for room in the shared engine's queue (0 for an unknown peer). */
     public int pendingAdmissions(final String endpoint)
     {
         return (int)peerStats(endpoint);
@@ -262,7 +231,7 @@ public final class NativeTransferEngine implements TransferEngine, AdmissionStat
 
     private long peerStats(final String endpoint)
     {
-        final Integer peer = peers.get(endpoint);
+        final Integer peer = shared.peers.get(endpoint);
         if (peer == null)
         {
             return 0;
@@ -275,7 +244,7 @@ public final class NativeTransferEngine implements TransferEngine, AdmissionStat
             {
                 return 0;
             }
-            final long stats = NativeTransferJni.enginePeerStats(handle, peer);
+            final long stats = NativeTransferJni.enginePeerStats(shared.handle, peer);
             return stats < 0 ? 0 : stats;
         }
         finally
@@ -302,19 +271,47 @@ public final class NativeTransferEngine implements TransferEngine, AdmissionStat
         return counters()[2];
     }
 
+    /** Memory regions the C engines hold now: one per transfer in flight, none once every transfer completed. */
+    public long registeredRegions()
+    {
+        return counters()[3];
+    }
+
+    /** Admitted, refused at once, timed out, regions registered: summed over the shared, lent and idle engines. */
     private long[] counters()
     {
-        final long[] out = new long[4];
+        final long[] sum = new long[4];
         final ReentrantReadWriteLock.ReadLock lock = lifecycle.readLock();
         lock.lock();
         try
         {
-            if (!closed)
+            synchronized (retiredCounters)
             {
-                NativeTransferJni.engineCounters(handle, out);
-                lastCounters = out;
+                for (int i = 0; i < 3; i++)
+                {
+                    sum[i] = retiredCounters[i];
+                }
             }
-            return lastCounters;
+            if (closed)
+            {
+                return sum;
+            }
+            final long[] one = new long[4];
+            final ArrayList<Loop> loops = new ArrayList<>(lent);
+            loops.addAll(idle);
+            loops.add(shared);
+            for (final Loop loop : loops)
+            {
+                if (!loop.destroyed)
+                {
+                    NativeTransferJni.engineCounters(loop.handle, one);
+                    for (int i = 0; i < 4; i++)
+                    {
+                        sum[i] += one[i];
+                    }
+                }
+            }
+            return sum;
         }
         finally
         {
@@ -322,16 +319,16 @@ public final class NativeTransferEngine implements TransferEngine, AdmissionStat
         }
     }
 
-    /** Memory regions the C engine holds now: one per transfer in flight, none once every transfer completed. */
-    public long registeredRegions()
-    {
-        return counters()[3];
-    }
-
-    /** Transfers handed to the C engine so far. */
+    /** Transfers handed to the C engines so far. */
     public long submittedTransfers()
     {
         return submitted.sum();
+    }
+
+    /** Transfers carried out by their callers' own threads (inside a driver) so far. */
+    public long drivenTransfers()
+    {
+        return driven.sum();
     }
 
     /** Transfers that completed with UNAVAILABLE_IN_CURRENT_STATUS (queue full or admission timeout). */
@@ -340,47 +337,374 @@ public final class NativeTransferEngine implements TransferEngine, AdmissionStat
         return rejectedUnavailable.sum();
     }
 
-    /** Fails every outstanding transfer with TRANSFER_FAIL and frees the C engine; idempotent. */
+    /** Fails every outstanding transfer with TRANSFER_FAIL and frees the C engines; idempotent. */
     @Override
     public void close()
     {
-        final ReentrantReadWriteLock.WriteLock lock = lifecycle.writeLock();
-        lock.lock();
-        try
+        if (closed)
         {
-            if (closed)
-            {
-                return;
-            }
-            closed = true;
-            NativeTransferJni.engineWakeup(handle);
+            return;
         }
-        finally
+        closed = true;
+        NativeTransferJni.engineWakeup(shared.handle);
+        for (final Loop loop : lent)
         {
-            lock.unlock();
+            loop.wakeup(); // its owner fails what is open at its next drive or close
         }
         try
         {
-            loop.join(5_000);
+            sharedThread.join(5_000);
         }
         catch (final InterruptedException ex)
         {
             Thread.currentThread().interrupt();
         }
-        if (loop.isAlive())
+        final ReentrantReadWriteLock.WriteLock lock = lifecycle.writeLock();
+        lock.lock();
+        try
         {
-            LOG.warn("native transfer engine thread did not stop; its memory is not freed");
+            if (sharedThread.isAlive())
+            {
+                LOG.warn("native transfer engine thread did not stop; its memory is not freed");
+                shared.failAll();
+            }
+            else
+            {
+                shared.destroyAndFail();
+            }
+            for (Loop loop = idle.poll(); loop != null; loop = idle.poll())
+            {
+                idleCount.decrementAndGet();
+                loop.destroyAndFail();
+            }
         }
-        else
+        finally
         {
-            // No thread is inside the engine now: freeing it closes the sockets, so no byte moves afterwards.
-            NativeTransferJni.engineDestroy(handle);
+            lock.unlock();
         }
-        final ArrayList<Pending> left = new ArrayList<>(pending.values());
-        pending.clear();
-        for (final Pending entry : left)
+    }
+
+    /** A caller loop whose driver closed: kept (with its connections) for the next call, or freed. */
+    private void release(final Loop loop)
+    {
+        current.remove();
+        lent.remove(loop);
+        if (!closed && !loop.destroyed && loop.pending.isEmpty())
         {
-            entry.future.complete(TRANSFER_FAIL_VALUE);
+            if (idleCount.incrementAndGet() <= MAX_IDLE_LOOPS)
+            {
+                idle.push(loop);
+                if (!closed || !idle.remove(loop))
+                {
+                    return; // kept; or close() took it from the pool and freed it
+                }
+            }
+            idleCount.decrementAndGet();
+        }
+        final ReentrantReadWriteLock.WriteLock lock = lifecycle.writeLock();
+        lock.lock();
+        try
+        {
+            // Open transfers fail, but only once their C engine is gone: their buffers are let go first.
+            loop.destroyAndFail();
+        }
+        finally
+        {
+            lock.unlock();
+        }
+    }
+
+    /** One C engine, its peers and its transfers in flight. */
+    private final class Loop
+    {
+        final long handle;
+        final ConcurrentHashMap<Long, Pending> pending = new ConcurrentHashMap<>();
+        final ConcurrentHashMap<String, Integer> peers = new ConcurrentHashMap<>();
+        final ByteBuffer completions = ByteBuffer.allocateDirect(POLL_BATCH * 16).order(ByteOrder.nativeOrder());
+        final Pending[] doneEntries = new Pending[POLL_BATCH];
+        final int[] doneStatuses = new int[POLL_BATCH];
+        int doneCount;
+        volatile boolean destroyed;
+
+        Loop(final int lanesPerPeer)
+        {
+            handle = NativeTransferJni.engineCreate(lanesPerPeer, config.sliceBytes(),
+                config.maxQueuedTransfersPerPeer(), config.maxPendingAdmissionsPerPeer(), config.admissionTimeoutMs(),
+                config.transferTimeoutMs(), config.connectTimeoutMs());
+        }
+
+        /** Under the lifecycle read lock. */
+        CompletableFuture<Integer> submit(final TransferRequest request)
+        {
+            final ByteBuffer local = request.local();
+            final int length = request.length();
+            final ByteBuffer staging = local.isDirect() || length == 0 ? null : ByteBuffer.allocateDirect(length);
+            if (staging != null && request.op() == TransferRequest.Op.WRITE)
+            {
+                staging.put(0, local, local.position(), length);
+            }
+            final ByteBuffer memory = staging != null ? staging : local;
+            final int position = staging != null ? 0 : local.position();
+            final int peer = peerOf(request.endpoint());
+            if (peer < 0)
+            {
+                return CompletableFuture.completedFuture(peer);
+            }
+            final long id = nextId.getAndIncrement();
+            final Pending entry = new Pending(request, staging);
+            pending.put(id, entry);
+            // A commit record still being made (the client fills its CRC32C while the WRITE is in flight) is handed
+            // over when ready: the C engine holds the COMMIT back until then, on the WRITE's connection.
+            final CompletableFuture<byte[]> commit = request.commit();
+            final byte[] ready = commit != null && commit.isDone() && !commit.isCompletedExceptionally() ?
+                commit.join() : null;
+            final boolean later = commit != null && ready == null;
+            final int result = NativeTransferJni.engineSubmit(handle, id, peer,
+                request.op() == TransferRequest.Op.READ ? OP_READ : OP_WRITE, length == 0 ? null : memory, position,
+                length, request.segmentId(), request.remoteOffset(), request.grantOffset(), request.grantLength(),
+                request.accessToken(), ready, later);
+            if (result != 0)
+            {
+                pending.remove(id);
+                return CompletableFuture.completedFuture(result);
+            }
+            submitted.increment();
+            if (later)
+            {
+                commit.whenComplete((record, error) -> provideCommit(id, error == null ? record : null));
+            }
+            return entry.future;
+        }
+
+        /** Hands a late commit record to the C engine; null (the record could not be made) fails the transfer. */
+        private void provideCommit(final long id, final byte[] record)
+        {
+            final ReentrantReadWriteLock.ReadLock lock = lifecycle.readLock();
+            lock.lock();
+            try
+            {
+                if (!destroyed)
+                {
+                    // INVALID_PARAMS here means the transfer already ended (its WRITE failed): nothing to send.
+                    NativeTransferJni.engineProvideCommit(handle, id, record);
+                }
+            }
+            finally
+            {
+                lock.unlock();
+            }
+        }
+
+        /** The C engine's peer id for an endpoint, or a negative ErrorCode number (not cached: it may work later). */
+        private int peerOf(final String endpoint)
+        {
+            final Integer known = peers.get(endpoint);
+            if (known != null)
+            {
+                return known;
+            }
+            final InetSocketAddress address = NettyTransferEngine.parseEndpoint(endpoint);
+            if (address == null)
+            {
+                return INVALID_PARAMS_VALUE;
+            }
+            final int id = NativeTransferJni.engineConnect(handle, address.getHostString(), address.getPort());
+            if (id <= 0)
+            {
+                return id == INVALID_PARAMS_VALUE ? INVALID_PARAMS_VALUE : TRANSFER_FAIL_VALUE;
+            }
+            peers.putIfAbsent(endpoint, id);
+            return id;
+        }
+
+        /**
+         * Runs the C engine's I/O for up to {@code timeoutMs} and collects what finished for {@link #completeDone};
+         * under the read lock, by the one thread that runs this loop.
+         */
+        int poll(final int timeoutMs)
+        {
+            final int n = NativeTransferJni.enginePoll(handle, completions, POLL_BATCH, timeoutMs);
+            for (int i = 0; i < n; i++)
+            {
+                final long id = completions.getLong(i * 16);
+                final Pending entry = pending.remove(id);
+                if (entry != null)
+                {
+                    doneEntries[doneCount] = entry;
+                    doneStatuses[doneCount++] = completions.getInt(i * 16 + 8);
+                }
+            }
+            return n;
+        }
+
+        /** Completes what the last {@link #poll} collected (outside the lock: callbacks may call the engine). */
+        void completeDone()
+        {
+            for (int i = 0; i < doneCount; i++)
+            {
+                final Pending entry = doneEntries[i];
+                doneEntries[i] = null;
+                complete(entry, doneStatuses[i]);
+            }
+            doneCount = 0;
+        }
+
+        void wakeup()
+        {
+            final ReentrantReadWriteLock.ReadLock lock = lifecycle.readLock();
+            lock.lock();
+            try
+            {
+                if (!destroyed)
+                {
+                    NativeTransferJni.engineWakeup(handle);
+                }
+            }
+            finally
+            {
+                lock.unlock();
+            }
+        }
+
+        /** Frees the C engine (its sockets close, so no byte moves any more), then fails what was open. */
+        void destroyAndFail()
+        {
+            if (!destroyed)
+            {
+                destroyed = true;
+                final long[] last = new long[4];
+                NativeTransferJni.engineCounters(handle, last);
+                synchronized (retiredCounters)
+                {
+                    for (int i = 0; i < 3; i++)
+                    {
+                        retiredCounters[i] += last[i];
+                    }
+                }
+                NativeTransferJni.engineDestroy(handle);
+            }
+            failAll();
+        }
+
+        void failAll()
+        {
+            final ArrayList<Pending> left = new ArrayList<>(pending.values());
+            pending.clear();
+            for (final Pending entry : left)
+            {
+                entry.future.complete(TRANSFER_FAIL_VALUE);
+            }
+        }
+    }
+
+    private void complete(final Pending entry, final int status)
+    {
+        if (status == UNAVAILABLE_IN_CURRENT_STATUS_VALUE)
+        {
+            rejectedUnavailable.increment();
+        }
+        final TransferRequest request = entry.request;
+        if (entry.staging != null && request.op() == TransferRequest.Op.READ && status == 0)
+        {
+            request.local().put(request.local().position(), entry.staging, 0, request.length());
+        }
+        entry.future.complete(status);
+    }
+
+    /** One turn of a caller loop's I/O on its owner's thread, then its completions there. */
+    private void driveLoop(final Loop loop, final long maxWaitNs)
+    {
+        final int timeoutMs = (int)Math.min(POLL_TIMEOUT_MS, Math.max(0, (maxWaitNs + 999_999) / 1_000_000));
+        final ReentrantReadWriteLock.ReadLock lock = lifecycle.readLock();
+        boolean failed = false;
+        lock.lock();
+        try
+        {
+            // Closed: nothing polls this C engine any more, so no byte moves; it is freed when the scope ends.
+            failed = closed || loop.destroyed || loop.poll(timeoutMs) < 0;
+        }
+        finally
+        {
+            lock.unlock();
+        }
+        loop.completeDone();
+        if (failed)
+        {
+            loop.failAll();
+        }
+    }
+
+    /** The driver of a thread's own C engine: that thread runs its I/O inside {@link #drive}. */
+    private final class CallerDriver implements Driver
+    {
+        private final Loop loop;
+        private boolean open = true;
+
+        CallerDriver(final Loop loop)
+        {
+            this.loop = loop;
+        }
+
+        @Override
+        public boolean hasWork()
+        {
+            return !loop.pending.isEmpty();
+        }
+
+        @Override
+        public void drive(final long maxWaitNs)
+        {
+            driveLoop(loop, maxWaitNs);
+        }
+
+        @Override
+        public void wakeup()
+        {
+            loop.wakeup();
+        }
+
+        @Override
+        public void close()
+        {
+            if (open)
+            {
+                open = false;
+                release(loop);
+            }
+        }
+    }
+
+    /** The driver of a nested call: it drives the outer scope's loop, and the outer scope ends it. */
+    private final class NestedDriver implements Driver
+    {
+        private final Loop loop;
+
+        NestedDriver(final Loop loop)
+        {
+            this.loop = loop;
+        }
+
+        @Override
+        public boolean hasWork()
+        {
+            return !loop.pending.isEmpty();
+        }
+
+        @Override
+        public void drive(final long maxWaitNs)
+        {
+            driveLoop(loop, maxWaitNs);
+        }
+
+        @Override
+        public void wakeup()
+        {
+            loop.wakeup();
+        }
+
+        @Override
+        public void close()
+        {
         }
     }
 }

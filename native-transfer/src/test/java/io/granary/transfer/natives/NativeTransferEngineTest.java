@@ -213,6 +213,77 @@ class NativeTransferEngineTest
     }
 
     @Test
+    void shouldLetTheCallingThreadDriveItsOwnTransfers() throws Exception
+    {
+        final NativeTransferServer server = server();
+        final String endpoint = "127.0.0.1:" + server.port();
+        final NativeTransferEngine engine = engine(new TransferConfig().sliceBytes(64 << 10));
+        final byte[] value = new byte[300_000];
+        new Random(9).nextBytes(value);
+        final Thread caller = Thread.currentThread();
+        for (int call = 0; call < 3; call++)
+        {
+            try (TransferEngine.Driver driver = engine.openDriver())
+            {
+                assertThat(driver).isNotNull();
+                assertThat(driver.hasWork()).isFalse();
+                final CompletableFuture<Thread> completedOn = new CompletableFuture<>();
+                final CompletableFuture<Integer> write = engine.submit(TransferRequest.write(endpoint, SEGMENT_ID,
+                    4096, ByteBuffer.allocateDirect(value.length).put(value).flip(), value.length));
+                write.whenComplete((status, error) -> completedOn.complete(Thread.currentThread()));
+                final ByteBuffer back = ByteBuffer.allocate(value.length);
+                final CompletableFuture<Integer> read;
+                try (TransferEngine.Driver nested = engine.openDriver())
+                {
+                    // A nested scope shares the outer one's engine: nothing moves until this thread drives.
+                    final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+                    while (!write.isDone() && System.nanoTime() < deadline)
+                    {
+                        nested.drive(50_000_000L);
+                    }
+                    read = engine.submit(TransferRequest.read(endpoint, SEGMENT_ID, 4096, back, value.length));
+                }
+                final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+                while (driver.hasWork() && System.nanoTime() < deadline)
+                {
+                    driver.drive(50_000_000L);
+                }
+                assertThat(write.getNow(-1)).isZero();
+                assertThat(completedOn.getNow(null)).isSameAs(caller);
+                assertThat(read.getNow(-1)).isZero();
+                assertThat(back.array()).isEqualTo(value);
+            }
+        }
+        assertThat(engine.drivenTransfers()).isEqualTo(6);
+        assertThat(engine.registeredRegions()).isZero();
+        // Outside a scope, transfers go to the engine's own thread.
+        assertThat(await(engine.submit(TransferRequest.read(endpoint, SEGMENT_ID, 4096, ByteBuffer.allocateDirect(8),
+            8)))).isZero();
+        assertThat(engine.drivenTransfers()).isEqualTo(6);
+    }
+
+    @Test
+    void shouldFailWhatADriverLeavesOpenOnceItsBuffersAreLetGo() throws Exception
+    {
+        try (ServerSocket silent = new ServerSocket(0, 50, InetAddress.getLoopbackAddress()))
+        {
+            final String endpoint = "127.0.0.1:" + silent.getLocalPort();
+            final NativeTransferEngine engine = engine(new TransferConfig());
+            final CompletableFuture<Integer> open;
+            try (TransferEngine.Driver driver = engine.openDriver())
+            {
+                open = engine.submit(TransferRequest.read(endpoint, 1, 0, ByteBuffer.allocateDirect(10), 10));
+                driver.drive(20_000_000L);
+                assertThat(driver.hasWork()).isTrue();
+            }
+            assertThat(open.getNow(-1)).isEqualTo(TRANSFER_FAIL_VALUE);
+            assertThat(engine.registeredRegions()).isZero();
+            engine.close();
+            assertThat(engine.openDriver()).isNull();
+        }
+    }
+
+    @Test
     void shouldRefuseBadRequestsBeforeSendingAnything() throws Exception
     {
         final NativeTransferServer server = server();
