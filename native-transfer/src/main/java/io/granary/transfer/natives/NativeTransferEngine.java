@@ -147,14 +147,15 @@ public final class NativeTransferEngine implements TransferEngine, AdmissionStat
 
     /**
      * Lends this thread a C engine of its own until the driver is closed (a thread that holds one already gets a
-     * driver that leaves it to the outer scope). Null once the engine is closed.
+     * driver that leaves it to the outer scope). Null once the engine is closed, or with
+     * {@link TransferConfig#callerDriven()} off.
      */
     @Override
     public Driver openDriver()
     {
-        if (closed)
+        if (closed || !config.callerDriven())
         {
-            return null;
+            return null; // callerDriven off: every transfer goes through the shared engine's thread
         }
         final Loop held = current.get();
         if (held != null)
