@@ -5,6 +5,7 @@ import io.granary.client.GranaryException;
 import io.granary.client.OpResult;
 import io.granary.transfer.AdmissionStats;
 import io.granary.transfer.TransferEngine;
+import io.granary.transfer.natives.NativeTransferEngine;
 import io.granary.transfer.tcp.CallerDrivenEngine;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.FunctionCounter;
@@ -103,6 +104,13 @@ final class ClientMetrics
         {
             FunctionCounter.builder("granary.client.transfer.caller.driven", (CallerDrivenEngine)engine,
                     CallerDrivenEngine::drivenTransfers)
+                .description("Transfers the calling thread carried out itself (synchronous calls)")
+                .tags("tenant", tenant).register(registry);
+        }
+        else if (engine instanceof NativeTransferEngine)
+        {
+            FunctionCounter.builder("granary.client.transfer.caller.driven", (NativeTransferEngine)engine,
+                    NativeTransferEngine::drivenTransfers)
                 .description("Transfers the calling thread carried out itself (synchronous calls)")
                 .tags("tenant", tenant).register(registry);
         }
