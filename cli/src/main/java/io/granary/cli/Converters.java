@@ -1,6 +1,7 @@
 package io.granary.cli;
 
 import io.granary.common.Units;
+import io.granary.master.evict.EvictionPolicy;
 import picocli.CommandLine.ITypeConverter;
 import picocli.CommandLine.TypeConversionException;
 
@@ -43,6 +44,23 @@ final class Converters
             try
             {
                 return Units.parseSize(value);
+            }
+            catch (final IllegalArgumentException ex)
+            {
+                throw new TypeConversionException(ex.getMessage());
+            }
+        }
+    }
+
+    /** "oldest-lease" or "prefix-leaf-first". */
+    static final class EvictionPolicyConverter implements ITypeConverter<EvictionPolicy>
+    {
+        @Override
+        public EvictionPolicy convert(final String value)
+        {
+            try
+            {
+                return EvictionPolicy.fromFlag(value);
             }
             catch (final IllegalArgumentException ex)
             {

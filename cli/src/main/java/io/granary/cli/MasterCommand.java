@@ -3,6 +3,7 @@ package io.granary.cli;
 import io.granary.common.tls.TlsSettings;
 import io.granary.master.Configuration;
 import io.granary.master.MasterServer;
+import io.granary.master.evict.EvictionPolicy;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import picocli.CommandLine;
@@ -84,6 +85,12 @@ final class MasterCommand implements Callable<Integer>
     @Option(names = "--eviction-ratio", paramLabel = "FRACTION",
         description = "Fraction of the pool one eviction round frees, in (0, 1].")
     private double evictionRatio;
+
+    @Option(names = "--eviction-policy", paramLabel = "POLICY", converter = Converters.EvictionPolicyConverter.class,
+        description = "Eviction order: oldest-lease (oldest lease first, Mooncake's order) or prefix-leaf-first (oldest "
+            + "lease first among objects no live object names as its parent, so a KV block goes only after every "
+            + "later block of its chain).")
+    private EvictionPolicy evictionPolicy;
 
     @Option(names = "--node-ttl", paramLabel = "DURATION",
         description = "A node silent for this long loses its segments and their replicas.")
@@ -207,6 +214,7 @@ final class MasterCommand implements Callable<Integer>
             .allowEvictSoftPinned(allowEvictSoftPinned)
             .evictionHighWatermark(evictionHighWatermark)
             .evictionRatio(evictionRatio)
+            .evictionPolicy(evictionPolicy)
             .nodeTtl(nodeTtl)
             .heartbeatInterval(heartbeatInterval)
             .putDiscardTimeout(putDiscardTimeout)

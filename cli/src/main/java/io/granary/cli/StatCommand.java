@@ -116,7 +116,8 @@ final class StatCommand extends ClientCommand
             number(puts, "released") + " released");
         final Map<String, Object> eviction = map(summary, "eviction");
         out.println("eviction: " + number(eviction, "rounds") + " rounds (" + number(eviction, "on_demand_rounds") +
-            " on demand)");
+            " on demand), policy " + text(eviction, "policy") + ", " + number(eviction, "prefix_breaks") +
+            " prefix breaks");
         final Table passes = new Table("PASS", ">OBJECTS", ">BYTES");
         passes.row("1 (unpinned)", number(eviction, "pass1_objects"),
             Units.formatBytes(number(eviction, "pass1_bytes")));

@@ -3,6 +3,7 @@ package io.granary.cli;
 import io.granary.client.ClientConfig;
 import io.granary.master.Configuration;
 import io.granary.master.MasterServer;
+import io.granary.master.evict.EvictionPolicy;
 import io.granary.node.StorageNode;
 import org.junit.jupiter.api.Test;
 import picocli.CommandLine;
@@ -73,6 +74,7 @@ class FlagParsingTest
         assertThat(ctx.allowEvictSoftPinned()).isEqualTo(defaults.allowEvictSoftPinned());
         assertThat(ctx.evictionHighWatermark()).isEqualTo(defaults.evictionHighWatermark());
         assertThat(ctx.evictionRatio()).isEqualTo(defaults.evictionRatio());
+        assertThat(ctx.evictionPolicy()).isEqualTo(EvictionPolicy.OLDEST_LEASE).isEqualTo(defaults.evictionPolicy());
         assertThat(ctx.nodeTtl()).isEqualTo(defaults.nodeTtl());
         assertThat(ctx.heartbeatInterval()).isEqualTo(defaults.heartbeatInterval());
         assertThat(ctx.putDiscardTimeout()).isEqualTo(defaults.putDiscardTimeout());
@@ -88,9 +90,11 @@ class FlagParsingTest
         final MasterCommand command = parse("master", "--port", "50052", "--admin-port", "-1",
             "--lease-ttl", "500ms", "--soft-pin-default-ttl", "30m", "--soft-pin-max-ttl", "24h",
             "--allow-evict-soft-pinned", "false", "--eviction-high-watermark", "0.8", "--eviction-ratio", "0.1",
-            "--node-ttl", "10s", "--put-discard-timeout", "30s", "--put-release-timeout", "10m");
+            "--node-ttl", "10s", "--put-discard-timeout", "30s", "--put-release-timeout", "10m",
+            "--eviction-policy", "prefix-leaf-first");
         final MasterServer.Context ctx = command.context().conclude();
 
+        assertThat(ctx.evictionPolicy()).isEqualTo(EvictionPolicy.PREFIX_LEAF_FIRST);
         assertThat(ctx.port()).isEqualTo(50052);
         assertThat(ctx.adminPort()).isEqualTo(-1);
         assertThat(ctx.leaseTtl()).isEqualTo(Duration.ofMillis(500));
@@ -108,6 +112,17 @@ class FlagParsingTest
         assertThat(run.exitCode()).as(run.toString()).isEqualTo(2);
         assertThat(run.err()).contains("--lease-ttl").contains("bad duration unit");
         assertThat(run.err()).doesNotContain("\tat ").doesNotContain("Exception");
+        assertThat(run.out()).isEmpty();
+    }
+
+    @Test
+    void shouldRefuseAnUnknownEvictionPolicyNamingTheChoices()
+    {
+        final CliRun run = CliRun.run("master", "--eviction-policy", "lfu");
+
+        assertThat(run.exitCode()).as(run.toString()).isEqualTo(2);
+        assertThat(run.err()).contains("--eviction-policy").contains("oldest-lease or prefix-leaf-first")
+            .doesNotContain("\tat ");
         assertThat(run.out()).isEmpty();
     }
 

@@ -87,6 +87,14 @@ public interface AsyncGranaryClient
      */
     CompletableFuture<List<OpResult<Void>>> putBatch(List<String> keys, List<ByteBuffer> values, PutOptions options);
 
+    /**
+     * {@link GranaryClient#putBatch(List, List, List)}: options per key, every write in flight at once.
+     *
+     * @throws IllegalArgumentException when {@code keys}, {@code values} and {@code options} differ in size.
+     */
+    CompletableFuture<List<OpResult<Void>>> putBatch(
+        List<String> keys, List<ByteBuffer> values, List<PutOptions> options);
+
     /** {@link GranaryClient#getBatch(List)}: every read is in flight at once. */
     CompletableFuture<List<OpResult<byte[]>>> getBatch(List<String> keys);
 

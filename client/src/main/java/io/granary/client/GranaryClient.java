@@ -93,6 +93,14 @@ public interface GranaryClient extends AutoCloseable
      */
     List<OpResult<Void>> putBatch(List<String> keys, List<ByteBuffer> values, PutOptions options);
 
+    /**
+     * {@link #putBatch(List, List, PutOptions)} with options of its own for every key (e.g. each KV block its own
+     * eviction group and parent), still one master round trip per phase.
+     *
+     * @throws IllegalArgumentException when {@code keys}, {@code values} and {@code options} differ in size.
+     */
+    List<OpResult<Void>> putBatch(List<String> keys, List<ByteBuffer> values, List<PutOptions> options);
+
     /** Reads many values, one master round trip; a miss is a per-key OBJECT_NOT_FOUND. */
     List<OpResult<byte[]>> getBatch(List<String> keys);
 

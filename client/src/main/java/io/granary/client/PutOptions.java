@@ -6,8 +6,8 @@ import java.time.Duration;
 import java.util.Objects;
 
 /**
- * How a put places and protects an object: replica count, soft pin, hard pin, eviction group and
- * preferred segment. Immutable. Only obvious mistakes are refused here; the master decides the
+ * How a put places and protects an object: replica count, soft pin, hard pin, eviction group,
+ * parent and preferred segment. Immutable. Only obvious mistakes are refused here; the master decides the
  * rest (e.g. a TTL with {@link SoftPinAction#PRESERVE} is its INVALID_PARAMS).
  */
 public final class PutOptions
@@ -22,6 +22,7 @@ public final class PutOptions
     private final boolean hardPin;
     private final String groupId;
     private final String preferredSegment;
+    private final String parent;
 
     private PutOptions(final Builder b)
     {
@@ -31,6 +32,7 @@ public final class PutOptions
         this.hardPin = b.hardPin;
         this.groupId = b.groupId;
         this.preferredSegment = b.preferredSegment;
+        this.parent = b.parent;
     }
 
     /** One replica, soft pin PRESERVE, no hard pin, no group, any segment. */
@@ -53,6 +55,7 @@ public final class PutOptions
         b.hardPin = hardPin;
         b.groupId = groupId;
         b.preferredSegment = preferredSegment;
+        b.parent = parent;
         return b;
     }
 
@@ -90,6 +93,12 @@ public final class PutOptions
         return preferredSegment;
     }
 
+    /** Key of the object this one continues (e.g. the previous KV block of a prefix), or null for none. */
+    public String parent()
+    {
+        return parent;
+    }
+
     @Override
     public boolean equals(final Object o)
     {
@@ -104,13 +113,14 @@ public final class PutOptions
         final PutOptions other = (PutOptions)o;
         return replicas == other.replicas && softPinAction == other.softPinAction &&
             Objects.equals(softPinTtl, other.softPinTtl) && hardPin == other.hardPin &&
-            Objects.equals(groupId, other.groupId) && Objects.equals(preferredSegment, other.preferredSegment);
+            Objects.equals(groupId, other.groupId) && Objects.equals(preferredSegment, other.preferredSegment) &&
+            Objects.equals(parent, other.parent);
     }
 
     @Override
     public int hashCode()
     {
-        return Objects.hash(replicas, softPinAction, softPinTtl, hardPin, groupId, preferredSegment);
+        return Objects.hash(replicas, softPinAction, softPinTtl, hardPin, groupId, preferredSegment, parent);
     }
 
     @Override
@@ -119,7 +129,8 @@ public final class PutOptions
         return "PutOptions[replicas=" + replicas + ", softPin=" + softPinAction +
             (softPinTtl == null ? "" : " ttl=" + softPinTtl) + ", hardPin=" + hardPin +
             (groupId == null ? "" : ", group=" + groupId) +
-            (preferredSegment == null ? "" : ", preferredSegment=" + preferredSegment) + "]";
+            (preferredSegment == null ? "" : ", preferredSegment=" + preferredSegment) +
+            (parent == null ? "" : ", parent=" + parent) + "]";
     }
 
     /** Fluent builder; {@link #build()} validates. Not thread safe. */
@@ -131,6 +142,7 @@ public final class PutOptions
         private boolean hardPin;
         private String groupId;
         private String preferredSegment;
+        private String parent;
 
         private Builder()
         {
@@ -167,6 +179,17 @@ public final class PutOptions
         public Builder preferredSegment(final String preferredSegment)
         {
             this.preferredSegment = preferredSegment == null || preferredSegment.isEmpty() ? null : preferredSegment;
+            return this;
+        }
+
+        /**
+         * The key (same tenant) of the object this one continues: for a KV block, the same page of the previous block
+         * of its prefix. With {@code --eviction-policy prefix-leaf-first} the master never evicts the parent while
+         * this object remains. A parent that does not exist is no error. Null or empty for none.
+         */
+        public Builder parent(final String parentKey)
+        {
+            this.parent = parentKey == null || parentKey.isEmpty() ? null : parentKey;
             return this;
         }
 

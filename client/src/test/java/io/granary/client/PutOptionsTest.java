@@ -21,6 +21,7 @@ class PutOptionsTest
         assertThat(defaults.hardPin()).isFalse();
         assertThat(defaults.groupId()).isNull();
         assertThat(defaults.preferredSegment()).isNull();
+        assertThat(defaults.parent()).isNull();
         assertThat(PutOptions.builder().build()).isEqualTo(defaults);
     }
 
@@ -29,7 +30,7 @@ class PutOptionsTest
     {
         final PutOptions options = PutOptions.builder()
             .replicas(Limits.MAX_REPLICAS).softPin(SoftPinAction.ENABLE, Duration.ofHours(1)).hardPin(true)
-            .groupId("block-9").preferredSegment("node1/seg0").build();
+            .groupId("block-9").preferredSegment("node1/seg0").parent("block-8/r0").build();
 
         assertThat(options.replicas()).isEqualTo(Limits.MAX_REPLICAS);
         assertThat(options.softPinAction()).isEqualTo(SoftPinAction.ENABLE);
@@ -37,7 +38,11 @@ class PutOptionsTest
         assertThat(options.hardPin()).isTrue();
         assertThat(options.groupId()).isEqualTo("block-9");
         assertThat(options.preferredSegment()).isEqualTo("node1/seg0");
+        assertThat(options.parent()).isEqualTo("block-8/r0");
+        assertThat(options.toString()).contains("parent=block-8/r0");
         assertThat(options.toBuilder().build()).isEqualTo(options);
+        assertThat(options.toBuilder().parent("").build().parent()).isNull();
+        assertThat(options.toBuilder().parent(null).build()).isNotEqualTo(options);
     }
 
     @Test

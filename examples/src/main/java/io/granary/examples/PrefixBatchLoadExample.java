@@ -2,20 +2,21 @@ package io.granary.examples;
 
 import io.granary.client.ClientConfig;
 import io.granary.client.GranaryClient;
-import io.granary.client.LeasePolicy;
-import io.granary.client.OpResult;
-import io.granary.client.PutOptions;
+import io.granary.client.prefix.PrefixCache;
+import io.granary.client.prefix.PrefixLayout;
+import io.granary.client.prefix.PrefixLookup;
 
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
 
 /**
- * Batch loading a prefix: after a prefill the engine stores the KV pages of every block of the prompt (one page per
- * tensor-parallel rank) in one {@code putBatch}; a later request with the same prompt start finds the longest stored
- * run of blocks with one {@code LONGEST_PREFIX} probe (which leases exactly those pages) and loads them with one
- * {@code getBatch}. Run against a cluster: {@code java -cp ... io.granary.examples.PrefixBatchLoadExample
- * 127.0.0.1:50051}.
+ * Batch loading a prefix with the prefix-cache helper: after a prefill, each tensor-parallel rank saves its pages of
+ * every block of the prompt ({@link PrefixCache#save}, one batch, one eviction group per block, each page naming its
+ * predecessor as parent); a later request with the same prompt start finds the longest stored run of blocks with
+ * one lookup (which leases exactly those pages), loads its pages into the engine's buffers, computes the rest and
+ * saves only the blocks that were missing. Run against a cluster:
+ * {@code java -cp ... io.granary.examples.PrefixBatchLoadExample 127.0.0.1:50051}.
  */
 public final class PrefixBatchLoadExample
 {
@@ -35,79 +36,87 @@ public final class PrefixBatchLoadExample
         final String masterAddress = args.length > 0 ? args[0] : "127.0.0.1:50051";
         final Result result = run(masterAddress);
         System.out.println("stored " + result.storedBlocks() + " blocks; a request sharing the prompt start loads " +
-            result.loadedBlocks() + " blocks (" + result.loadedBytes() + " bytes) and computes from token " +
-            result.loadedBlocks() * BLOCK_TOKENS);
+            result.loadedBlocks() + " blocks (" + result.loadedBytes() + " bytes), computes from token " +
+            result.loadedBlocks() * BLOCK_TOKENS + " and saves " + result.savedBlocks() + " new blocks");
     }
 
-    /** Blocks stored by the first request, blocks (and bytes) the second one loaded. */
-    public record Result(int storedBlocks, int loadedBlocks, long loadedBytes)
+    /** Blocks stored by the first request; blocks (and bytes) the second one loaded, and the blocks it saved. */
+    public record Result(int storedBlocks, int loadedBlocks, long loadedBytes, int savedBlocks)
     {
     }
 
-    /** The key of one rank's page of block {@code block} of prompt {@code prompt}. */
-    static String key(final String prompt, final int block, final int rank)
+    /** The tokens of a prompt: the shared system prompt, then the request's own tokens. */
+    static int[] prompt(final int blocks, final int ownFrom, final int seed)
     {
-        return "prefix/" + prompt + "/block-" + block + "/rank-" + rank;
-    }
-
-    /** Candidate keys in block order, all ranks of a block together: the probe's candidates are blocks. */
-    static List<String> keys(final String prompt, final int blocks)
-    {
-        final List<String> keys = new ArrayList<>(blocks * RANKS);
-        for (int block = 0; block < blocks; block++)
+        final int[] tokens = new int[blocks * BLOCK_TOKENS + 5]; // a partial last block: never stored
+        for (int i = 0; i < tokens.length; i++)
         {
-            for (int rank = 0; rank < RANKS; rank++)
-            {
-                keys.add(key(prompt, block, rank));
-            }
+            tokens[i] = i < ownFrom * BLOCK_TOKENS ? 1000 + i : seed * 100_000 + i;
         }
-        return keys;
+        return tokens;
     }
 
-    /** Stores a 6-block prefix, then looks up a 10-block prompt that starts the same way. */
+    /** Stand-ins for the KV pages an engine computed: one per block from {@code fromBlock} on. */
+    static List<ByteBuffer> computedPages(final int fromBlock, final int toBlock, final int rank)
+    {
+        final List<ByteBuffer> pages = new ArrayList<>();
+        for (int block = fromBlock; block < toBlock; block++)
+        {
+            final ByteBuffer page = ByteBuffer.allocateDirect(PAGE_BYTES);
+            page.putInt(0, rank << 16 | block); // stands for the KV tensor bytes
+            pages.add(page);
+        }
+        return pages;
+    }
+
+    /** Stores a 6-block prefix from both ranks, then serves a 10-block prompt that starts the same way. */
     public static Result run(final String masterAddress)
     {
         try (GranaryClient client = GranaryClient.connect(ClientConfig.builder()
             .masterAddress(masterAddress).tenant("examples").build()))
         {
-            final String prompt = "system-prompt-9c1e";
-
-            // First request: prefill computed 6 blocks; store every page in one batch, grouped per block.
-            final int computed = 6;
-            final List<String> storeKeys = keys(prompt, computed);
-            final List<ByteBuffer> pages = new ArrayList<>(storeKeys.size());
-            for (int i = 0; i < storeKeys.size(); i++)
+            final PrefixLayout layout = PrefixLayout.builder().model("example-model").worldSize(RANKS)
+                .layerGroups(1).tokensPerBlock(BLOCK_TOKENS).build();
+            final List<PrefixCache> ranks = new ArrayList<>();
+            for (int rank = 0; rank < RANKS; rank++)
             {
-                final ByteBuffer page = ByteBuffer.allocateDirect(PAGE_BYTES);
-                page.putInt(0, i); // stands for the KV tensor bytes
-                pages.add(page);
-            }
-            int stored = 0;
-            final List<OpResult<Void>> puts = client.putBatch(storeKeys, pages, PutOptions.defaults());
-            for (int block = 0; block < computed; block++)
-            {
-                boolean all = true;
-                for (int rank = 0; rank < RANKS; rank++)
-                {
-                    all &= puts.get(block * RANKS + rank).ok();
-                }
-                stored += all ? 1 : 0;
+                ranks.add(new PrefixCache(client, layout.forRank(rank))); // each rank's process has its own
             }
 
-            // Second request: 10 blocks of prompt; find and lease the longest stored run from the start.
-            final List<String> wanted = keys(prompt, 10);
-            final List<OpResult<Boolean>> mask = client.probeBatch(wanted, LeasePolicy.longestPrefix(RANKS));
-            final List<String> hits = new ArrayList<>();
-            for (int i = 0; i < wanted.size() && mask.get(i).ok() && mask.get(i).value(); i++)
+            // First request: the prefill computed 6 blocks; every rank saves its pages of them.
+            final int[] first = prompt(6, 6, 1);
+            int stored = Integer.MAX_VALUE;
+            for (int rank = 0; rank < RANKS; rank++)
             {
-                hits.add(wanted.get(i));
+                final PrefixCache cache = ranks.get(rank);
+                final PrefixLookup miss = cache.lookup(first);
+                stored = Math.min(stored, cache.save(miss, computedPages(miss.hitBlocks(), miss.blocks(), rank)));
             }
+
+            // Second request: 10 blocks, the first 6 shared. Each rank looks up, loads its pages of the hit, and
+            // after computing the other 4 blocks saves only those.
+            final int[] second = prompt(10, 6, 2);
+            int loaded = Integer.MAX_VALUE;
+            int saved = Integer.MAX_VALUE;
             long bytes = 0;
-            for (final OpResult<byte[]> page : client.getBatch(hits))
+            for (int rank = 0; rank < RANKS; rank++)
             {
-                bytes += page.ok() ? page.value().length : 0;
+                final PrefixCache cache = ranks.get(rank);
+                final PrefixLookup hit = cache.lookup(second);        // one round trip; the run is leased
+                final List<ByteBuffer> slots = new ArrayList<>();
+                for (int b = 0; b < hit.hitBlocks(); b++)
+                {
+                    slots.add(ByteBuffer.allocateDirect(PAGE_BYTES)); // the engine's KV buffers
+                }
+                final int got = cache.load(hit, hit.hitBlocks(), slots);
+                for (int b = 0; b < got; b++)
+                {
+                    bytes += slots.get(b).position();
+                }
+                loaded = Math.min(loaded, got);
+                saved = Math.min(saved, cache.save(hit, computedPages(hit.hitBlocks(), hit.blocks(), rank)));
             }
-            return new Result(stored, hits.size() / RANKS, bytes);
+            return new Result(stored, loaded, bytes, saved);
         }
     }
 }

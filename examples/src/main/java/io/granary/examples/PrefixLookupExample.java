@@ -4,15 +4,22 @@ import io.granary.client.ClientConfig;
 import io.granary.client.GranaryClient;
 import io.granary.client.LeasePolicy;
 import io.granary.client.OpResult;
+import io.granary.client.prefix.PrefixCache;
+import io.granary.client.prefix.PrefixLayout;
+import io.granary.client.prefix.PrefixLookup;
+import io.granary.client.prefix.PrefixStats;
 
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 
 /**
- * The prefix-cache lookup an inference engine does before a prefill: for a prompt, ask in one round trip
- * which checkpoint (a token position whose KV pages are stored for every tensor-parallel rank) is the last
- * complete one, lease exactly its pages, and load them. The engine then computes only the tokens after it.
+ * The prefix-cache lookup an inference engine does before a prefill, two ways. With raw probes: ask in one round
+ * trip which checkpoint (a token position whose KV pages are stored for every tensor-parallel rank) is the last
+ * complete one, lease exactly its pages, and load them. With the prefix-cache helper ({@link PrefixCache}): the
+ * same shape of stored pages in blocks built from token ids, looked up as the longest run of whole blocks, with the
+ * hole behind it counted. The engine then computes only the tokens after what it loaded.
  * Run against a cluster: {@code java -cp ... io.granary.examples.PrefixLookupExample 127.0.0.1:50051}.
  */
 public final class PrefixLookupExample
@@ -33,11 +40,57 @@ public final class PrefixLookupExample
         System.out.println(result.resumeFromToken > 0 ?
             "resume the prefill from token " + result.resumeFromToken + " (loaded " + result.loadedBytes + " bytes)" :
             "no cached prefix: compute the whole prompt");
+        final HelperResult helper = runWithHelper(masterAddress);
+        System.out.println("with the prefix-cache helper: " + helper.hitTokens() + " tokens reusable, " +
+            helper.holes() + " hole(s), " + helper.recomputedTokens() + " stored tokens behind them recomputed");
     }
 
     /** What the lookup found: the token to resume from (0 for none) and the KV bytes loaded. */
     public record Result(int resumeFromToken, long loadedBytes, List<Boolean> mask)
     {
+    }
+
+    /** What the helper's lookup found: reusable tokens, and the holes and stranded tokens behind them. */
+    public record HelperResult(int hitTokens, long holes, long recomputedTokens)
+    {
+    }
+
+    /**
+     * The canonical shape in blocks of 128 tokens: block 0 stored by both ranks, block 1 by rank 1 only (rank 0's page
+     * was evicted), block 2 by both. The lookup finds block 0; block 1 is a hole and block 2, stored, is recomputed.
+     */
+    public static HelperResult runWithHelper(final String masterAddress)
+    {
+        try (GranaryClient client = GranaryClient.connect(ClientConfig.builder()
+            .masterAddress(masterAddress)
+            .tenant("examples")
+            .build()))
+        {
+            final PrefixLayout layout = PrefixLayout.builder().model("example-lookup").worldSize(RANKS)
+                .tokensPerBlock(128).build();
+            final int[] tokens = new int[3 * 128 + 40];
+            for (int i = 0; i < tokens.length; i++)
+            {
+                tokens[i] = 7 * i + 3;
+            }
+            for (int rank = 0; rank < RANKS; rank++)
+            {
+                final PrefixCache cache = new PrefixCache(client, layout.forRank(rank));
+                final List<ByteBuffer> pages = new ArrayList<>();
+                for (int block = 0; block < 3; block++)
+                {
+                    pages.add(ByteBuffer.wrap(("KV page block " + block + " rank " + rank).getBytes(StandardCharsets.UTF_8)));
+                }
+                cache.save(tokens, tokens.length, 0, pages);
+            }
+            final PrefixCache rank0 = new PrefixCache(client, layout);
+            client.remove(rank0.keys().objectKey(rank0.keys().blockHashes(tokens)[1], 0, 0));
+
+            final PrefixLookup lookup = rank0.lookup(tokens); // leases block 0's two pages
+            rank0.checkHoles(lookup);
+            final PrefixStats stats = rank0.stats();
+            return new HelperResult(lookup.hitTokens(), stats.holes(), stats.recomputedTokens());
+        }
     }
 
     /** Stores the canonical example's pages, then looks the prefix up. */

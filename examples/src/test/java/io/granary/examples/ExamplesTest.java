@@ -65,6 +65,16 @@ class ExamplesTest
     }
 
     @Test
+    void shouldFindTheWholeFirstBlockAndCountTheHoleBehindItWithTheHelper()
+    {
+        final PrefixLookupExample.HelperResult result = PrefixLookupExample.runWithHelper(cluster.masterAddress());
+
+        assertThat(result.hitTokens()).isEqualTo(128);
+        assertThat(result.holes()).isEqualTo(1);
+        assertThat(result.recomputedTokens()).isEqualTo(128);
+    }
+
+    @Test
     void shouldLoadTheStoredPrefixInOneBatch()
     {
         final PrefixBatchLoadExample.Result result = PrefixBatchLoadExample.run(cluster.masterAddress());
@@ -73,6 +83,7 @@ class ExamplesTest
         assertThat(result.loadedBlocks()).isEqualTo(6);
         assertThat(result.loadedBytes())
             .isEqualTo(6L * PrefixBatchLoadExample.RANKS * PrefixBatchLoadExample.PAGE_BYTES);
+        assertThat(result.savedBlocks()).as("only the 4 blocks the lookup did not find").isEqualTo(4);
     }
 
     @Test

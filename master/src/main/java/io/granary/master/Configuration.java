@@ -38,6 +38,10 @@ public final class Configuration
     public static final String EVICTION_RATIO_PROP = "eviction-ratio";
     public static final double EVICTION_RATIO_DEFAULT = 0.05;
 
+    /** oldest-lease (Mooncake's order) or prefix-leaf-first (never a KV block while a later block of its chain remains). */
+    public static final String EVICTION_POLICY_PROP = "eviction-policy";
+    public static final String EVICTION_POLICY_DEFAULT = "oldest-lease";
+
     public static final String NODE_TTL_PROP = "node-ttl";
     public static final Duration NODE_TTL_DEFAULT = Duration.ofSeconds(10);
 

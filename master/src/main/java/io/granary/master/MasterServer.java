@@ -8,6 +8,7 @@ import io.granary.common.tls.TlsSettings;
 import io.granary.master.admin.AdminHttpServer;
 import io.granary.master.alloc.SegmentAllocation;
 import io.granary.master.alloc.TlsfExtentAllocator;
+import io.granary.master.evict.EvictionPolicy;
 import io.granary.master.evict.Evictor;
 import io.granary.master.meta.BatchProbe;
 import io.granary.master.meta.MetadataStore;
@@ -83,6 +84,7 @@ public final class MasterServer implements AutoCloseable
         private boolean allowEvictSoftPinned = Configuration.ALLOW_EVICT_SOFT_PINNED_DEFAULT;
         private double evictionHighWatermark = Configuration.EVICTION_HIGH_WATERMARK_DEFAULT;
         private double evictionRatio = Configuration.EVICTION_RATIO_DEFAULT;
+        private EvictionPolicy evictionPolicy = EvictionPolicy.fromFlag(Configuration.EVICTION_POLICY_DEFAULT);
         private Duration nodeTtl = Configuration.NODE_TTL_DEFAULT;
         private Duration heartbeatInterval = Configuration.HEARTBEAT_INTERVAL_DEFAULT;
         private Duration putDiscardTimeout = Configuration.PUT_DISCARD_TIMEOUT_DEFAULT;
@@ -208,6 +210,18 @@ public final class MasterServer implements AutoCloseable
         public Context evictionRatio(final double evictionRatio)
         {
             this.evictionRatio = evictionRatio;
+            return this;
+        }
+
+        public EvictionPolicy evictionPolicy()
+        {
+            return evictionPolicy;
+        }
+
+        /** How eviction orders what it takes (see {@link EvictionPolicy}). */
+        public Context evictionPolicy(final EvictionPolicy evictionPolicy)
+        {
+            this.evictionPolicy = evictionPolicy;
             return this;
         }
 
@@ -395,6 +409,7 @@ public final class MasterServer implements AutoCloseable
             require(evictionHighWatermark > 0 && evictionHighWatermark <= 1.0,
                 "--eviction-high-watermark must be in (0, 1], was " + evictionHighWatermark);
             require(evictionRatio > 0 && evictionRatio <= 1.0, "--eviction-ratio must be in (0, 1], was " + evictionRatio);
+            require(evictionPolicy != null, "--eviction-policy must be oldest-lease or prefix-leaf-first");
             requirePositive(nodeTtl, "--node-ttl");
             requirePositive(heartbeatInterval, "--heartbeat-interval");
             require(heartbeatInterval.compareTo(nodeTtl) < 0,
@@ -512,7 +527,7 @@ public final class MasterServer implements AutoCloseable
             new TokenIssuer(ctx.tokenKey() != null ? ctx.tokenKey() : AccessTokenCodec.newRandomKey()) : null;
         store.replicaTokens(tokenIssuer);
         this.evictor = new Evictor(store, registry, ctx.evictionHighWatermark(), ctx.evictionRatio(),
-            ctx.allowEvictSoftPinned()).attach();
+            ctx.allowEvictSoftPinned(), ctx.evictionPolicy()).attach();
         this.probe = new BatchProbe(store);
         this.handler = new MasterRequestHandler(this, store, probe, registry);
         this.metrics = new MasterMetrics(meters, store, registry, evictor, probe);
@@ -624,10 +639,11 @@ public final class MasterServer implements AutoCloseable
     {
         ctx.conclude();
         final MasterServer server = new MasterServer(ctx);
-        LOG.info("master ready: grpc={}:{} lookup={} admin={} id={} shards={} lease-ttl={} node-ttl={} data-tokens={} "
-            + "tls={}",
+        LOG.info("master ready: grpc={}:{} lookup={} admin={} id={} shards={} lease-ttl={} node-ttl={} eviction={} "
+            + "data-tokens={} tls={}",
             ctx.host(), server.grpcPort(), server.lookupPort(), server.adminPort(), server.masterId,
             ctx.metadataShards(), Units.formatDuration(ctx.leaseTtl()), Units.formatDuration(ctx.nodeTtl()),
+            ctx.evictionPolicy(),
             !ctx.dataTokens() ? "off" : ctx.tokenKey() != null ? "on (key from " + ctx.tokenKeyFile() + ")" :
             "on (random key)",
             ctx.tls().isEnabled() ? "on (client auth " + ctx.tls().clientAuth().flagValue() + ")" : "off");

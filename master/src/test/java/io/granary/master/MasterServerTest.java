@@ -117,6 +117,10 @@ class MasterServerTest
             .addAllKeys(Collections.nCopies(65_537, "k")).build()).getCode()).isEqualTo(INVALID_PARAMS_VALUE);
         assertThat(stub.batchPutStart(BatchPutStartRequest.newBuilder().setClientId("c")
             .addKeys("a").addKeys("b").addValueLengths(1).build()).getCode()).isEqualTo(INVALID_PARAMS_VALUE);
+        assertThat(stub.batchPutStart(BatchPutStartRequest.newBuilder().setClientId("c")
+            .addKeys("a").addKeys("b").addValueLengths(1).addValueLengths(1)
+            .addPerKeyOptions(PutOptions.getDefaultInstance()).build()).getCode())
+            .as("per-key options for some keys only").isEqualTo(INVALID_PARAMS_VALUE);
         assertThat(stub.removeByRegex(RemoveByRegexRequest.newBuilder().setRegex("([").build()).getCode())
             .isEqualTo(INVALID_PARAMS_VALUE);
         assertThat(stub.removeByRegex(RemoveByRegexRequest.newBuilder().setRegex("").build()).getCode())
@@ -156,6 +160,26 @@ class MasterServerTest
         assertThat(stub.batchPutEnd(BatchKeysRequest.newBuilder().setClientId("c").addKeys("a").addKeys("zz").build())
             .getCodesList()).containsExactly(OK_VALUE, OBJECT_NOT_FOUND_VALUE);
         assertThat(stub.removeAll(RemoveAllRequest.getDefaultInstance()).getCount()).isEqualTo(1);
+    }
+
+    @Test
+    void shouldApplyPerKeyOptionsOfABatchPutKeyByKey()
+    {
+        mount("n1", "127.0.0.1:7001", 5, 1 << 20);
+        final BatchPutStartResponse r = stub.batchPutStart(BatchPutStartRequest.newBuilder().setClientId("c")
+            .addKeys("b0").addValueLengths(10).addPerKeyOptions(PutOptions.newBuilder().setGroupId("g0"))
+            .addKeys("b1").addValueLengths(10).addPerKeyOptions(PutOptions.newBuilder().setGroupId("g1")
+                .setParentKey("b0"))
+            .addKeys("b2").addValueLengths(10).addPerKeyOptions(PutOptions.newBuilder().setParentKey("bad\u0000"))
+            .setOptions(PutOptions.newBuilder().setGroupId("ignored"))
+            .build());
+        assertThat(r.getResultsList()).extracting(PutStartResponse::getCode)
+            .containsExactly(OK_VALUE, OK_VALUE, INVALID_PARAMS_VALUE);
+        assertThat(stub.batchPutEnd(BatchKeysRequest.newBuilder().setClientId("c").addKeys("b0").addKeys("b1").build())
+            .getCodesList()).containsExactly(OK_VALUE, OK_VALUE);
+        assertThat(master.store().query("default", "b0").groupId()).isEqualTo("g0");
+        assertThat(master.store().query("default", "b1").groupId()).isEqualTo("g1");
+        assertThat(master.store().parentLinks()).isEqualTo(1);
     }
 
     @Test

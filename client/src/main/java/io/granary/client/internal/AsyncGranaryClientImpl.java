@@ -101,7 +101,18 @@ final class AsyncGranaryClientImpl implements AsyncGranaryClient
     {
         final ByteBuffer[] data = GranaryClientImpl.captureValues(keys, values, options);
         final List<String> keysNow = copy(keys);
-        return client.callOnClientThreads(threads -> client.startPutBatch(keysNow, data, options, threads));
+        final io.granary.proto.PutOptions[] perKey = GranaryClientImpl.sameOptions(options, data.length);
+        return client.callOnClientThreads(threads -> client.startPutBatch(keysNow, data, perKey, threads));
+    }
+
+    @Override
+    public CompletableFuture<List<OpResult<Void>>> putBatch(
+        final List<String> keys, final List<ByteBuffer> values, final List<PutOptions> options)
+    {
+        final ByteBuffer[] data = GranaryClientImpl.captureValues(keys, values, PutOptions.defaults());
+        final List<String> keysNow = copy(keys);
+        final io.granary.proto.PutOptions[] perKey = GranaryClientImpl.perKeyOptions(options, data.length);
+        return client.callOnClientThreads(threads -> client.startPutBatch(keysNow, data, perKey, threads));
     }
 
     @Override

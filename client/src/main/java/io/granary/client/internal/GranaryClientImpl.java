@@ -45,8 +45,10 @@ import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
@@ -490,7 +492,47 @@ public final class GranaryClientImpl implements GranaryClient
         final List<String> keys, final List<ByteBuffer> values, final PutOptions options)
     {
         final ByteBuffer[] data = captureValues(keys, values, options);
-        return callHere(here -> startPutBatch(keys, data, options, here));
+        return callHere(here -> startPutBatch(keys, data, sameOptions(options, data.length), here));
+    }
+
+    @Override
+    public List<OpResult<Void>> putBatch(
+        final List<String> keys, final List<ByteBuffer> values, final List<PutOptions> options)
+    {
+        final ByteBuffer[] data = captureValues(keys, values, PutOptions.defaults());
+        final io.granary.proto.PutOptions[] perKey = perKeyOptions(options, data.length);
+        return callHere(here -> startPutBatch(keys, data, perKey, here));
+    }
+
+    /** {@code options} for each of {@code n} keys, mapped once. */
+    static io.granary.proto.PutOptions[] sameOptions(final PutOptions options, final int n)
+    {
+        final io.granary.proto.PutOptions[] perKey = new io.granary.proto.PutOptions[n];
+        Arrays.fill(perKey, ProtoMapping.toProto(options));
+        return perKey;
+    }
+
+    /**
+     * One options per key, mapped (equal options share one message).
+     *
+     * @throws IllegalArgumentException when there are not exactly {@code n} options.
+     */
+    static io.granary.proto.PutOptions[] perKeyOptions(final List<PutOptions> options, final int n)
+    {
+        Objects.requireNonNull(options, "options");
+        if (options.size() != n)
+        {
+            throw new IllegalArgumentException(
+                "putBatch needs one PutOptions per key: " + n + " keys, " + options.size() + " options");
+        }
+        final io.granary.proto.PutOptions[] perKey = new io.granary.proto.PutOptions[n];
+        final Map<PutOptions, io.granary.proto.PutOptions> mapped = new HashMap<>();
+        for (int i = 0; i < n; i++)
+        {
+            perKey[i] = mapped.computeIfAbsent(
+                Objects.requireNonNull(options.get(i), "options[" + i + "]"), ProtoMapping::toProto);
+        }
+        return perKey;
     }
 
     /**
@@ -527,14 +569,8 @@ public final class GranaryClientImpl implements GranaryClient
      * @throws GranaryException when the whole request fails before any transfer starts.
      */
     CompletableFuture<List<OpResult<Void>>> startPutBatch(
-        final List<String> keys, final ByteBuffer[] data, final PutOptions options, final Executor steps)
-    {
-        return startPutBatch(keys, data, options, steps, true);
-    }
-
-    private CompletableFuture<List<OpResult<Void>>> startPutBatch(
-        final List<String> keys, final ByteBuffer[] data, final PutOptions options, final Executor steps,
-        final boolean mayStartOver)
+        final List<String> keys, final ByteBuffer[] data, final io.granary.proto.PutOptions[] options,
+        final Executor steps)
     {
         ensureOpen();
         final int n = keys.size();
@@ -543,7 +579,7 @@ public final class GranaryClientImpl implements GranaryClient
             return CompletableFuture.completedFuture(List.of());
         }
         checkBatchSize("putBatch", n);
-        return putBatchRound(keys, data, ProtoMapping.toProto(options), steps, Set.of(), config.putRetries(), mayStartOver);
+        return putBatchRound(keys, data, options, steps, Set.of(), config.putRetries(), true);
     }
 
     /**
@@ -553,7 +589,7 @@ public final class GranaryClientImpl implements GranaryClient
     private CompletableFuture<List<OpResult<Void>>> putBatchRound(
         final List<String> keys,
         final ByteBuffer[] data,
-        final io.granary.proto.PutOptions options,
+        final io.granary.proto.PutOptions[] options,
         final Executor steps,
         final Set<String> avoidNodes,
         final int retriesLeft,
@@ -565,8 +601,8 @@ public final class GranaryClientImpl implements GranaryClient
         final BatchPutStartRequest.Builder request = BatchPutStartRequest.newBuilder()
             .setTenant(tenant)
             .setClientId(clientId)
-            .setOptions(options)
             .addAllAvoidNodeIds(avoidNodes);
+        boolean uniform = true;
         for (int i = 0; i < n; i++)
         {
             final OpFailure problem = Keys.problem(keys.get(i));
@@ -575,12 +611,24 @@ public final class GranaryClientImpl implements GranaryClient
                 results[i] = problem.toResult();
                 continue;
             }
+            uniform &= sent.isEmpty() || options[i].equals(options[sent.get(0)]);
             sent.add(i);
             request.addKeys(keys.get(i)).addValueLengths(data[i].remaining());
         }
         if (sent.isEmpty())
         {
             return CompletableFuture.completedFuture(Arrays.asList(results));
+        }
+        if (uniform)
+        {
+            request.setOptions(options[sent.get(0)]); // one message for the batch, as every master understands
+        }
+        else
+        {
+            for (final int i : sent)
+            {
+                request.addPerKeyOptions(options[i]);
+            }
         }
 
         final BatchPutStartResponse started = master.batchPutStart(request.build());
@@ -620,7 +668,8 @@ public final class GranaryClientImpl implements GranaryClient
             }
             try
             {
-                final CommitRecord record = commitRecord(tenant, key, data[i].remaining(), result.getVersion(), options);
+                final CommitRecord record =
+                    commitRecord(tenant, key, data[i].remaining(), result.getVersion(), options[i]);
                 final CompletableFuture<byte[]> commit = record == null ? null : new CompletableFuture<>();
                 final WriteOperation operation = WriteOperation.plan(key, data[i], result.getReplicasList(), commit);
                 writes.add(operation.start(transfers));
@@ -658,7 +707,7 @@ public final class GranaryClientImpl implements GranaryClient
     private CompletableFuture<List<OpResult<Void>>> endPutBatch(
         final List<String> keys,
         final ByteBuffer[] data,
-        final io.granary.proto.PutOptions options,
+        final io.granary.proto.PutOptions[] options,
         final Executor steps,
         final Set<String> avoidNodes,
         final int retriesLeft,
@@ -717,16 +766,18 @@ public final class GranaryClientImpl implements GranaryClient
         }
         final List<String> againKeys = new ArrayList<>(again.size());
         final ByteBuffer[] againData = new ByteBuffer[again.size()];
+        final io.granary.proto.PutOptions[] againOptions = new io.granary.proto.PutOptions[again.size()];
         for (int r = 0; r < again.size(); r++)
         {
             againKeys.add(keys.get(again.get(r)));
             againData[r] = data[again.get(r)];
+            againOptions[r] = options[again.get(r)];
         }
         LOG.debug("putBatch: trying {} keys again, away from {}", again.size(), avoid);
         final CompletableFuture<List<OpResult<Void>>> next;
         try
         {
-            next = putBatchRound(againKeys, againData, options, steps, avoid, retried ? retriesLeft - 1 : retriesLeft,
+            next = putBatchRound(againKeys, againData, againOptions, steps, avoid, retried ? retriesLeft - 1 : retriesLeft,
                 mayStartOver && !startedOver);
         }
         catch (final GranaryException ex)

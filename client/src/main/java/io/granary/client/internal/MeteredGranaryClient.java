@@ -225,6 +225,25 @@ final class MeteredGranaryClient implements GranaryClient
     }
 
     @Override
+    public List<OpResult<Void>> putBatch(
+        final List<String> keys, final List<ByteBuffer> values, final List<PutOptions> options)
+    {
+        final long startNs = System.nanoTime();
+        final List<OpResult<Void>> results;
+        try
+        {
+            results = client.putBatch(keys, values, options);
+        }
+        catch (final RuntimeException ex)
+        {
+            metrics.failed(Op.PUT_BATCH, startNs, ex);
+            throw ex;
+        }
+        onPutBatch(metrics, results, values, startNs);
+        return results;
+    }
+
+    @Override
     public List<OpResult<byte[]>> getBatch(final List<String> keys)
     {
         final long startNs = System.nanoTime();
@@ -485,12 +504,32 @@ final class MeteredGranaryClient implements GranaryClient
             final List<String> keys, final List<ByteBuffer> values, final PutOptions options)
         {
             final long startNs = System.nanoTime();
+            final long[] sizes = sizes(values);
+            return measurePutBatch(startNs, sizes, async.putBatch(keys, values, options));
+        }
+
+        @Override
+        public CompletableFuture<List<OpResult<Void>>> putBatch(
+            final List<String> keys, final List<ByteBuffer> values, final List<PutOptions> options)
+        {
+            final long startNs = System.nanoTime();
+            final long[] sizes = sizes(values);
+            return measurePutBatch(startNs, sizes, async.putBatch(keys, values, options));
+        }
+
+        private static long[] sizes(final List<ByteBuffer> values)
+        {
             final long[] sizes = new long[values == null ? 0 : values.size()];
             for (int i = 0; i < sizes.length; i++)
             {
                 sizes[i] = values.get(i) == null ? 0 : values.get(i).remaining();
             }
-            final CompletableFuture<List<OpResult<Void>>> future = async.putBatch(keys, values, options);
+            return sizes;
+        }
+
+        private CompletableFuture<List<OpResult<Void>>> measurePutBatch(
+            final long startNs, final long[] sizes, final CompletableFuture<List<OpResult<Void>>> future)
+        {
             future.whenComplete((results, ex) ->
             {
                 if (ex != null)

@@ -50,6 +50,10 @@ final class ProtoMapping
         {
             b.setPreferredSegment(options.preferredSegment());
         }
+        if (options.parent() != null)
+        {
+            b.setParentKey(options.parent());
+        }
         return b.build();
     }
 

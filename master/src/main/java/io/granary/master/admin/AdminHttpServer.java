@@ -112,6 +112,8 @@ public final class AdminHttpServer implements AutoCloseable
             .field("pass1_bytes", master.evictor().evictedBytes(0))
             .field("pass2_objects", master.evictor().evictedObjects(1))
             .field("pass2_bytes", master.evictor().evictedBytes(1))
+            .field("prefix_breaks", master.evictor().prefixBreaks())
+            .field("policy", master.evictor().policy().flagValue())
             .endObject()
             .beginObject("puts")
             .field("started", store.putStarts())

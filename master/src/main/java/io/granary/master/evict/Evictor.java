@@ -22,6 +22,11 @@ import java.util.concurrent.atomic.LongAdder;
  * <p>A round scans every shard once and keeps only the oldest candidates that cover the target
  * (a bounded max-heap), so its memory is proportional to what it evicts; scanning costs O(objects)
  * per round, amortised over the eviction ratio's worth of victims.
+ *
+ * <p>With {@link EvictionPolicy#PREFIX_LEAF_FIRST} each pass takes leaves (units no live object names as its
+ * parent) oldest first, adding a parent to the round's queue the moment its last child goes, which is the exact
+ * leaf-first order; only if the leaves cannot cover the target does the round go on with the oldest units that
+ * still have children (counted as {@link #prefixBreaks()}), so an allocation never waits on parent links.
  */
 public final class Evictor
 {
@@ -34,8 +39,10 @@ public final class Evictor
     private final double highWatermark;
     private final double ratio;
     private final boolean allowSoftPinned;
+    private final EvictionPolicy policy;
 
     private final LongAdder rounds = new LongAdder();
+    private final LongAdder prefixBreaks = new LongAdder();
     private final LongAdder[] evictedObjects = {new LongAdder(), new LongAdder()};
     private final LongAdder[] evictedBytes = {new LongAdder(), new LongAdder()};
     private final LongAdder onDemandRounds = new LongAdder();
@@ -78,11 +85,23 @@ public final class Evictor
         final double ratio,
         final boolean allowSoftPinned)
     {
+        this(store, registry, highWatermark, ratio, allowSoftPinned, EvictionPolicy.OLDEST_LEASE);
+    }
+
+    public Evictor(
+        final MetadataStore store,
+        final SegmentRegistry registry,
+        final double highWatermark,
+        final double ratio,
+        final boolean allowSoftPinned,
+        final EvictionPolicy policy)
+    {
         this.store = store;
         this.registry = registry;
         this.highWatermark = highWatermark;
         this.ratio = ratio;
         this.allowSoftPinned = allowSoftPinned;
+        this.policy = policy;
     }
 
     /** Installs on-demand eviction: a failed allocation evicts at least the eviction ratio, then retries. */
@@ -144,6 +163,30 @@ public final class Evictor
             return result;
         }
         rounds.increment();
+        if (policy == EvictionPolicy.PREFIX_LEAF_FIRST)
+        {
+            evictLeafFirst(result);
+        }
+        else
+        {
+            evictOldestLease(result);
+        }
+        for (int pass = 0; pass < 2; pass++)
+        {
+            evictedObjects[pass].add(result.objects[pass]);
+            evictedBytes[pass].add(result.bytes[pass]);
+        }
+        if (result.totalObjects() > 0 && LOG.isDebugEnabled())
+        {
+            LOG.debug("evicted {} objects ({} bytes) for a target of {} bytes: pass 1 {} objects, pass 2 {} objects",
+                result.totalObjects(), result.totalBytes(), result.targetBytes, result.objects[0], result.objects[1]);
+        }
+        return result;
+    }
+
+    private void evictOldestLease(final Result result)
+    {
+        final long targetBytes = result.targetBytes;
         final OldestCovering unpinned = new OldestCovering(targetBytes);
         final OldestCovering pinned = allowSoftPinned ? new OldestCovering(targetBytes) : null;
         store.scanEvictionCandidates(allowSoftPinned, c ->
@@ -157,41 +200,97 @@ public final class Evictor
                 unpinned.offer(c);
             }
         });
-        final long[] bytes = new long[1];
-        for (final EvictionCandidate c : unpinned.inAgeOrder())
+        evictInAgeOrder(unpinned.inAgeOrder(), 0, result);
+        if (pinned != null)
         {
-            if (result.totalBytes() >= targetBytes)
+            evictInAgeOrder(pinned.inAgeOrder(), 1, result);
+        }
+    }
+
+    /** Evicts candidates in the given order, counted in {@code pass}, until the target is met. */
+    private void evictInAgeOrder(final List<EvictionCandidate> candidates, final int pass, final Result result)
+    {
+        final long[] out = new long[2];
+        for (final EvictionCandidate c : candidates)
+        {
+            if (result.totalBytes() >= result.targetBytes)
             {
                 break;
             }
-            bytes[0] = 0;
-            result.objects[0] += store.evict(c, false, bytes);
-            result.bytes[0] += bytes[0];
-        }
-        if (pinned != null && result.totalBytes() < targetBytes)
-        {
-            for (final EvictionCandidate c : pinned.inAgeOrder())
+            out[0] = 0;
+            out[1] = 0;
+            final int n = store.evict(c, pass == 1, false, out, null);
+            result.objects[pass] += n;
+            result.bytes[pass] += out[0];
+            if (n > 0 && out[1] != 0)
             {
-                if (result.totalBytes() >= targetBytes)
-                {
-                    break;
-                }
-                bytes[0] = 0;
-                result.objects[1] += store.evict(c, true, bytes);
-                result.bytes[1] += bytes[0];
+                prefixBreaks.increment();
             }
         }
-        for (int pass = 0; pass < 2; pass++)
+    }
+
+    /**
+     * Leaf first. Pass 1 takes unpinned leaves, oldest first, each parent joining the queue as its last child goes;
+     * a soft-pinned parent freed that way waits for pass 2. Pass 2 (when allowed) takes soft-pinned leaves the same
+     * way, and with them the unpinned parents they held up: an unpinned block whose later blocks are soft pinned is
+     * kept as long as they are. Only if the leaves cannot cover the target do the oldest units that still have
+     * children go (unpinned first, soft-pinned ones only when allowed), each counted in {@link #prefixBreaks()}.
+     */
+    private void evictLeafFirst(final Result result)
+    {
+        final long targetBytes = result.targetBytes;
+        final OldestCovering[] leaves = {new OldestCovering(targetBytes), new OldestCovering(targetBytes)};
+        final OldestCovering[] inner = {new OldestCovering(targetBytes), new OldestCovering(targetBytes)};
+        store.scanEvictionCandidates(allowSoftPinned, c ->
         {
-            evictedObjects[pass].add(result.objects[pass]);
-            evictedBytes[pass].add(result.bytes[pass]);
-        }
-        if (result.totalObjects() > 0 && LOG.isDebugEnabled())
+            final int pass = c.softPinned() ? 1 : 0;
+            (c.isLeaf() ? leaves[pass] : inner[pass]).offer(c);
+        });
+        final List<EvictionCandidate> heldBack = new ArrayList<>();
+        evictLeaves(leaves[0].inAgeOrder(), false, heldBack, result);
+        if (allowSoftPinned)
         {
-            LOG.debug("evicted {} objects ({} bytes) for a target of {} bytes: pass 1 {} objects, pass 2 {} objects",
-                result.totalObjects(), result.totalBytes(), targetBytes, result.objects[0], result.objects[1]);
+            heldBack.addAll(leaves[1].inAgeOrder());
+            evictLeaves(heldBack, true, null, result);
         }
-        return result;
+        evictInAgeOrder(inner[0].inAgeOrder(), 0, result);
+        if (allowSoftPinned)
+        {
+            evictInAgeOrder(inner[1].inAgeOrder(), 1, result);
+        }
+    }
+
+    /**
+     * Evicts leaves oldest first until the target is met, queueing each parent a victim leaves without children;
+     * parents that are soft pinned while {@code softPinnedToo} is false go to {@code heldBack} instead.
+     */
+    private void evictLeaves(
+        final List<EvictionCandidate> initial,
+        final boolean softPinnedToo,
+        final List<EvictionCandidate> heldBack,
+        final Result result)
+    {
+        final PriorityQueue<EvictionCandidate> queue = new PriorityQueue<>(Math.max(1, initial.size()), OLDEST_FIRST);
+        queue.addAll(initial);
+        final long[] out = new long[2];
+        EvictionCandidate c;
+        while (result.totalBytes() < result.targetBytes && (c = queue.poll()) != null)
+        {
+            out[0] = 0;
+            final int pass = c.softPinned() ? 1 : 0;
+            result.objects[pass] += store.evict(c, softPinnedToo, true, out, freed ->
+            {
+                if (softPinnedToo || !freed.softPinned())
+                {
+                    queue.add(freed);
+                }
+                else if (heldBack != null)
+                {
+                    heldBack.add(freed);
+                }
+            });
+            result.bytes[pass] += out[0];
+        }
     }
 
     /** The oldest candidates whose sizes add up to at least a target: a max-heap by age, trimmed as it goes. */
@@ -289,5 +388,20 @@ public final class Evictor
     public boolean allowSoftPinned()
     {
         return allowSoftPinned;
+    }
+
+    public EvictionPolicy policy()
+    {
+        return policy;
+    }
+
+    /**
+     * Units evicted while a live object still named them as their parent, each leaving a hole in a prefix chain:
+     * under {@link EvictionPolicy#PREFIX_LEAF_FIRST} only when the leaves could not free enough, under
+     * {@link EvictionPolicy#OLDEST_LEASE} whenever age order says so.
+     */
+    public long prefixBreaks()
+    {
+        return prefixBreaks.sum();
     }
 }

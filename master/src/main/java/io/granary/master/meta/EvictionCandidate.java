@@ -11,14 +11,18 @@ public final class EvictionCandidate
     final long ageNs;
     final long bytes;
     final boolean softPinned;
+    final int childRefs;
 
-    EvictionCandidate(final Object unit, final int shard, final long ageNs, final long bytes, final boolean softPinned)
+    EvictionCandidate(
+        final Object unit, final int shard, final long ageNs, final long bytes, final boolean softPinned,
+        final int childRefs)
     {
         this.unit = unit;
         this.shard = shard;
         this.ageNs = ageNs;
         this.bytes = bytes;
         this.softPinned = softPinned;
+        this.childRefs = childRefs;
     }
 
     /** Its last lease deadline, or the moment it became readable if never leased (nanoTime). */
@@ -35,6 +39,18 @@ public final class EvictionCandidate
     public boolean softPinned()
     {
         return softPinned;
+    }
+
+    /** Live objects that named this unit (or a member of it) as their parent when the snapshot was taken. */
+    public int childRefs()
+    {
+        return childRefs;
+    }
+
+    /** No live child names this unit as its parent: prefix-aware eviction may take it. */
+    public boolean isLeaf()
+    {
+        return childRefs <= 0;
     }
 
     public boolean isGroup()

@@ -16,6 +16,8 @@ public final class GroupMeta
     final List<ObjectMeta> members = new ArrayList<>(4);
     /** Shared read-lease deadline of all members (nanoTime); a lease on one member refreshes all. */
     long leaseDeadlineNs;
+    /** Live objects naming a member of this group as their parent; changed atomically by {@link ParentLinks}. */
+    volatile int childRefs;
 
     GroupMeta(final String tenant, final String groupId, final int shard)
     {
@@ -42,6 +44,12 @@ public final class GroupMeta
     public long leaseDeadlineNs()
     {
         return leaseDeadlineNs;
+    }
+
+    /** Live objects outside the group that named one of its members as their parent. */
+    public int childRefs()
+    {
+        return childRefs;
     }
 
     public List<ObjectMeta> membersView()

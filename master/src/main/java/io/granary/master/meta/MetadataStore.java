@@ -137,6 +137,8 @@ public final class MetadataStore
     private final LongAdder leaseGrants = new LongAdder();
     private final LongAdder removedObjects = new LongAdder();
     private final LongAdder lostObjects = new LongAdder();
+    private final LongAdder parentLinks = new LongAdder();
+    private final LongAdder parentsMissing = new LongAdder();
 
     private static final class PendingRelease
     {
@@ -316,6 +318,11 @@ public final class MetadataStore
     {
         m.removed = true;
         unpinLocked(m);
+        if (m.parentUnit != null)
+        {
+            ParentLinks.removeChild(m.parentUnit);
+            m.parentUnit = null; // a removed object keeps nothing of its ancestors reachable
+        }
         final MetadataShard owner = shards[m.ownerShard];
         owner.ownedObjects--;
         objectCount.decrementAndGet();
@@ -384,6 +391,10 @@ public final class MetadataStore
         if (options.getPreferredSegment().length() > Limits.MAX_KEY_BYTES)
         {
             return INVALID_PARAMS_VALUE;
+        }
+        if (!options.getParentKey().isEmpty() && Limits.checkKey(options.getParentKey()) != null)
+        {
+            return INVALID_PARAMS_VALUE; // a parent is named by its key: the key rules apply
         }
         softPinTtlOut[0] = 0;
         switch (options.getSoftPinValue())
@@ -496,6 +507,8 @@ public final class MetadataStore
             discardedPuts.increment();
         }
 
+        // Linked before placement, so that the eviction this put may trigger never takes its parent as a leaf.
+        final Object parentUnit = linkParent(tenant, options.getParentKey(), key, options.getGroupId());
         final int wanted = Math.max(1, options.getReplicas());
         List<ReplicaRecord> placed =
             placement.place(registry.liveSegments(), wanted, valueLength, options.getPreferredSegment(), avoidNodes);
@@ -507,6 +520,7 @@ public final class MetadataStore
         }
         if (placed.isEmpty())
         {
+            unlinkParent(parentUnit);
             allocationFailures.increment();
             return NO_AVAILABLE_HANDLE_VALUE;
         }
@@ -537,6 +551,7 @@ public final class MetadataStore
                 {
                     r.release();
                 }
+                unlinkParent(parentUnit);
                 return OBJECT_ALREADY_EXISTS_VALUE;
             }
             final MetadataShard owner = shards[o];
@@ -548,6 +563,7 @@ public final class MetadataStore
             }
             final ObjectMeta m = new ObjectMeta(tenant, keyBytes, hash, h, o, valueLength, clientId, now,
                 options.getHardPin(), group, replicas, softPinTtl[0], version, false);
+            m.parentUnit = parentUnit;
             if (versionOut != null)
             {
                 versionOut[0] = version;
@@ -577,6 +593,49 @@ public final class MetadataStore
                 second.unlock();
             }
             first.unlock();
+        }
+    }
+
+    /**
+     * Counts a new object as a child of the eviction unit of {@code parentKey}, if that key is live in the tenant
+     * (complete or not). Not a parent: none named, the object itself, or a member of the object's own group.
+     * Takes only the parent's owner lock. @return the unit now counting one more child, or null.
+     */
+    private Object linkParent(final String tenant, final String parentKey, final String key, final String groupId)
+    {
+        if (parentKey.isEmpty() || parentKey.equals(key))
+        {
+            return null;
+        }
+        final ObjectMeta parent = lockForKey(tenant, parentKey);
+        if (parent == null)
+        {
+            parentsMissing.increment();
+            return null;
+        }
+        try
+        {
+            if (parent.group != null && parent.group.groupId.equals(groupId))
+            {
+                return null;
+            }
+            final Object unit = ParentLinks.unitOf(parent);
+            ParentLinks.addChild(unit);
+            parentLinks.increment();
+            return unit;
+        }
+        finally
+        {
+            unlockOwner(parent);
+        }
+    }
+
+    /** Undoes {@link #linkParent} for a put that created nothing. */
+    private static void unlinkParent(final Object parentUnit)
+    {
+        if (parentUnit != null)
+        {
+            ParentLinks.removeChild(parentUnit);
         }
     }
 
@@ -1737,7 +1796,8 @@ public final class MetadataStore
             {
                 return null;
             }
-            return new EvictionCandidate(m, m.ownerShard, m.leaseDeadlineNs, m.sizeBytes, m.isSoftPinned(now));
+            return new EvictionCandidate(
+                m, m.ownerShard, m.leaseDeadlineNs, m.sizeBytes, m.isSoftPinned(now), m.childRefs);
         }
         final GroupMeta g = (GroupMeta)unit;
         if (g.leaseDeadlineNs - now > 0)
@@ -1756,7 +1816,7 @@ public final class MetadataStore
                 soft |= m.isSoftPinned(now);
             }
         }
-        return evictable == 0 ? null : new EvictionCandidate(g, g.shard, g.leaseDeadlineNs, bytes, soft);
+        return evictable == 0 ? null : new EvictionCandidate(g, g.shard, g.leaseDeadlineNs, bytes, soft, g.childRefs);
     }
 
     /**
@@ -1767,17 +1827,40 @@ public final class MetadataStore
      */
     public int evict(final EvictionCandidate candidate, final boolean allowSoftPinned, final long[] bytesOut)
     {
+        return evict(candidate, allowSoftPinned, false, bytesOut, null);
+    }
+
+    /**
+     * {@link #evict(EvictionCandidate, boolean, long[])} for prefix-aware eviction. With {@code leafOnly} the unit is
+     * skipped when a live child names it as its parent (rechecked under its lock). {@code bytesOut[1]} is set to 1
+     * when the unit evicted still had children (a fallback eviction that leaves a hole), else 0. When
+     * {@code newLeaves} is not null, every parent unit of the victims that this eviction left without children, and
+     * that may be evicted now, is offered to it as a fresh candidate.
+     */
+    public int evict(
+        final EvictionCandidate candidate,
+        final boolean allowSoftPinned,
+        final boolean leafOnly,
+        final long[] bytesOut,
+        final java.util.function.Consumer<EvictionCandidate> newLeaves)
+    {
         final MetadataShard owner = shards[candidate.shard];
         final List<ObjectMeta> victims = new ArrayList<>();
+        List<Object> parents = null;
         owner.lock();
         try
         {
             final long now = clock.nanoTime();
             final EvictionCandidate fresh = candidateLocked(candidate.unit, now);
             if (fresh == null || (fresh.softPinned && !allowSoftPinned) ||
-                (candidate.unit instanceof ObjectMeta && ((ObjectMeta)candidate.unit).removed))
+                (candidate.unit instanceof ObjectMeta && ((ObjectMeta)candidate.unit).removed) ||
+                (leafOnly && !fresh.isLeaf()))
             {
                 return 0;
+            }
+            if (bytesOut.length > 1)
+            {
+                bytesOut[1] = fresh.isLeaf() ? 0 : 1;
             }
             if (candidate.unit instanceof ObjectMeta)
             {
@@ -1795,6 +1878,17 @@ public final class MetadataStore
             }
             for (final ObjectMeta m : victims)
             {
+                if (newLeaves != null && m.parentUnit != null)
+                {
+                    if (parents == null)
+                    {
+                        parents = new ArrayList<>(2);
+                    }
+                    if (!parents.contains(m.parentUnit))
+                    {
+                        parents.add(m.parentUnit);
+                    }
+                }
                 detachLocked(m);
                 for (final ReplicaRecord r : m.replicas)
                 {
@@ -1812,7 +1906,40 @@ public final class MetadataStore
         {
             finishDetach(m);
         }
+        if (parents != null)
+        {
+            offerIfLeaf(parents, newLeaves);
+        }
         return victims.size();
+    }
+
+    /** Offers each unit that has no child left and may be evicted now, as a candidate taken under its lock. */
+    private void offerIfLeaf(final List<Object> units, final java.util.function.Consumer<EvictionCandidate> sink)
+    {
+        for (final Object unit : units)
+        {
+            if (ParentLinks.childRefs(unit) > 0)
+            {
+                continue;
+            }
+            final MetadataShard shard = shards[ParentLinks.shardOf(unit)];
+            final EvictionCandidate c;
+            shard.lock();
+            try
+            {
+                final boolean gone = unit instanceof ObjectMeta ? ((ObjectMeta)unit).removed :
+                    ((GroupMeta)unit).members.isEmpty();
+                c = gone ? null : candidateLocked(unit, clock.nanoTime());
+            }
+            finally
+            {
+                shard.unlock();
+            }
+            if (c != null && c.isLeaf())
+            {
+                sink.accept(c);
+            }
+        }
     }
 
     // ------------------------------------------------------------------------------------ proto helpers
@@ -1940,5 +2067,17 @@ public final class MetadataStore
     public long lostObjects()
     {
         return lostObjects.sum();
+    }
+
+    /** Puts whose named parent was live and now counts them as a child. */
+    public long parentLinks()
+    {
+        return parentLinks.sum();
+    }
+
+    /** Puts that named a parent key not live in their tenant (stored without a parent). */
+    public long parentsMissing()
+    {
+        return parentsMissing.sum();
     }
 }

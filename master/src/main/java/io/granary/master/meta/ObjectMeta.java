@@ -40,6 +40,13 @@ public final class ObjectMeta
     /** Whether PutEnd recorded a CRC32C of the value, and that CRC; set once, at PutEnd. */
     boolean hasCrc;
     int crc32c;
+    /**
+     * The eviction unit (an ungrouped {@link ObjectMeta} or a {@link GroupMeta}) of the parent this object named at
+     * PutStart, whose child count it holds one of; null for none, and cleared when this object leaves the store.
+     */
+    Object parentUnit;
+    /** Live objects naming this (ungrouped) object as their parent; changed atomically by {@link ParentLinks}. */
+    volatile int childRefs;
 
     ObjectMeta(
         final String tenant,
@@ -173,6 +180,12 @@ public final class ObjectMeta
     public boolean isLeased(final long nowNs)
     {
         return leaseDeadlineNs() - nowNs > 0;
+    }
+
+    /** Live objects that named this one (ungrouped) as their parent; a grouped object's children count on its group. */
+    public int childRefs()
+    {
+        return group != null ? group.childRefs : childRefs;
     }
 
     public boolean isSoftPinned(final long nowNs)

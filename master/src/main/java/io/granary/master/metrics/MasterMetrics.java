@@ -80,6 +80,13 @@ public final class MasterMetrics implements AutoCloseable
             Evictor::rounds);
         counter(meters, "granary.master.eviction.rounds.on.demand",
             "Eviction rounds run because an allocation found no room", evictor, Evictor::onDemandRounds);
+        counter(meters, "granary.master.eviction.prefix.breaks",
+            "Units evicted while a live object still named them as its parent (a hole in a prefix chain)", evictor,
+            Evictor::prefixBreaks);
+        counter(meters, "granary.master.put.parent.links", "Puts whose named parent was live and counts them as a child",
+            store, MetadataStore::parentLinks);
+        counter(meters, "granary.master.put.parent.missing", "Puts naming a parent key that was not live (no link)",
+            store, MetadataStore::parentsMissing);
 
         counter(meters, "granary.master.puts.started", "Valid PutStart requests (those then refused for space too)", store,
             MetadataStore::putStarts);

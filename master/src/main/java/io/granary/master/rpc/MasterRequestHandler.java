@@ -439,10 +439,12 @@ public final class MasterRequestHandler
     {
         final BatchPutStartResponse.Builder b = BatchPutStartResponse.newBuilder();
         if (badTenant(req.getTenant()) || badBatch(req.getKeysCount()) || badClientId(req.getClientId()) ||
-            req.getKeysCount() != req.getValueLengthsCount() || req.getAvoidNodeIdsCount() > MAX_AVOID_NODES)
+            req.getKeysCount() != req.getValueLengthsCount() || req.getAvoidNodeIdsCount() > MAX_AVOID_NODES ||
+            (req.getPerKeyOptionsCount() != 0 && req.getPerKeyOptionsCount() != req.getKeysCount()))
         {
             return b.setCode(INVALID_PARAMS_VALUE).build();
         }
+        final boolean perKey = req.getPerKeyOptionsCount() != 0;
         final String tenant = tenant(req.getTenant());
         final Set<String> avoid = avoid(req.getAvoidNodeIdsList());
         final List<Replica> replicas = new ArrayList<>(2);
@@ -452,7 +454,7 @@ public final class MasterRequestHandler
             replicas.clear();
             version[0] = 0;
             final int code = store.putStart(tenant, req.getClientId(), req.getKeys(i), req.getValueLengths(i),
-                req.getOptions(), avoid, replicas, version);
+                perKey ? req.getPerKeyOptions(i) : req.getOptions(), avoid, replicas, version);
             b.addResults(PutStartResponse.newBuilder().setCode(code).addAllReplicas(replicas).setVersion(version[0]));
         }
         return b.setCode(OK_VALUE).build();

@@ -3,6 +3,7 @@ package io.granary.master.meta;
 import io.granary.common.ManualClock;
 import io.granary.master.alloc.SegmentAllocation;
 import io.granary.master.alloc.TlsfExtentAllocator;
+import io.granary.master.evict.EvictionPolicy;
 import io.granary.master.evict.Evictor;
 import io.granary.master.segment.MountedSegment;
 import io.granary.master.segment.SegmentRegistry;
@@ -48,6 +49,27 @@ public final class MetadataFixture
     public Evictor evictor(final double highWatermark, final double ratio, final boolean allowSoftPinned)
     {
         return new Evictor(store, registry, highWatermark, ratio, allowSoftPinned).attach();
+    }
+
+    public Evictor evictor(
+        final double highWatermark, final double ratio, final boolean allowSoftPinned, final EvictionPolicy policy)
+    {
+        return new Evictor(store, registry, highWatermark, ratio, allowSoftPinned, policy).attach();
+    }
+
+    /** Live objects naming {@code key}'s eviction unit (its group, or itself) as their parent. */
+    public int childRefs(final String key)
+    {
+        final ObjectMeta m = store.lockForKey(T, key);
+        assertThat(m).as(key).isNotNull();
+        try
+        {
+            return m.childRefs();
+        }
+        finally
+        {
+            store.unlockOwner(m);
+        }
     }
 
     public int putCode(final String tenant, final String key, final long length, final PutOptions options)
