@@ -96,6 +96,7 @@ struct frame
     uint64_t sent;
     uint64_t deadline_ms;
     int timed_out;
+    int resent;              /* sent again once on a fresh connection after a stale one failed */
     frame *next;
     frame *prev;
 };
@@ -116,6 +117,9 @@ struct lane
     frame *tail;
     frame *cursor;           /* first frame not completely sent */
     uint32_t frames;
+    uint64_t answers;        /* responses matched on this connection */
+    int idle_reuse;          /* frames were handed to this connection after it sat idle */
+    uint64_t answers_at_reuse;
     /* receive state */
     uint8_t staging[STAGING_BYTES];
     uint32_t staged_start;
@@ -693,6 +697,8 @@ static int lane_open(gt_engine *engine, lane *l)
         engine->next_lane_uid = 1;
     }
     l->next_seq = 1;
+    l->answers = 0;
+    l->idle_reuse = 0;
     l->connect_deadline_ms = gt_now_ms() + engine->config.connect_timeout_ms;
     lane_reset_receive(l);
     struct epoll_event ev = { .events = EPOLLIN | EPOLLOUT, .data.ptr = l };
@@ -727,6 +733,12 @@ static lane *lane_get(gt_engine *engine, peer *p, const uint32_t index)
 
 static void lane_append(gt_engine *engine, lane *l, frame *f)
 {
+    if (l->fd >= 0 && !l->connecting && l->frames == 0 && l->answers > 0 && !l->idle_reuse)
+    {
+        /* An idle connection taken up again: the peer may have dropped it meanwhile (restart, idle close). */
+        l->idle_reuse = 1;
+        l->answers_at_reuse = l->answers;
+    }
     if (l->fd < 0 && l->doomed == 0)
     {
         if (lane_open(engine, l) != GT_OK)
@@ -808,6 +820,21 @@ static void lane_fail(gt_engine *engine, lane *l, const int status)
 {
     frame *f = l->head;
     frame *receiving = l->receiving;
+    /*
+     * A connection that failed after sitting idle, before it answered anything new, was stale: its frames go out
+     * again, once, on a fresh connection (every frame is idempotent: READ, WRITE of the same bytes, COMMIT of the
+     * same record). Anything timed out, or a second failure, fails as usual.
+     */
+    int resend = status == GT_TRANSFER_FAIL && l->idle_reuse && l->answers == l->answers_at_reuse &&
+        receiving == NULL && f != NULL;
+    for (frame *g = f; resend && g != NULL; g = g->next)
+    {
+        if (g->timed_out || g->resent)
+        {
+            resend = 0;
+        }
+    }
+    l->idle_reuse = 0;
     l->head = NULL;
     l->tail = NULL;
     l->cursor = NULL;
@@ -823,6 +850,19 @@ static void lane_fail(gt_engine *engine, lane *l, const int status)
     l->connecting = 0;
     l->want_out = 0;
     lane_reset_receive(l);
+    if (resend)
+    {
+        while (f != NULL)
+        {
+            frame *next = f->next;
+            f->resent = 1;
+            f->sent = 0;
+            f->transfer->in_lanes--; /* lane_append counts it again */
+            lane_append(engine, l, f);
+            f = next;
+        }
+        return;
+    }
     if (receiving != NULL)
     {
         frame_finish(engine, receiving, receiving->timed_out ? GT_RPC_TIMEOUT : status);
@@ -1059,6 +1099,7 @@ static void on_response(gt_engine *engine, lane *l)
         l->doomed = GT_TRANSFER_FAIL; /* an id this lane never sent */
         return;
     }
+    l->answers++;
     const int mismatched = h.opcode != (f->opcode | GT_OPC_RESPONSE_BIT) || h.status > 0 ||
         !gt_status_is_known(h.status) || h.segment_id != f->transfer->segment_id || h.offset != f->offset ||
         h.length != f->length;

@@ -368,7 +368,14 @@ static void *node_run(void *argument)
     return NULL;
 }
 
+static int node_start_on(test_node *node, uint16_t port);
+
 static int node_start(test_node *node)
+{
+    return node_start_on(node, 0);
+}
+
+static int node_start_on(test_node *node, const uint16_t port)
 {
     memset(node, 0, sizeof(*node));
     pthread_mutex_init(&node->mutex, NULL);
@@ -378,7 +385,7 @@ static int node_start(test_node *node)
         return 0;
     }
     memset(node->segment, 0, SEGMENT_BYTES);
-    gt_server_config config = { .host = "127.0.0.1", .port = 0, .max_frame_bytes = 16u << 20 };
+    gt_server_config config = { .host = "127.0.0.1", .port = port, .max_frame_bytes = 16u << 20 };
     gt_server_callbacks callbacks = { .context = node, .on_write = node_on_write, .on_commit = node_on_commit,
         .on_close = node_on_close };
     gt_error error;
@@ -839,6 +846,38 @@ static void timeouts_and_admission_complete_without_answers(void)
     gt_engine_destroy(engine);
 }
 
+static void stale_idle_connection_is_replaced_once(void)
+{
+    test_node node;
+    CHECK(node_start(&node));
+    const uint16_t port = gt_server_port(node.server);
+    gt_engine *engine = client(1u << 20, 5000);
+    uint32_t peer;
+    gt_error error;
+    CHECK(gt_engine_connect(engine, "127.0.0.1", port, &peer, &error) == GT_OK);
+    uint8_t data[4096];
+    uint32_t region;
+    CHECK(gt_engine_register_memory(engine, data, sizeof(data), &region, &error) == GT_OK);
+    gt_completion done[2];
+    gt_op reads[2] = { op_of(1, peer, GT_OP_READ, region, 0, 100, 0), op_of(2, peer, GT_OP_READ, region, 0, 100, 0) };
+    CHECK(gt_engine_submit(engine, reads, 2, &error) == 2); /* one per lane: both lanes answer once */
+    CHECK(await(engine, done, 2, 5000) == 2 && done[0].status == GT_OK && done[1].status == GT_OK);
+    /* The node restarts on the same port while the lanes sit idle: nothing polls, so they look healthy. */
+    node_stop(&node);
+    CHECK(node_start_on(&node, port));
+    memset(node.segment, 0x3C, 100);
+    reads[0].user_data = 3;
+    CHECK(gt_engine_submit(engine, reads, 1, &error) == 1);
+    CHECK(await(engine, done, 1, 5000) == 1 && done[0].user_data == 3 && done[0].status == GT_OK);
+    CHECK(data[0] == 0x3C && data[99] == 0x3C);
+    /* A node that is gone for good still fails the request (the resend is tried once). */
+    node_stop(&node);
+    reads[0].user_data = 4;
+    CHECK(gt_engine_submit(engine, reads, 1, &error) == 1);
+    CHECK(await(engine, done, 1, 5000) == 1 && done[0].status == GT_TRANSFER_FAIL);
+    gt_engine_destroy(engine);
+}
+
 static void soak_with_mixed_sizes(void)
 {
     const char *configured = getenv("GT_SOAK_SECONDS");
@@ -915,6 +954,7 @@ int main(void)
     RUN(commit_follows_its_write_and_may_come_later);
     RUN(malformed_frames_close_the_connection);
     RUN(timeouts_and_admission_complete_without_answers);
+    RUN(stale_idle_connection_is_replaced_once);
     RUN(soak_with_mixed_sizes);
     printf("native: %d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;
