@@ -40,6 +40,8 @@ public final class ObjectMeta
     /** Whether PutEnd recorded a CRC32C of the value, and that CRC; set once, at PutEnd. */
     boolean hasCrc;
     int crc32c;
+    /** Sequence of the last STORED event announcing this object (see EventJournal); -1 = none. */
+    long storedSeq = -1;
 
     ObjectMeta(
         final String tenant,
