@@ -12,6 +12,7 @@ import io.granary.master.evict.Evictor;
 import io.granary.master.events.EventDispatcher;
 import io.granary.master.events.EventJournal;
 import io.granary.master.events.zmq.ZmqEndpoints;
+import io.granary.master.events.zmq.ZmqEventPublisher;
 import io.granary.master.meta.BatchProbe;
 import io.granary.master.meta.MetadataStore;
 import io.granary.master.metrics.MasterMetrics;
@@ -622,6 +623,7 @@ public final class MasterServer implements AutoCloseable
     private final long epoch = epochOf(masterId);
     private final EventJournal eventJournal;
     private final EventDispatcher eventDispatcher;
+    private final ZmqEventPublisher zmqPublisher;
     private final long startNs;
     private final Set<String> reportedNodes = ConcurrentHashMap.newKeySet();
     private final LongAdder ledgerReports = new LongAdder();
@@ -659,6 +661,29 @@ public final class MasterServer implements AutoCloseable
             this.eventJournal = null;
             this.eventDispatcher = null;
         }
+        if (eventJournal != null && !ctx.eventsZmqEndpoint().isEmpty())
+        {
+            final ZmqEventPublisher.Settings zmq = new ZmqEventPublisher.Settings();
+            zmq.endpoint = ctx.eventsZmqEndpoint();
+            zmq.replayEndpoint = ctx.eventsZmqReplayEndpoint();
+            zmq.topic = ctx.eventsZmqTopic();
+            zmq.replayBatches = ctx.eventsZmqReplayBatches();
+            try
+            {
+                this.zmqPublisher = new ZmqEventPublisher(eventJournal, store, zmq, ctx.clock());
+            }
+            catch (final IllegalArgumentException ex)
+            {
+                eventDispatcher.close();
+                closeMetrics();
+                throw ex;
+            }
+            metrics.zmqEvents(meters, zmqPublisher);
+        }
+        else
+        {
+            this.zmqPublisher = null;
+        }
         final MasterGrpcService service =
             new MasterGrpcService(handler, new RpcMetrics(meters, "grpc"), eventDispatcher);
 
@@ -695,6 +720,7 @@ public final class MasterServer implements AutoCloseable
         catch (final IllegalArgumentException ex)
         {
             shutdownGroups();
+            closeEvents();
             throw ex;
         }
         this.grpcServer = grpcBuilder.build();
@@ -705,6 +731,7 @@ public final class MasterServer implements AutoCloseable
         catch (final IOException ex)
         {
             shutdownGroups();
+            closeEvents();
             closeMetrics();
             throw new UncheckedIOException("cannot bind the master gRPC port " + ctx.host() + ":" + ctx.port(), ex);
         }
@@ -721,6 +748,7 @@ public final class MasterServer implements AutoCloseable
             {
                 grpcServer.shutdownNow();
                 shutdownGroups();
+                closeEvents();
                 closeMetrics();
                 throw ex;
             }
@@ -742,6 +770,7 @@ public final class MasterServer implements AutoCloseable
                 }
                 grpcServer.shutdownNow();
                 shutdownGroups();
+                closeEvents();
                 closeMetrics();
                 throw ex;
             }
@@ -857,6 +886,12 @@ public final class MasterServer implements AutoCloseable
     public EventDispatcher eventDispatcher()
     {
         return eventDispatcher;
+    }
+
+    /** The ZeroMQ event publisher, or null without {@code --events-zmq-endpoint}. */
+    public ZmqEventPublisher zmqEventPublisher()
+    {
+        return zmqPublisher;
     }
 
     /** This incarnation's epoch: the number every event batch carries (non-zero, from {@link #masterId()}). */
@@ -982,6 +1017,10 @@ public final class MasterServer implements AutoCloseable
         {
             eventDispatcher.close(); // ends the event streams, which would otherwise hold the gRPC shutdown
         }
+        if (zmqPublisher != null)
+        {
+            zmqPublisher.close();
+        }
         grpcServer.shutdown();
         try
         {
@@ -999,6 +1038,18 @@ public final class MasterServer implements AutoCloseable
         shutdownGroups();
         closeMetrics();
         LOG.info("master stopped");
+    }
+
+    private void closeEvents()
+    {
+        if (zmqPublisher != null)
+        {
+            zmqPublisher.close();
+        }
+        if (eventDispatcher != null)
+        {
+            eventDispatcher.close();
+        }
     }
 
     private void closeMetrics()

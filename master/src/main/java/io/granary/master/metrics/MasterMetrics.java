@@ -4,6 +4,7 @@ import io.granary.master.alloc.SegmentAllocation;
 import io.granary.master.evict.Evictor;
 import io.granary.master.events.EventDispatcher;
 import io.granary.master.events.EventJournal;
+import io.granary.master.events.zmq.ZmqEventPublisher;
 import io.granary.master.meta.BatchProbe;
 import io.granary.master.meta.MetadataStore;
 import io.granary.master.segment.MountedSegment;
@@ -177,6 +178,18 @@ public final class MasterMetrics implements AutoCloseable
             events, EventDispatcher::eventsSent);
         counter(meters, "granary.master.events.batches.sent", "Event batches sent to subscribers", events,
             EventDispatcher::batchesSent);
+    }
+
+    /** Registers the ZeroMQ publisher's metrics (with {@code --events-zmq-endpoint}). */
+    public void zmqEvents(final MeterRegistry meters, final ZmqEventPublisher zmq)
+    {
+        counter(meters, "granary.master.events.zmq.batches", "Batches the ZeroMQ KV-event publisher sent", zmq,
+            ZmqEventPublisher::batches);
+        counter(meters, "granary.master.events.zmq.replays", "Replay requests the ZeroMQ publisher answered", zmq,
+            ZmqEventPublisher::replays);
+        counter(meters, "granary.master.events.zmq.resyncs",
+            "Times the ZeroMQ publisher sent AllBlocksCleared and the present keys instead of events", zmq,
+            ZmqEventPublisher::resyncs);
     }
 
     /** Reads every segment's allocator once and updates the per-segment and total gauges. */
