@@ -94,10 +94,11 @@ public final class EventDispatcher implements AutoCloseable
 
     /**
      * Starts a stream for a validated request; answers the call with an error status instead when it cannot.
+     * Synchronized so that the subscriber limit is exact (subscriptions are rare; the dispatcher never takes it).
      *
      * @param tenantOrNull the subscriber's scope, null for every tenant.
      */
-    public void subscribe(
+    public synchronized void subscribe(
         final SubscribeEventsRequest req, final String tenantOrNull, final ServerCallStreamObserver<EventBatch> observer)
     {
         if (!running)

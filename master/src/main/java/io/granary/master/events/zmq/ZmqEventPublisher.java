@@ -98,6 +98,9 @@ public final class ZmqEventPublisher implements AutoCloseable
             if (settings.replayEndpoint != null && !settings.replayEndpoint.isEmpty())
             {
                 replay = context.createSocket(SocketType.ROUTER);
+                // A replay answers with the whole buffer at once: ZeroMQ's default of 1000 queued messages per peer
+                // would silently cut it short (end marker included). The buffer itself bounds what can queue.
+                replay.setSndHWM(0);
                 replay.bind(settings.replayEndpoint);
                 boundReplayEndpoint = replay.getLastEndpoint();
             }
@@ -295,6 +298,7 @@ public final class ZmqEventPublisher implements AutoCloseable
                 final ZFrame identity = frames[0];
                 final long start = ByteBuffer.wrap(frames[2].getData()).getLong();
                 replays.increment();
+                LOG.debug("ZeroMQ replay from batch {} ({} buffered)", start, buffer.size());
                 for (final Object[] entry : buffer)
                 {
                     if ((Long)entry[0] >= start)
