@@ -64,11 +64,12 @@ class FailureIT
         try (ProcessCluster cluster = new ProcessCluster(test))
         {
             // Forced removes keep a leased object's extents until its lease ends (its readers' tokens last that
-            // long): a short lease keeps the workload's remove churn from filling the two nodes left.
+            // long): a short lease and room for a second of churn keep the workload's removes from filling the two
+            // nodes left (a caller-driven client puts ~200 values of up to 1 MiB a second here).
             final ServiceProcess master = cluster.startMaster("--node-ttl", "3s", "--heartbeat-interval", "500ms",
                 "--lease-ttl", "1s");
             final List<ServiceProcess> nodes = cluster.startNodesOnFixedPorts(
-                List.of("node-0", "node-1", "node-2"), "--segment-size", "128m", "--pre-touch", "false");
+                List.of("node-0", "node-1", "node-2"), "--segment-size", "256m", "--pre-touch", "false");
             final GranaryClient client = cluster.newClient(b -> b.rpcTimeout(Duration.ofSeconds(3))
                 .transferTimeout(Duration.ofSeconds(2)).connectTimeout(Duration.ofSeconds(1)));
             final Workload.Generations generations = new Workload.Generations();
