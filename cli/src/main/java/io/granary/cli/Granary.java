@@ -55,6 +55,7 @@ public final class Granary implements Runnable
         commands.put("rm", RmCommand::new);
         commands.put("ls", LsCommand::new);
         commands.put("stat", StatCommand::new);
+        commands.put("events", EventsCommand::new);
         commands.put("help", CommandLine.HelpCommand::new);
         return commands;
     }

@@ -133,6 +133,42 @@ final class MasterCommand implements Callable<Integer>
             + "survive a master restart; empty draws a random key at every start.")
     private String tokenKeyFile;
 
+    @Option(names = "--events", arity = "1", paramLabel = "true|false",
+        showDefaultValue = CommandLine.Help.Visibility.ALWAYS,
+        description = "Publish KV events (stored / removed / cleared) to SubscribeEvents streams (docs/events.md).")
+    private boolean events;
+
+    @Option(names = "--events-buffer", paramLabel = "N",
+        description = "Replay buffer in events (a power of two, about 100 bytes + the key each): a subscriber that "
+            + "resumes within it gets what it missed, an older one a snapshot.")
+    private int eventsBuffer;
+
+    @Option(names = "--events-subscriber-queue", paramLabel = "N",
+        description = "A subscriber that stops reading while this many events behind is cut off "
+            + "(RESOURCE_EXHAUSTED) and resubscribes from its last sequence; at most --events-buffer.")
+    private int eventsSubscriberQueue;
+
+    @Option(names = "--events-max-subscribers", paramLabel = "N", description = "Most event streams open at once.")
+    private int eventsMaxSubscribers;
+
+    @Option(names = "--events-zmq-endpoint", paramLabel = "tcp://HOST:PORT",
+        description = "Also publish the events over ZeroMQ in vLLM's KV-events framing (PUB socket bound here); "
+            + "empty = no ZeroMQ publisher.")
+    private String eventsZmqEndpoint;
+
+    @Option(names = "--events-zmq-replay-endpoint", paramLabel = "tcp://HOST:PORT",
+        description = "ROUTER socket answering replay requests (8-byte start sequence) of the ZeroMQ publisher; "
+            + "empty = none.")
+    private String eventsZmqReplayEndpoint;
+
+    @Option(names = "--events-zmq-topic", paramLabel = "TOPIC",
+        description = "Topic frame of every ZeroMQ message (subscribers filter on its prefix).")
+    private String eventsZmqTopic;
+
+    @Option(names = "--events-zmq-replay-batches", paramLabel = "N",
+        description = "Batches the ZeroMQ publisher keeps for replay requests.")
+    private int eventsZmqReplayBatches;
+
     @Option(names = "--log-level", paramLabel = "LEVEL", defaultValue = "info",
         description = "Log level on stderr: " + Logging.LEVELS + ".")
     private String logLevel;
@@ -225,6 +261,14 @@ final class MasterCommand implements Callable<Integer>
             .readyAfterNodes(readyAfterNodes)
             .dataTokens(dataTokens)
             .tokenKeyFile(tokenKeyFile == null ? "" : tokenKeyFile)
+            .events(events)
+            .eventsBuffer(eventsBuffer)
+            .eventsSubscriberQueue(eventsSubscriberQueue)
+            .eventsMaxSubscribers(eventsMaxSubscribers)
+            .eventsZmqEndpoint(eventsZmqEndpoint == null ? "" : eventsZmqEndpoint)
+            .eventsZmqReplayEndpoint(eventsZmqReplayEndpoint == null ? "" : eventsZmqReplayEndpoint)
+            .eventsZmqTopic(eventsZmqTopic == null ? "" : eventsZmqTopic)
+            .eventsZmqReplayBatches(eventsZmqReplayBatches)
             .tls(tls.settings(tlsClientAuth));
     }
 

@@ -30,7 +30,7 @@ class DocsTest
 {
     private static final Path CONFIGURATION_MD = Path.of("..", "docs", "configuration.md");
     private static final Path OPERATIONS_MD = Path.of("..", "docs", "operations.md");
-    private static final String[] COMMANDS = {"master", "node", "put", "get", "rm", "ls", "stat", "demo", "bench"};
+    private static final String[] COMMANDS = {"master", "node", "put", "get", "rm", "ls", "stat", "demo", "bench", "events"};
 
     private static String read(final Path doc) throws IOException
     {

@@ -64,9 +64,8 @@ class FailureIT
         try (ProcessCluster cluster = new ProcessCluster(test))
         {
             // Forced removes keep a leased object's extents until its lease ends (its readers' tokens last that
-            // long): a short lease keeps the workload's remove churn from filling the two nodes left. The puts
-            // revoked after the kill keep their extents on the survivors until the release timeout: a faster client
-            // (the native transport) revokes more of them before the node is dropped, hence 256 MiB per node.
+            // long): a short lease and room for a second of churn keep the workload's removes from filling the two
+            // nodes left (a caller-driven client puts ~200 values of up to 1 MiB a second here).
             final ServiceProcess master = cluster.startMaster("--node-ttl", "3s", "--heartbeat-interval", "500ms",
                 "--lease-ttl", "1s");
             final List<ServiceProcess> nodes = cluster.startNodesOnFixedPorts(

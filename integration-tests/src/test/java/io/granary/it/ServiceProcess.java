@@ -179,6 +179,57 @@ final class ServiceProcess implements AutoCloseable
     void pause()
     {
         signal("STOP");
+        awaitEveryThreadStopped();
+    }
+
+    /**
+     * SIGSTOP is delivered asynchronously: wait until every thread of the process is in the stopped state ('T' in
+     * /proc/PID/task/TID/stat), so that a test's next step really meets a frozen process.
+     */
+    private void awaitEveryThreadStopped()
+    {
+        final Path tasks = Path.of("/proc", Long.toString(process.pid()), "task");
+        if (!Files.isDirectory(tasks))
+        {
+            return; // not Linux: nothing to look at
+        }
+        final long deadlineNs = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (true)
+        {
+            boolean allStopped = true;
+            try (java.util.stream.Stream<Path> threads = Files.list(tasks))
+            {
+                for (final Path task : (Iterable<Path>)threads::iterator)
+                {
+                    final String stat;
+                    try
+                    {
+                        stat = Files.readString(task.resolve("stat"));
+                    }
+                    catch (final IOException ex)
+                    {
+                        continue; // the thread ended meanwhile
+                    }
+                    // "tid (comm) S ...": the state follows the last ')'.
+                    final int close = stat.lastIndexOf(')');
+                    final char state = close >= 0 && close + 2 < stat.length() ? stat.charAt(close + 2) : '?';
+                    allStopped &= state == 'T' || state == 't';
+                }
+            }
+            catch (final IOException ex)
+            {
+                throw new UncheckedIOException("cannot read the threads of " + label, ex);
+            }
+            if (allStopped)
+            {
+                return;
+            }
+            if (System.nanoTime() - deadlineNs > 0)
+            {
+                throw new AssertionError(label + " did not stop within 10 s of SIGSTOP");
+            }
+            java.util.concurrent.locks.LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(1));
+        }
     }
 
     /** SIGCONT after {@link #pause()}. */

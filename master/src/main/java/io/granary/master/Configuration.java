@@ -74,6 +74,38 @@ public final class Configuration
     public static final String TOKEN_KEY_FILE_PROP = "token-key-file";
     public static final String TOKEN_KEY_FILE_DEFAULT = "";
 
+    /** Publish KV events (stored / removed / cleared) to SubscribeEvents streams (docs/events.md). */
+    public static final String EVENTS_PROP = "events";
+    public static final boolean EVENTS_DEFAULT = true;
+
+    /** Replay buffer: the most recent events kept for subscribers that resume (a power of two). */
+    public static final String EVENTS_BUFFER_PROP = "events-buffer";
+    public static final int EVENTS_BUFFER_DEFAULT = 65_536;
+
+    /** A subscriber this many events behind the newest is cut off (RESOURCE_EXHAUSTED) and resubscribes. */
+    public static final String EVENTS_SUBSCRIBER_QUEUE_PROP = "events-subscriber-queue";
+    public static final int EVENTS_SUBSCRIBER_QUEUE_DEFAULT = 32_768;
+
+    /** Most SubscribeEvents streams served at once. */
+    public static final String EVENTS_MAX_SUBSCRIBERS_PROP = "events-max-subscribers";
+    public static final int EVENTS_MAX_SUBSCRIBERS_DEFAULT = 64;
+
+    /** ZeroMQ PUB address of the vLLM-framed event publisher (e.g. tcp://0.0.0.0:5557); empty = none. */
+    public static final String EVENTS_ZMQ_ENDPOINT_PROP = "events-zmq-endpoint";
+    public static final String EVENTS_ZMQ_ENDPOINT_DEFAULT = "";
+
+    /** ZeroMQ ROUTER address answering replay requests of that publisher; empty = none. */
+    public static final String EVENTS_ZMQ_REPLAY_ENDPOINT_PROP = "events-zmq-replay-endpoint";
+    public static final String EVENTS_ZMQ_REPLAY_ENDPOINT_DEFAULT = "";
+
+    /** Topic frame of every message the ZeroMQ publisher sends. */
+    public static final String EVENTS_ZMQ_TOPIC_PROP = "events-zmq-topic";
+    public static final String EVENTS_ZMQ_TOPIC_DEFAULT = "";
+
+    /** Batches the ZeroMQ publisher keeps for replay requests. */
+    public static final String EVENTS_ZMQ_REPLAY_BATCHES_PROP = "events-zmq-replay-batches";
+    public static final int EVENTS_ZMQ_REPLAY_BATCHES_DEFAULT = 10_000;
+
     private Configuration()
     {
     }

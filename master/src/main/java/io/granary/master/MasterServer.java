@@ -10,6 +10,10 @@ import io.granary.master.alloc.SegmentAllocation;
 import io.granary.master.alloc.TlsfExtentAllocator;
 import io.granary.master.evict.EvictionPolicy;
 import io.granary.master.evict.Evictor;
+import io.granary.master.events.EventDispatcher;
+import io.granary.master.events.EventJournal;
+import io.granary.master.events.zmq.ZmqEndpoints;
+import io.granary.master.events.zmq.ZmqEventPublisher;
 import io.granary.master.meta.BatchProbe;
 import io.granary.master.meta.MetadataStore;
 import io.granary.master.metrics.MasterMetrics;
@@ -96,6 +100,14 @@ public final class MasterServer implements AutoCloseable
         private boolean dataTokens = Configuration.DATA_TOKENS_DEFAULT;
         private String tokenKeyFile = Configuration.TOKEN_KEY_FILE_DEFAULT;
         private byte[] tokenKey;
+        private boolean events = Configuration.EVENTS_DEFAULT;
+        private int eventsBuffer = Configuration.EVENTS_BUFFER_DEFAULT;
+        private int eventsSubscriberQueue = Configuration.EVENTS_SUBSCRIBER_QUEUE_DEFAULT;
+        private int eventsMaxSubscribers = Configuration.EVENTS_MAX_SUBSCRIBERS_DEFAULT;
+        private String eventsZmqEndpoint = Configuration.EVENTS_ZMQ_ENDPOINT_DEFAULT;
+        private String eventsZmqReplayEndpoint = Configuration.EVENTS_ZMQ_REPLAY_ENDPOINT_DEFAULT;
+        private String eventsZmqTopic = Configuration.EVENTS_ZMQ_TOPIC_DEFAULT;
+        private int eventsZmqReplayBatches = Configuration.EVENTS_ZMQ_REPLAY_BATCHES_DEFAULT;
         private boolean housekeeping = true;
         private TlsSettings tls = TlsSettings.DISABLED;
         private Clock clock = Clock.SYSTEM;
@@ -354,6 +366,99 @@ public final class MasterServer implements AutoCloseable
             return tokenKey == null ? null : tokenKey.clone();
         }
 
+        public boolean events()
+        {
+            return events;
+        }
+
+        /** Publish KV events to SubscribeEvents streams (and the ZeroMQ publisher, when configured); default true. */
+        public Context events(final boolean events)
+        {
+            this.events = events;
+            return this;
+        }
+
+        public int eventsBuffer()
+        {
+            return eventsBuffer;
+        }
+
+        /** Replay buffer size in events (a power of two): a subscriber resuming within it gets no snapshot. */
+        public Context eventsBuffer(final int eventsBuffer)
+        {
+            this.eventsBuffer = eventsBuffer;
+            return this;
+        }
+
+        public int eventsSubscriberQueue()
+        {
+            return eventsSubscriberQueue;
+        }
+
+        /** A subscriber more than this many events behind the newest is cut off (at most {@link #eventsBuffer()}). */
+        public Context eventsSubscriberQueue(final int eventsSubscriberQueue)
+        {
+            this.eventsSubscriberQueue = eventsSubscriberQueue;
+            return this;
+        }
+
+        public int eventsMaxSubscribers()
+        {
+            return eventsMaxSubscribers;
+        }
+
+        public Context eventsMaxSubscribers(final int eventsMaxSubscribers)
+        {
+            this.eventsMaxSubscribers = eventsMaxSubscribers;
+            return this;
+        }
+
+        public String eventsZmqEndpoint()
+        {
+            return eventsZmqEndpoint;
+        }
+
+        /** Where the ZeroMQ PUB socket of the vLLM-framed publisher binds (tcp://HOST:PORT); empty = no publisher. */
+        public Context eventsZmqEndpoint(final String eventsZmqEndpoint)
+        {
+            this.eventsZmqEndpoint = eventsZmqEndpoint;
+            return this;
+        }
+
+        public String eventsZmqReplayEndpoint()
+        {
+            return eventsZmqReplayEndpoint;
+        }
+
+        /** Where the publisher's replay ROUTER socket binds; empty = no replay. */
+        public Context eventsZmqReplayEndpoint(final String eventsZmqReplayEndpoint)
+        {
+            this.eventsZmqReplayEndpoint = eventsZmqReplayEndpoint;
+            return this;
+        }
+
+        public String eventsZmqTopic()
+        {
+            return eventsZmqTopic;
+        }
+
+        public Context eventsZmqTopic(final String eventsZmqTopic)
+        {
+            this.eventsZmqTopic = eventsZmqTopic;
+            return this;
+        }
+
+        public int eventsZmqReplayBatches()
+        {
+            return eventsZmqReplayBatches;
+        }
+
+        public Context eventsZmqReplayBatches(final int eventsZmqReplayBatches)
+        {
+            this.eventsZmqReplayBatches = eventsZmqReplayBatches;
+            return this;
+        }
+
         public boolean housekeeping()
         {
             return housekeeping;
@@ -430,6 +535,26 @@ public final class MasterServer implements AutoCloseable
                 "--ready-after-nodes must be in 0..100000, was " + readyAfterNodes);
             require(tokenKeyFile != null, "--token-key-file must not be null (empty means a random key)");
             tokenKey = tokenKeyFile.isBlank() ? null : readTokenKey(tokenKeyFile);
+            require(eventsBuffer >= 16 && eventsBuffer <= 1 << 24 && Integer.bitCount(eventsBuffer) == 1,
+                "--events-buffer must be a power of two in 16..16777216, was " + eventsBuffer);
+            require(eventsSubscriberQueue >= 1 && eventsSubscriberQueue <= eventsBuffer,
+                "--events-subscriber-queue must be in 1..--events-buffer (" + eventsBuffer + "), was " +
+                eventsSubscriberQueue);
+            require(eventsMaxSubscribers >= 0 && eventsMaxSubscribers <= 10_000,
+                "--events-max-subscribers must be in 0..10000, was " + eventsMaxSubscribers);
+            require(eventsZmqEndpoint != null && eventsZmqReplayEndpoint != null && eventsZmqTopic != null,
+                "--events-zmq-* must not be null (empty means none)");
+            require(eventsZmqEndpoint.isEmpty() || ZmqEndpoints.check(eventsZmqEndpoint) == null,
+                "--events-zmq-endpoint " + ZmqEndpoints.check(eventsZmqEndpoint));
+            require(eventsZmqReplayEndpoint.isEmpty() || ZmqEndpoints.check(eventsZmqReplayEndpoint) == null,
+                "--events-zmq-replay-endpoint " + ZmqEndpoints.check(eventsZmqReplayEndpoint));
+            require(eventsZmqReplayEndpoint.isEmpty() || !eventsZmqEndpoint.isEmpty(),
+                "--events-zmq-replay-endpoint needs --events-zmq-endpoint");
+            require((eventsZmqEndpoint.isEmpty() && eventsZmqReplayEndpoint.isEmpty()) || events,
+                "--events-zmq-endpoint needs --events=true");
+            require(eventsZmqTopic.length() <= 255, "--events-zmq-topic must be at most 255 characters");
+            require(eventsZmqReplayBatches >= 1 && eventsZmqReplayBatches <= 1_000_000,
+                "--events-zmq-replay-batches must be in 1..1000000, was " + eventsZmqReplayBatches);
             require(clock != null, "clock must not be null");
             tls.validateForServer(); // names the --tls-* flag and file at fault
             return this;
@@ -509,6 +634,11 @@ public final class MasterServer implements AutoCloseable
     private final ScheduledExecutorService housekeeper;
     private final ScheduledExecutorService evictionThread;
     private final String masterId = UUID.randomUUID().toString();
+    /** This incarnation's id as a number, carried with every event batch. */
+    private final long epoch = epochOf(masterId);
+    private final EventJournal eventJournal;
+    private final EventDispatcher eventDispatcher;
+    private final ZmqEventPublisher zmqPublisher;
     private final long startNs;
     private final Set<String> reportedNodes = ConcurrentHashMap.newKeySet();
     private final LongAdder ledgerReports = new LongAdder();
@@ -531,7 +661,46 @@ public final class MasterServer implements AutoCloseable
         this.probe = new BatchProbe(store);
         this.handler = new MasterRequestHandler(this, store, probe, registry);
         this.metrics = new MasterMetrics(meters, store, registry, evictor, probe);
-        final MasterGrpcService service = new MasterGrpcService(handler, new RpcMetrics(meters, "grpc"));
+        if (ctx.events())
+        {
+            this.eventJournal = new EventJournal(ctx.eventsBuffer(), epoch, ctx.clock());
+            store.eventJournal(eventJournal);
+            final EventDispatcher.Settings eventSettings = new EventDispatcher.Settings();
+            eventSettings.maxLagEvents = ctx.eventsSubscriberQueue();
+            eventSettings.maxSubscribers = ctx.eventsMaxSubscribers();
+            this.eventDispatcher = new EventDispatcher(eventJournal, store, eventSettings, masterId, ctx.clock());
+            metrics.events(meters, eventDispatcher);
+        }
+        else
+        {
+            this.eventJournal = null;
+            this.eventDispatcher = null;
+        }
+        if (eventJournal != null && !ctx.eventsZmqEndpoint().isEmpty())
+        {
+            final ZmqEventPublisher.Settings zmq = new ZmqEventPublisher.Settings();
+            zmq.endpoint = ctx.eventsZmqEndpoint();
+            zmq.replayEndpoint = ctx.eventsZmqReplayEndpoint();
+            zmq.topic = ctx.eventsZmqTopic();
+            zmq.replayBatches = ctx.eventsZmqReplayBatches();
+            try
+            {
+                this.zmqPublisher = new ZmqEventPublisher(eventJournal, store, zmq, ctx.clock());
+            }
+            catch (final IllegalArgumentException ex)
+            {
+                eventDispatcher.close();
+                closeMetrics();
+                throw ex;
+            }
+            metrics.zmqEvents(meters, zmqPublisher);
+        }
+        else
+        {
+            this.zmqPublisher = null;
+        }
+        final MasterGrpcService service =
+            new MasterGrpcService(handler, new RpcMetrics(meters, "grpc"), eventDispatcher);
 
         final boolean epoll = Epoll.isAvailable();
         final Class<? extends ServerChannel> channelType =
@@ -566,6 +735,7 @@ public final class MasterServer implements AutoCloseable
         catch (final IllegalArgumentException ex)
         {
             shutdownGroups();
+            closeEvents();
             throw ex;
         }
         this.grpcServer = grpcBuilder.build();
@@ -576,6 +746,7 @@ public final class MasterServer implements AutoCloseable
         catch (final IOException ex)
         {
             shutdownGroups();
+            closeEvents();
             closeMetrics();
             throw new UncheckedIOException("cannot bind the master gRPC port " + ctx.host() + ":" + ctx.port(), ex);
         }
@@ -592,6 +763,7 @@ public final class MasterServer implements AutoCloseable
             {
                 grpcServer.shutdownNow();
                 shutdownGroups();
+                closeEvents();
                 closeMetrics();
                 throw ex;
             }
@@ -613,6 +785,7 @@ public final class MasterServer implements AutoCloseable
                 }
                 grpcServer.shutdownNow();
                 shutdownGroups();
+                closeEvents();
                 closeMetrics();
                 throw ex;
             }
@@ -717,6 +890,37 @@ public final class MasterServer implements AutoCloseable
     {
         metrics.refresh();
         return meters.scrape();
+    }
+
+    /** The KV event journal, or null with {@code --events=false}. */
+    public EventJournal eventJournal()
+    {
+        return eventJournal;
+    }
+
+    /** The SubscribeEvents streams, or null with {@code --events=false}. */
+    public EventDispatcher eventDispatcher()
+    {
+        return eventDispatcher;
+    }
+
+    /** The ZeroMQ event publisher, or null without {@code --events-zmq-endpoint}. */
+    public ZmqEventPublisher zmqEventPublisher()
+    {
+        return zmqPublisher;
+    }
+
+    /** This incarnation's epoch: the number every event batch carries (non-zero, from {@link #masterId()}). */
+    public long epoch()
+    {
+        return epoch;
+    }
+
+    static long epochOf(final String masterId)
+    {
+        final UUID id = UUID.fromString(masterId);
+        final long epoch = (id.getMostSignificantBits() ^ id.getLeastSignificantBits()) & Long.MAX_VALUE;
+        return epoch == 0 ? 1 : epoch;
     }
 
     public boolean isClosed()
@@ -825,6 +1029,14 @@ public final class MasterServer implements AutoCloseable
         {
             lookupServer.close();
         }
+        if (eventDispatcher != null)
+        {
+            eventDispatcher.close(); // ends the event streams, which would otherwise hold the gRPC shutdown
+        }
+        if (zmqPublisher != null)
+        {
+            zmqPublisher.close();
+        }
         grpcServer.shutdown();
         try
         {
@@ -842,6 +1054,18 @@ public final class MasterServer implements AutoCloseable
         shutdownGroups();
         closeMetrics();
         LOG.info("master stopped");
+    }
+
+    private void closeEvents()
+    {
+        if (zmqPublisher != null)
+        {
+            zmqPublisher.close();
+        }
+        if (eventDispatcher != null)
+        {
+            eventDispatcher.close();
+        }
     }
 
     private void closeMetrics()

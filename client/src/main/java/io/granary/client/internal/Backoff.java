@@ -7,13 +7,13 @@ import java.util.concurrent.ThreadLocalRandom;
  * from [d/2, d] so that many clients of one restarted master do not retry in step, and a success starts over.
  * Thread safe.
  */
-final class Backoff
+public final class Backoff
 {
     private final long initialNs;
     private final long maxNs;
     private long currentNs;
 
-    Backoff(final long initialNs, final long maxNs)
+    public Backoff(final long initialNs, final long maxNs)
     {
         this.initialNs = Math.max(1, initialNs);
         this.maxNs = Math.max(this.initialNs, maxNs);
@@ -21,7 +21,7 @@ final class Backoff
     }
 
     /** The pause before the next attempt after a failure. */
-    synchronized long nextDelayNs()
+    public synchronized long nextDelayNs()
     {
         final long delay = currentNs;
         currentNs = Math.min(maxNs, currentNs * 2);
@@ -29,7 +29,7 @@ final class Backoff
     }
 
     /** A success: the next failure starts from the initial delay again. */
-    synchronized void reset()
+    public synchronized void reset()
     {
         currentNs = initialNs;
     }

@@ -3,9 +3,12 @@ package io.granary.master.meta;
 import com.google.protobuf.ByteString;
 import io.granary.common.Clock;
 import io.granary.master.alloc.ReplicaPlacement;
+import io.granary.master.events.EventJournal;
+import io.granary.master.events.SnapshotSource;
 import io.granary.master.segment.MountedSegment;
 import io.granary.master.segment.SegmentRegistry;
 import io.granary.proto.KeyInfo;
+import io.granary.proto.KvEventReason;
 import io.granary.proto.LedgerEntry;
 import io.granary.proto.PutOptions;
 import io.granary.proto.Replica;
@@ -39,8 +42,12 @@ import static io.granary.proto.ErrorCode.*;
  * <p>Locking: an object's mutable state is guarded by its owner shard's lock (see
  * {@link ObjectMeta}). At most two shard locks are held at once, always in ascending index order;
  * segment allocators are locked inside shard locks, never the other way round.
+ *
+ * <p>Events: with an {@link EventJournal} installed, every change of readability (an object becoming readable,
+ * or stopping being readable) is appended to it inside the critical section that makes the change, so the
+ * journal's order of two events of one key is the order of the changes.
  */
-public final class MetadataStore
+public final class MetadataStore implements SnapshotSource
 {
     private static final Logger LOG = LoggerFactory.getLogger(MetadataStore.class);
 
@@ -99,6 +106,8 @@ public final class MetadataStore
     private volatile java.util.function.LongPredicate allocationFailureHandler;
     private volatile LeaseListener leaseListener;
     private volatile ReplicaTokens replicaTokens;
+    /** Where readability changes are recorded; null when events are off. */
+    private volatile EventJournal events;
 
     /** Observes every read lease granted, on the granting thread, under the owner shard lock. */
     @FunctionalInterface
@@ -689,6 +698,7 @@ public final class MetadataStore
             {
                 pinLocked(m, now + m.softPinTtlNs);
             }
+            storedLocked(m);
             putEnds.increment();
             return OK_VALUE;
         }
@@ -852,6 +862,17 @@ public final class MetadataStore
     public void leaseListener(final LeaseListener listener)
     {
         this.leaseListener = listener;
+    }
+
+    /** Installs the journal that records every readability change (the master does with events on); null: none. */
+    public void eventJournal(final EventJournal journal)
+    {
+        this.events = journal;
+    }
+
+    public EventJournal eventJournal()
+    {
+        return events;
     }
 
     /** Installs the signer of access tokens (the master does when it issues them); null issues none. */
@@ -1035,11 +1056,15 @@ public final class MetadataStore
         {
             return code;
         }
-        return removeIf(tenant, key, force);
+        return removeIf(tenant, key, force, -1);
     }
 
-    /** Removes one object when allowed; returns OK or the reason it stayed. */
-    private int removeIf(final String tenant, final String key, final boolean force)
+    /**
+     * Removes one object when allowed; returns OK or the reason it stayed. With {@code clearedSeq} >= 0 (RemoveAll
+     * announced a CLEARED of the tenant at that sequence) subscribers already forgot the object unless a STORED came
+     * after the CLEARED: the removal is announced only then, and an object that stays is announced again.
+     */
+    private int removeIf(final String tenant, final String key, final boolean force, final long clearedSeq)
     {
         long leasedUntilNs = 0;
         final ObjectMeta m = lockForKey(tenant, key);
@@ -1058,10 +1083,18 @@ public final class MetadataStore
             {
                 if (!force)
                 {
+                    if (clearedSeq >= 0 && m.storedSeq < clearedSeq && m.isReadable())
+                    {
+                        storedLocked(m); // survives the RemoveAll: subscribers learn it is still there
+                    }
                     return OBJECT_HAS_LEASE_VALUE;
                 }
                 // Readers may still hold read tokens for these extents: keep them out of use until the lease ends.
                 leasedUntilNs = m.leaseDeadlineNs();
+            }
+            if (clearedSeq < 0 || m.storedSeq > clearedSeq)
+            {
+                removedLocked(m, KvEventReason.KV_REASON_REMOVED);
             }
             detachLocked(m);
             if (leasedUntilNs == 0)
@@ -1089,10 +1122,14 @@ public final class MetadataStore
     /** Removes every complete object of the tenant whose key matches; leased ones are skipped unless force. */
     public long removeMatching(final String tenant, final Predicate<String> keyFilter, final boolean force)
     {
+        // RemoveAll with events: one CLEARED of the tenant instead of an event per key (see removeIf).
+        final EventJournal journal = events;
+        final long clearedSeq = keyFilter == null && journal != null ?
+            journal.cleared(tenant, KvEventReason.KV_REASON_REMOVE_ALL) : -1;
         long removed = 0;
         for (final String key : collectKeys(tenant, keyFilter, Integer.MAX_VALUE))
         {
-            if (removeIf(tenant, key, force) == OK_VALUE)
+            if (removeIf(tenant, key, force, clearedSeq) == OK_VALUE)
             {
                 removed++;
             }
@@ -1323,6 +1360,7 @@ public final class MetadataStore
             return Adoption.REJECTED_STALE;
         }
         // A newer version than the one rebuilt so far: the older object's extents go back and their nodes forget it.
+        removedLocked(m, KvEventReason.KV_REASON_REPLACED);
         detachLocked(m);
         for (final ReplicaRecord r : m.replicas)
         {
@@ -1394,6 +1432,7 @@ public final class MetadataStore
             {
                 pinLocked(m, now + pinLeftNs);
             }
+            storedLocked(m);
             return Adoption.OBJECT;
         }
         finally
@@ -1616,6 +1655,10 @@ public final class MetadataStore
                     m.replicas = kept.toArray(new ReplicaRecord[0]);
                     if (m.replicas.length == 0)
                     {
+                        if (m.complete)
+                        {
+                            removedLocked(m, KvEventReason.KV_REASON_NODE_LOST);
+                        }
                         detachLocked(m);
                         erased++;
                         if (m.homeShard != m.ownerShard)
@@ -1878,6 +1921,7 @@ public final class MetadataStore
             }
             for (final ObjectMeta m : victims)
             {
+                removedLocked(m, KvEventReason.KV_REASON_EVICTED);
                 if (newLeaves != null && m.parentUnit != null)
                 {
                     if (parents == null)
@@ -1939,6 +1983,82 @@ public final class MetadataStore
             {
                 sink.accept(c);
             }
+        }
+    }
+
+    // ------------------------------------------------------------------------------------ events
+
+    /** Records that {@code m} became readable (or is announced again); owner lock held. */
+    private void storedLocked(final ObjectMeta m)
+    {
+        final EventJournal journal = events;
+        if (journal != null)
+        {
+            m.storedSeq = journal.stored(m.tenant, m.keyBytes, m.group == null ? null : m.group.groupId, m.sizeBytes,
+                m.group != null && groupReadableLocked(m.group));
+        }
+    }
+
+    /** Records that a readable {@code m} stops being readable; owner lock held, before it is detached. */
+    private void removedLocked(final ObjectMeta m, final KvEventReason reason)
+    {
+        final EventJournal journal = events;
+        if (journal != null)
+        {
+            journal.removed(m.tenant, m.keyBytes, m.group == null ? null : m.group.groupId, m.sizeBytes, reason);
+        }
+    }
+
+    /** Every member the group has now is readable; its shard lock held. */
+    private static boolean groupReadableLocked(final GroupMeta g)
+    {
+        for (final ObjectMeta member : g.members)
+        {
+            if (!member.isReadable())
+            {
+                return false;
+            }
+        }
+        return !g.members.isEmpty();
+    }
+
+    @Override
+    public void scanShard(final int index, final String tenantOrNull, final SnapshotSource.Sink sink)
+    {
+        final MetadataShard shard = shards[index];
+        shard.lock();
+        try
+        {
+            // Every object once: those this shard owns through its key index, then group members homed elsewhere.
+            shard.keys.forEach(m ->
+            {
+                if (m.ownerShard == shard.index && m.isReadable() &&
+                    (tenantOrNull == null || tenantOrNull.equals(m.tenant)))
+                {
+                    sink.onObject(m.tenant, m.keyBytes, m.group == null ? null : m.group.groupId, m.sizeBytes);
+                }
+            });
+            for (final Map.Entry<String, Map<String, GroupMeta>> byTenant : shard.groupsByTenant.entrySet())
+            {
+                if (tenantOrNull != null && !tenantOrNull.equals(byTenant.getKey()))
+                {
+                    continue;
+                }
+                for (final GroupMeta g : byTenant.getValue().values())
+                {
+                    for (final ObjectMeta m : g.members)
+                    {
+                        if (m.homeShard != shard.index && m.isReadable())
+                        {
+                            sink.onObject(m.tenant, m.keyBytes, g.groupId, m.sizeBytes);
+                        }
+                    }
+                }
+            }
+        }
+        finally
+        {
+            shard.unlock();
         }
     }
 

@@ -47,6 +47,8 @@ public final class ObjectMeta
     Object parentUnit;
     /** Live objects naming this (ungrouped) object as their parent; changed atomically by {@link ParentLinks}. */
     volatile int childRefs;
+    /** Sequence of the last STORED event announcing this object (see EventJournal); -1 = none. */
+    long storedSeq = -1;
 
     ObjectMeta(
         final String tenant,

@@ -2,6 +2,9 @@ package io.granary.master.metrics;
 
 import io.granary.master.alloc.SegmentAllocation;
 import io.granary.master.evict.Evictor;
+import io.granary.master.events.EventDispatcher;
+import io.granary.master.events.EventJournal;
+import io.granary.master.events.zmq.ZmqEventPublisher;
 import io.granary.master.meta.BatchProbe;
 import io.granary.master.meta.MetadataStore;
 import io.granary.master.segment.MountedSegment;
@@ -159,6 +162,41 @@ public final class MasterMetrics implements AutoCloseable
         new UptimeMetrics().bindTo(meters);
         gcMetrics.bindTo(meters);
         refresh();
+    }
+
+    /** Registers the KV event metrics (events on). */
+    public void events(final MeterRegistry meters, final EventDispatcher events)
+    {
+        final EventJournal journal = events.journal();
+        counter(meters, "granary.master.events.published",
+            "KV events appended to the journal (stored, removed, cleared): the next sequence number", journal,
+            EventJournal::nextSequence);
+        gauge(meters, "granary.master.events.subscribers", "SubscribeEvents streams open", events,
+            EventDispatcher::subscriberCount);
+        counter(meters, "granary.master.events.subscriptions", "SubscribeEvents streams started", events,
+            EventDispatcher::subscriptions);
+        counter(meters, "granary.master.events.subscribers.cut.off",
+            "Event subscribers cut off (RESOURCE_EXHAUSTED) for falling more than --events-subscriber-queue behind",
+            events, EventDispatcher::cutOffs);
+        counter(meters, "granary.master.events.snapshots",
+            "Snapshots of the present keys sent to subscribers (asked for, or start sequence no longer buffered)",
+            events, EventDispatcher::snapshots);
+        counter(meters, "granary.master.events.sent", "Events sent to subscribers (snapshot entries included)",
+            events, EventDispatcher::eventsSent);
+        counter(meters, "granary.master.events.batches.sent", "Event batches sent to subscribers", events,
+            EventDispatcher::batchesSent);
+    }
+
+    /** Registers the ZeroMQ publisher's metrics (with {@code --events-zmq-endpoint}). */
+    public void zmqEvents(final MeterRegistry meters, final ZmqEventPublisher zmq)
+    {
+        counter(meters, "granary.master.events.zmq.batches", "Batches the ZeroMQ KV-event publisher sent", zmq,
+            ZmqEventPublisher::batches);
+        counter(meters, "granary.master.events.zmq.replays", "Replay requests the ZeroMQ publisher answered", zmq,
+            ZmqEventPublisher::replays);
+        counter(meters, "granary.master.events.zmq.resyncs",
+            "Times the ZeroMQ publisher sent AllBlocksCleared and the present keys instead of events", zmq,
+            ZmqEventPublisher::resyncs);
     }
 
     /** Reads every segment's allocator once and updates the per-segment and total gauges. */

@@ -1,7 +1,11 @@
 package io.granary.master.rpc;
 
+import io.granary.master.events.EventDispatcher;
+import io.granary.master.meta.MetadataStore;
 import io.granary.proto.*;
+import io.granary.protocol.Limits;
 import io.grpc.Status;
+import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.StreamObserver;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -19,17 +23,25 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
 
     private final MasterRequestHandler handler;
     private final RpcMetrics metrics;
+    private final EventDispatcher events;
 
     public MasterGrpcService(final MasterRequestHandler handler)
     {
-        this(handler, RpcMetrics.NONE);
+        this(handler, RpcMetrics.NONE, null);
     }
 
     /** @param metrics per-call latency and failures of this transport. */
     public MasterGrpcService(final MasterRequestHandler handler, final RpcMetrics metrics)
     {
+        this(handler, metrics, null);
+    }
+
+    /** @param events the event streams, or null when the master publishes no events. */
+    public MasterGrpcService(final MasterRequestHandler handler, final RpcMetrics metrics, final EventDispatcher events)
+    {
         this.handler = handler;
         this.metrics = metrics;
+        this.events = events;
     }
 
     private <T> void reply(final StreamObserver<T> observer, final MasterRpc rpc, final Supplier<T> call)
@@ -176,6 +188,30 @@ public final class MasterGrpcService extends MasterServiceGrpc.MasterServiceImpl
     public void getServerInfo(final ServerInfoRequest req, final StreamObserver<ServerInfoResponse> observer)
     {
         reply(observer, MasterRpc.GET_SERVER_INFO, () -> handler.getServerInfo(req));
+    }
+
+    /**
+     * A server stream of KV events. Refusals are gRPC statuses (there is no reply message to carry a code):
+     * INVALID_ARGUMENT for a bad tenant or sequence, FAILED_PRECONDITION with {@code --events=false},
+     * RESOURCE_EXHAUSTED when too many streams are open.
+     */
+    @Override
+    public void subscribeEvents(final SubscribeEventsRequest req, final StreamObserver<EventBatch> observer)
+    {
+        if (events == null)
+        {
+            observer.onError(Status.FAILED_PRECONDITION
+                .withDescription("this master publishes no events (started with --events=false)").asRuntimeException());
+            return;
+        }
+        if (!req.getAllTenants() && MetadataStore.checkTenant(req.getTenant()) != ErrorCode.OK_VALUE)
+        {
+            observer.onError(Status.INVALID_ARGUMENT.withDescription("bad tenant: " +
+                Limits.checkTenant(req.getTenant())).asRuntimeException());
+            return;
+        }
+        events.subscribe(req, req.getAllTenants() ? null : Limits.tenantOrDefault(req.getTenant()),
+            (ServerCallStreamObserver<EventBatch>)observer);
     }
 
     @Override

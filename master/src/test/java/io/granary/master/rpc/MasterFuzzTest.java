@@ -100,6 +100,8 @@ class MasterFuzzTest
         final SplittableRandom random = new SplittableRandom(run.seed());
         final List<ServerMethodDefinition<?, ?>> methods =
             new ArrayList<>(new MasterGrpcService(null).bindService().getMethods());
+        // Unary calls only: the SubscribeEvents stream never ends by itself; EventStreamTest checks its validation.
+        methods.removeIf(m -> m.getMethodDescriptor().getType() != MethodDescriptor.MethodType.UNARY);
         final MethodDescriptor.Marshaller<byte[]> raw = new RawMarshaller();
         int ran = 0;
         try
