@@ -1018,23 +1018,15 @@ static void lane_flush(gt_engine *engine, lane *l)
                 n++;
             }
         }
-        struct msghdr message;
-        memset(&message, 0, sizeof(message));
-        message.msg_iov = iov;
-        message.msg_iovlen = (size_t)n;
-        const ssize_t written = sendmsg(l->fd, &message, MSG_NOSIGNAL | MSG_DONTWAIT);
+        const long written = gt_sendv(l->fd, iov, n);
         if (written < 0)
         {
-            if (errno == EAGAIN || errno == EWOULDBLOCK)
-            {
-                break;
-            }
-            if (errno == EINTR)
-            {
-                continue;
-            }
             l->doomed = GT_TRANSFER_FAIL;
             return;
+        }
+        if (written == 0)
+        {
+            break; /* the socket buffer is full: wait until it is writable */
         }
         uint64_t left = (uint64_t)written;
         while (left > 0 && l->cursor != NULL)

@@ -1,7 +1,10 @@
 /* The data-plane frame header, bit for bit as io.granary.protocol.FrameHeader encodes it. */
 #include "gt_internal.h"
 
+#include <errno.h>
 #include <stdio.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
 #include <time.h>
 
 int gt_opcode_is_request(const int opcode)
@@ -114,4 +117,25 @@ uint64_t gt_epoch_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+long gt_sendv(int fd, struct iovec *iov, int count)
+{
+    struct msghdr message;
+    memset(&message, 0, sizeof(message));
+    message.msg_iov = iov;
+    message.msg_iovlen = (size_t)count;
+    for (;;)
+    {
+        const ssize_t written = sendmsg(fd, &message, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (written >= 0)
+        {
+            return (long)written;
+        }
+        if (errno == EINTR)
+        {
+            continue;
+        }
+        return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+    }
 }

@@ -94,6 +94,11 @@ int gt_header_decode(const uint8_t *in, uint32_t max_frame_length, gt_header *he
 
 const char *gt_decode_error_text(int result);
 
+struct iovec;
+/* A gathering, non-blocking send of count buffers (MSG_NOSIGNAL, EINTR retried): the bytes written, 0 when the
+ * socket buffer is full, -1 on an error (errno set). */
+long gt_sendv(int fd, struct iovec *iov, int count);
+
 /* True when status is 0 or a known negative ErrorCode number (a client's check of a response). */
 int gt_status_is_known(int32_t status);
 

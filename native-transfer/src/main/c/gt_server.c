@@ -516,23 +516,15 @@ static void flush_connection(gt_server *server, connection *c)
             iov[n].iov_len = item->length - item->sent;
             n++;
         }
-        struct msghdr message;
-        memset(&message, 0, sizeof(message));
-        message.msg_iov = iov;
-        message.msg_iovlen = (size_t)n;
-        const ssize_t written = sendmsg(c->fd, &message, MSG_NOSIGNAL | MSG_DONTWAIT);
+        const long written = gt_sendv(c->fd, iov, n);
         if (written < 0)
         {
-            if (errno == EAGAIN || errno == EWOULDBLOCK)
-            {
-                break;
-            }
-            if (errno == EINTR)
-            {
-                continue;
-            }
             c->closing = 1;
             return;
+        }
+        if (written == 0)
+        {
+            break; /* the socket buffer is full: wait until it is writable */
         }
         STAT_ADD(server, bytes_out, (uint64_t)written);
         c->queued_bytes -= (uint64_t)written;

@@ -160,7 +160,7 @@ public final class NativeTransferEngine implements TransferEngine, AdmissionStat
         final Loop held = current.get();
         if (held != null)
         {
-            return new NestedDriver(held);
+            return new CallerDriver(held, false);
         }
         Loop loop = idle.poll();
         if (loop != null)
@@ -187,7 +187,7 @@ public final class NativeTransferEngine implements TransferEngine, AdmissionStat
         }
         lent.add(loop);
         current.set(loop);
-        return new CallerDriver(loop);
+        return new CallerDriver(loop, true);
     }
 
     private void runShared()
@@ -635,15 +635,20 @@ public final class NativeTransferEngine implements TransferEngine, AdmissionStat
         }
     }
 
-    /** The driver of a thread's own C engine: that thread runs its I/O inside {@link #drive}. */
+    /**
+     * The driver of a thread's C engine: that thread runs its I/O inside {@link #drive}. A nested call's driver drives
+     * the outer scope's loop and leaves ending it to the outer scope.
+     */
     private final class CallerDriver implements Driver
     {
         private final Loop loop;
+        private final boolean ownsLoop;
         private boolean open = true;
 
-        CallerDriver(final Loop loop)
+        CallerDriver(final Loop loop, final boolean ownsLoop)
         {
             this.loop = loop;
+            this.ownsLoop = ownsLoop;
         }
 
         @Override
@@ -667,45 +672,11 @@ public final class NativeTransferEngine implements TransferEngine, AdmissionStat
         @Override
         public void close()
         {
-            if (open)
+            if (open && ownsLoop)
             {
                 open = false;
                 release(loop);
             }
-        }
-    }
-
-    /** The driver of a nested call: it drives the outer scope's loop, and the outer scope ends it. */
-    private final class NestedDriver implements Driver
-    {
-        private final Loop loop;
-
-        NestedDriver(final Loop loop)
-        {
-            this.loop = loop;
-        }
-
-        @Override
-        public boolean hasWork()
-        {
-            return !loop.pending.isEmpty();
-        }
-
-        @Override
-        public void drive(final long maxWaitNs)
-        {
-            driveLoop(loop, maxWaitNs);
-        }
-
-        @Override
-        public void wakeup()
-        {
-            loop.wakeup();
-        }
-
-        @Override
-        public void close()
-        {
         }
     }
 }
