@@ -52,6 +52,7 @@ typedef struct gt_engine_config
     uint64_t admission_timeout_ms;
     uint64_t transfer_timeout_ms;      /* per frame, from the moment it is handed to its lane */
     uint64_t connect_timeout_ms;
+    uint32_t max_vector_entries;       /* small READs (<= 64 KiB) one READV frame carries, 1..1024; 1 = no READV */
 } gt_engine_config;
 
 /* Fills the defaults of docs/configuration.md (the Java TransferConfig's). */

@@ -19,6 +19,7 @@ final class NativeTransferJni
     /** Null when an RDMA device can be used, else why not. */
     static native String rdmaUnavailabilityCause();
 
+    /** @param maxVectorEntries small READs one READV carries (1 = no READV); see TransferConfig#maxVectorEntries. */
     static native long engineCreate(
         int lanesPerPeer,
         int sliceBytes,
@@ -26,7 +27,8 @@ final class NativeTransferJni
         int maxPendingPerPeer,
         long admissionTimeoutMs,
         long transferTimeoutMs,
-        long connectTimeoutMs);
+        long connectTimeoutMs,
+        int maxVectorEntries);
 
     /** A peer id (positive) for host:port, or a negative ErrorCode number. */
     static native int engineConnect(long engine, String host, int port);
