@@ -369,14 +369,19 @@ static void *node_run(void *argument)
     return NULL;
 }
 
-static int node_start_on(test_node *node, uint16_t port);
+static int node_start_loops(test_node *node, uint16_t port, uint32_t loops);
 
 static int node_start(test_node *node)
 {
-    return node_start_on(node, 0);
+    return node_start_loops(node, 0, 1);
 }
 
 static int node_start_on(test_node *node, const uint16_t port)
+{
+    return node_start_loops(node, port, 1);
+}
+
+static int node_start_loops(test_node *node, const uint16_t port, const uint32_t loops)
 {
     memset(node, 0, sizeof(*node));
     pthread_mutex_init(&node->mutex, NULL);
@@ -386,7 +391,8 @@ static int node_start_on(test_node *node, const uint16_t port)
         return 0;
     }
     memset(node->segment, 0, SEGMENT_BYTES);
-    gt_server_config config = { .host = "127.0.0.1", .port = port, .max_frame_bytes = 16u << 20 };
+    gt_server_config config = { .host = "127.0.0.1", .port = port, .max_frame_bytes = 16u << 20,
+        .io_threads = loops };
     gt_server_callbacks callbacks = { .context = node, .on_write = node_on_write, .on_commit = node_on_commit,
         .on_close = node_on_close };
     gt_error error;
@@ -1220,6 +1226,246 @@ static void vector_answers_are_checked(void)
     }
 }
 
+/* One client thread of the several-loops test: its own engine and lanes, its own 1 MiB area of the segment. */
+typedef struct loop_client
+{
+    test_node *node;
+    gt_engine *engine;
+    uint32_t peer;
+    uint32_t index;
+    const gt_hmac_key *key;
+    uint64_t duration_ms;
+    uint64_t rounds;
+    uint64_t write_frames;
+    uint64_t bytes;
+    int failures;
+} loop_client;
+
+#define LOOP_AREA (1u << 20)
+#define LOOP_SLICE (64u << 10)
+
+static gt_op signed_op(const gt_hmac_key *key, const uint64_t user_data, const uint32_t peer, const uint8_t opcode,
+    const uint32_t region, const uint64_t local_offset, const uint32_t length, const uint32_t segment,
+    const uint64_t remote_offset)
+{
+    gt_op op = op_of(user_data, peer, opcode, region, local_offset, length, remote_offset);
+    op.segment_id = segment;
+    op.has_token = 1;
+    sign_token(key, opcode == GT_OP_READ ? GT_OPC_READ : GT_OPC_WRITE, segment, remote_offset, length,
+        (uint32_t)(gt_epoch_ms() / 1000 + 600), op.token);
+    return op;
+}
+
+static void *loop_client_run(void *argument)
+{
+    loop_client *c = argument;
+    enum { OPS = 24 };
+    uint8_t *out = malloc(LOOP_AREA);
+    uint8_t *in = malloc(LOOP_AREA);
+    uint32_t out_region;
+    uint32_t in_region;
+    gt_error error;
+    if (out == NULL || in == NULL || gt_engine_register_memory(c->engine, out, LOOP_AREA, &out_region, &error) != 0 ||
+        gt_engine_register_memory(c->engine, in, LOOP_AREA, &in_region, &error) != 0)
+    {
+        c->failures++;
+        free(out);
+        free(in);
+        return NULL;
+    }
+    const uint64_t base = (uint64_t)c->index * LOOP_AREA;
+    uint32_t x = 17 + c->index;
+    const uint64_t until = gt_now_ms() + c->duration_ms;
+    while (gt_now_ms() < until && c->failures == 0)
+    {
+        /* OPS disjoint pieces of the area: small ones (READVs on the way back) and sliced ones */
+        gt_op ops[OPS];
+        uint32_t at = 0;
+        int n = 0;
+        for (; n < OPS; n++)
+        {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            const uint32_t length = n % 4 == 3 ? 100000 + x % 100000 : 1 + x % 9000;
+            if (at + length > LOOP_AREA)
+            {
+                break;
+            }
+            fill_pattern(out + at, length, x);
+            ops[n] = signed_op(c->key, (uint64_t)n, c->peer, GT_OP_WRITE, out_region, at, length, SEGMENT_ID,
+                base + at);
+            c->write_frames += (length + LOOP_SLICE - 1) / LOOP_SLICE;
+            at += length;
+        }
+        gt_completion done[OPS];
+        if (gt_engine_submit(c->engine, ops, n, &error) != n || await(c->engine, done, n, 10000) != n)
+        {
+            c->failures++;
+            break;
+        }
+        for (int i = 0; i < n; i++)
+        {
+            c->failures += done[i].status != GT_OK;
+            const gt_op w = ops[i];
+            ops[i] = signed_op(c->key, (uint64_t)i, c->peer, GT_OP_READ, in_region, w.local_offset, w.length,
+                SEGMENT_ID, w.remote_offset);
+        }
+        memset(in, 0, at);
+        if (gt_engine_submit(c->engine, ops, n, &error) != n || await(c->engine, done, n, 10000) != n)
+        {
+            c->failures++;
+            break;
+        }
+        for (int i = 0; i < n; i++)
+        {
+            c->failures += done[i].status != GT_OK;
+        }
+        if (memcmp(in, out, at) != 0 || memcmp(c->node->segment + base, out, at) != 0)
+        {
+            c->failures++;
+        }
+        c->bytes += 2ull * at;
+        c->rounds++;
+    }
+    gt_engine_unregister_memory(c->engine, out_region);
+    gt_engine_unregister_memory(c->engine, in_region);
+    free(out);
+    free(in);
+    return NULL;
+}
+
+/* One read of 100 bytes per lane of an engine with the given token key; every status must be expected. */
+static int reads_on_every_lane(gt_engine *engine, const uint32_t peer, const gt_hmac_key *key, const uint32_t segment,
+    const int32_t expected)
+{
+    enum { LANES = 4 };
+    uint8_t in[LANES * 100];
+    uint32_t region;
+    gt_error error;
+    if (gt_engine_register_memory(engine, in, sizeof(in), &region, &error) != GT_OK)
+    {
+        return 0;
+    }
+    gt_op ops[LANES];
+    for (int i = 0; i < LANES; i++)
+    {
+        /* alone on a lane each (round-robin), sent as READs and not a vector: one per connection */
+        ops[i] = signed_op(key, (uint64_t)i, peer, GT_OP_READ, region, (uint64_t)i * 100, 100, segment,
+            (uint64_t)i * 4096);
+    }
+    gt_completion done[LANES];
+    int good = gt_engine_submit(engine, ops, LANES, &error) == LANES && await(engine, done, LANES, 5000) == LANES;
+    for (int i = 0; good && i < LANES; i++)
+    {
+        good = done[i].status == expected;
+    }
+    gt_engine_unregister_memory(engine, region);
+    return good;
+}
+
+/*
+ * A server with three event loops under four client threads of four lanes each (16 connections spread over the
+ * loops), tokens on: every byte verified, one on_write upcall per WRITE frame; then a new token key and a new segment
+ * table reach every connection (every loop), and a removed segment is refused on all of them.
+ */
+static void several_loops_serve_many_connections(void)
+{
+    enum { CLIENTS = 4 };
+    test_node node;
+    CHECK(node_start_loops(&node, 0, 3));
+    CHECK(gt_server_loop_count(node.server) == 3);
+    uint8_t secret[32];
+    memset(secret, 0x17, sizeof(secret));
+    gt_error error;
+    CHECK(gt_server_set_token_key(node.server, secret, &error) == GT_OK);
+    gt_hmac_key key;
+    gt_hmac_key_init(&key, secret, sizeof(secret));
+    loop_client clients[CLIENTS];
+    pthread_t threads[CLIENTS];
+    for (uint32_t i = 0; i < CLIENTS; i++)
+    {
+        memset(&clients[i], 0, sizeof(clients[i]));
+        clients[i].node = &node;
+        gt_engine_config config;
+        gt_engine_config_defaults(&config);
+        config.lanes_per_peer = 4;
+        config.slice_bytes = LOOP_SLICE; /* the big pieces go in slices over several connections */
+        CHECK(gt_engine_create(&config, &clients[i].engine, &error) == GT_OK);
+        CHECK(clients[i].engine != NULL);
+        CHECK(gt_engine_connect(clients[i].engine, "127.0.0.1", gt_server_port(node.server), &clients[i].peer,
+            &error) == GT_OK);
+        clients[i].index = i;
+        clients[i].key = &key;
+        clients[i].duration_ms = 1500;
+    }
+    for (uint32_t i = 0; i < CLIENTS; i++)
+    {
+        CHECK(pthread_create(&threads[i], NULL, loop_client_run, &clients[i]) == 0);
+    }
+    uint64_t rounds = 0;
+    uint64_t frames = 0;
+    uint64_t bytes = 0;
+    int failures = 0;
+    for (uint32_t i = 0; i < CLIENTS; i++)
+    {
+        pthread_join(threads[i], NULL);
+        rounds += clients[i].rounds;
+        frames += clients[i].write_frames;
+        bytes += clients[i].bytes;
+        failures += clients[i].failures;
+    }
+    printf("     loops: %llu rounds, %.1f MiB moved and verified over 16 connections and 3 loops\n",
+        (unsigned long long)rounds, (double)bytes / (1 << 20));
+    CHECK(failures == 0);
+    CHECK(rounds >= CLIENTS);
+    pthread_mutex_lock(&node.mutex);
+    const int writes = node.writes;
+    pthread_mutex_unlock(&node.mutex);
+    CHECK((uint64_t)writes == frames); /* one ledger upcall per WRITE frame, from whichever loop served it */
+    gt_server_stats stats;
+    gt_server_get_stats(node.server, &stats);
+    CHECK(stats.connections_opened == 4 * CLIENTS);
+    CHECK(stats.protocol_errors == 0 && stats.tokens_invalid == 0);
+
+    /* a new key: the old tokens are refused and the new ones served on every connection */
+    uint8_t next_secret[32];
+    memset(next_secret, 0x29, sizeof(next_secret));
+    gt_hmac_key next_key;
+    gt_hmac_key_init(&next_key, next_secret, sizeof(next_secret));
+    CHECK(gt_server_set_token_key(node.server, next_secret, &error) == GT_OK);
+    for (uint32_t i = 0; i < CLIENTS; i++)
+    {
+        CHECK(reads_on_every_lane(clients[i].engine, clients[i].peer, &key, SEGMENT_ID, GT_ACCESS_DENIED));
+        CHECK(reads_on_every_lane(clients[i].engine, clients[i].peer, &next_key, SEGMENT_ID, GT_OK));
+    }
+    /* a second segment appears, then the first goes: every connection sees both changes */
+    uint8_t *second = calloc(1, 1u << 20);
+    CHECK(second != NULL);
+    const uint32_t ids[2] = { SEGMENT_ID, 0xB0B };
+    const uint64_t addresses[2] = { (uint64_t)(uintptr_t)node.segment, (uint64_t)(uintptr_t)second };
+    const uint64_t sizes[2] = { SEGMENT_BYTES, 1u << 20 };
+    CHECK(gt_server_set_segments(node.server, ids, addresses, sizes, 2, &error) == GT_OK);
+    for (uint32_t i = 0; i < CLIENTS; i++)
+    {
+        CHECK(reads_on_every_lane(clients[i].engine, clients[i].peer, &next_key, 0xB0B, GT_OK));
+    }
+    CHECK(gt_server_set_segments(node.server, ids + 1, addresses + 1, sizes + 1, 1, &error) == GT_OK);
+    for (uint32_t i = 0; i < CLIENTS; i++)
+    {
+        CHECK(reads_on_every_lane(clients[i].engine, clients[i].peer, &next_key, SEGMENT_ID, GT_SEGMENT_NOT_FOUND));
+        CHECK(reads_on_every_lane(clients[i].engine, clients[i].peer, &next_key, 0xB0B, GT_OK));
+    }
+    gt_server_get_stats(node.server, &stats);
+    CHECK(stats.connections_opened == 4 * CLIENTS); /* the checks above used the same 16 connections */
+    for (uint32_t i = 0; i < CLIENTS; i++)
+    {
+        gt_engine_destroy(clients[i].engine);
+    }
+    node_stop(&node);
+    free(second);
+}
+
 static void soak_with_mixed_sizes(void)
 {
     const char *configured = getenv("GT_SOAK_SECONDS");
@@ -1299,6 +1545,7 @@ int main(void)
     RUN(stale_idle_connection_is_replaced_once);
     RUN(small_reads_leave_as_vectors);
     RUN(vector_answers_are_checked);
+    RUN(several_loops_serve_many_connections);
     RUN(soak_with_mixed_sizes);
     printf("native: %d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;

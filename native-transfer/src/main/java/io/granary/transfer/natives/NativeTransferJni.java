@@ -76,8 +76,11 @@ final class NativeTransferJni
 
     static native void engineDestroy(long engine);
 
-    /** @param ownClock tokens expire by {@link NativeTransferServer.Handler#epochMillis()} instead of the system clock. */
-    static native long serverCreate(String host, int port, int maxFrameBytes, boolean ownClock);
+    /**
+     * @param ownClock  tokens expire by {@link NativeTransferServer.Handler#epochMillis()} instead of the system clock.
+     * @param ioThreads event loops (1..256), each to be run by {@link #serverRun} on a thread of its own.
+     */
+    static native long serverCreate(String host, int port, int maxFrameBytes, boolean ownClock, int ioThreads);
 
     static native int serverPort(long server);
 
@@ -85,8 +88,11 @@ final class NativeTransferJni
 
     static native void serverSetTokenKey(long server, byte[] keyOrNull);
 
-    /** Serves on the calling thread until {@link #serverStop}, calling back {@code handler}; 0 or a code. */
-    static native int serverRun(long server, NativeTransferServer.Handler handler);
+    /**
+     * Runs event loop {@code loop} (loop 0 also accepts) on the calling thread until {@link #serverStop}, calling back
+     * {@code handler} for its connections on this thread; 0 or a code.
+     */
+    static native int serverRun(long server, int loop, NativeTransferServer.Handler handler);
 
     static native void serverStop(long server);
 
