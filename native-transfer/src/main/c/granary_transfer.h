@@ -8,7 +8,8 @@
  *
  * Threading: gt_engine_submit, gt_engine_provide_commit, gt_engine_connect, gt_engine_register_memory and
  * gt_engine_wakeup may be called from any thread; gt_engine_poll runs the engine's I/O and must be called from one
- * thread at a time. The same holds for the server: gt_server_run on one thread, the table updates from any.
+ * thread at a time. A server runs each of its event loops on one thread (gt_server_run_loop); the table updates and
+ * gt_server_stop may be called from any.
  */
 #ifndef GRANARY_TRANSFER_H
 #define GRANARY_TRANSFER_H
@@ -52,6 +53,7 @@ typedef struct gt_engine_config
     uint64_t admission_timeout_ms;
     uint64_t transfer_timeout_ms;      /* per frame, from the moment it is handed to its lane */
     uint64_t connect_timeout_ms;
+    uint32_t max_vector_entries;       /* small READs (<= 64 KiB) one READV frame carries, 1..1024; 1 = no READV */
 } gt_engine_config;
 
 /* Fills the defaults of docs/configuration.md (the Java TransferConfig's). */
@@ -140,7 +142,8 @@ void gt_engine_destroy(gt_engine *engine);
 typedef struct gt_server gt_server;
 
 /*
- * Decisions the server asks its owner for, on the gt_server_run thread, before any byte moves.
+ * Decisions the server asks its owner for, on the thread of the connection's event loop, before any byte moves (with
+ * several loops, concurrently: the owner's state must be thread safe).
  * on_write: a WRITE passed decode, status, token, segment and range checks; return 0 to let its bytes land
  *   (the owner forgot the ledger entries the range overlaps) or an ErrorCode to refuse it.
  * on_commit: a COMMIT and its payload (at most 16 KiB) arrived; header is the 64-byte request header,
@@ -169,6 +172,7 @@ typedef struct gt_server_config
     const char *host;
     uint16_t port;                 /* 0 = ephemeral */
     uint32_t max_frame_bytes;
+    uint32_t io_threads;           /* event loops, 1..256 (0 = 1); connections are spread over them round-robin */
 } gt_server_config;
 
 typedef struct gt_server_stats
@@ -200,15 +204,25 @@ int gt_server_set_segments(gt_server *server, const uint32_t *ids, const uint64_
 /* Installs the 32-byte data-token key, or removes it (NULL): then every frame passes without a token. */
 int gt_server_set_token_key(gt_server *server, const uint8_t *key, gt_error *error);
 
-/* Serves until gt_server_stop; returns 0, or a negative code when the event loop failed. */
+/*
+ * Runs event loop index (0..io_threads-1) on the calling thread until gt_server_stop; loop 0 also accepts. Every loop
+ * must be run by a thread of its own; the callbacks are called on the thread of the connection's loop, so with more
+ * than one loop they may run concurrently. Returns 0, or a negative code when the loop failed.
+ */
+int gt_server_run_loop(gt_server *server, uint32_t index, gt_error *error);
+
+/* Runs every loop (loops 1.. on threads of its own, loop 0 on the caller) until gt_server_stop; 0 or a code. */
 int gt_server_run(gt_server *server, gt_error *error);
+
+/* The number of event loops. */
+int gt_server_loop_count(const gt_server *server);
 
 /* Makes gt_server_run return (any thread). */
 void gt_server_stop(gt_server *server);
 
 void gt_server_get_stats(gt_server *server, gt_server_stats *stats);
 
-/* Closes the listener and every connection; only once gt_server_run returned. */
+/* Closes the listener and every connection; only once every gt_server_run_loop returned. */
 void gt_server_destroy(gt_server *server);
 
 /* ---------------------------------------------------------------- RDMA */

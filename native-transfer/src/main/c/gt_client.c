@@ -2,7 +2,9 @@
  * The native TCP client engine: lanes per peer over non-blocking sockets and one epoll set, frames of
  * docs/protocol.md sent straight from registered memory (writev of header and payload) and READ payloads received
  * straight into it. Slicing, the per-transfer window, admission per peer, per-frame timeouts and the COMMIT after a
- * WRITE follow the Java engine (NettyTransferEngine); see docs/architecture.md "Native transfer engine".
+ * WRITE follow the Java engine (NettyTransferEngine); see docs/architecture.md "Native transfer engine". Small READs
+ * handed to a lane in one loop turn leave together as READV frames (docs/protocol.md "READV"), formed and checked as
+ * the Java engines do (DirectConnection, VectorRead): each entry's bytes land straight in its own memory.
  *
  * Threading: gt_engine_poll is the only thread that touches lanes, frames and transfers. Other threads hand
  * operations over through the incoming queue under the engine mutex and wake the loop with an eventfd.
@@ -35,6 +37,9 @@
 #define MAX_WRITEV_BYTES (8u << 20)
 #define WINDOW_BYTES_PER_LANE (4u << 20)
 #define LARGE_PAYLOAD_BYTES (16u << 10)
+#define MAX_VECTOR_ENTRY_BYTES (64u << 10)
+#define MAX_VECTOR_BYTES (4u << 20)
+#define VECTOR_STATUS_LENGTH 4
 
 typedef struct transfer transfer;
 typedef struct frame frame;
@@ -99,6 +104,11 @@ struct frame
     int resent;              /* sent again once on a fresh connection after a stale one failed */
     frame *next;
     frame *prev;
+    /* READV (transfer NULL): its entries, small READ frames each still counted by its transfer, NULL once answered */
+    frame **entries;
+    uint32_t entry_count;
+    uint64_t entry_bytes;
+    uint8_t *vector_bytes;   /* the entries' 64-byte headers (the payload sent), then the answer's statuses */
 };
 
 struct lane
@@ -130,6 +140,15 @@ struct lane
     uint8_t *receive_at;
     uint64_t payload_left;   /* payload bytes of the current response still to come */
     int large_payload;       /* last response carried a large payload: read the next header alone */
+    frame *rx_vector;        /* the READV whose answer is arriving, or NULL */
+    uint32_t rx_status_fill; /* bytes of its status block in */
+    uint32_t rx_entry;       /* the entry whose bytes arrive now */
+    uint32_t rx_entry_fill;
+    /* small READs waiting to leave together as one READV when the lane is next flushed (linked by next) */
+    frame *vector_head;
+    frame *vector_tail;
+    uint32_t vector_count;
+    uint64_t vector_bytes;
     lane *dirty_next;
     int in_dirty_list;
 };
@@ -179,6 +198,7 @@ struct gt_engine
 
 static void lane_fail(gt_engine *engine, lane *l, int status);
 static void transfer_progress(gt_engine *engine, transfer *t);
+static void lane_seal_vector(gt_engine *engine, lane *l);
 
 void gt_engine_config_defaults(gt_engine_config *config)
 {
@@ -189,6 +209,7 @@ void gt_engine_config_defaults(gt_engine_config *config)
     config->admission_timeout_ms = 1000;
     config->transfer_timeout_ms = 10000;
     config->connect_timeout_ms = 3000;
+    config->max_vector_entries = 256;
 }
 
 int gt_engine_create(const gt_engine_config *config, gt_engine **out, gt_error *error)
@@ -208,6 +229,11 @@ int gt_engine_create(const gt_engine_config *config, gt_engine **out, gt_error *
         config->connect_timeout_ms < 1 || config->admission_timeout_ms < 1)
     {
         return gt_fail(error, GT_INVALID_PARAMS, "queue bound and timeouts must be positive");
+    }
+    if (config->max_vector_entries < 1 || config->max_vector_entries > GT_MAX_VECTOR_ENTRIES)
+    {
+        return gt_fail(error, GT_INVALID_PARAMS, "max_vector_entries must be in 1..%d, was %u", GT_MAX_VECTOR_ENTRIES,
+            config->max_vector_entries);
     }
     gt_engine *engine = calloc(1, sizeof(gt_engine));
     if (engine == NULL)
@@ -666,6 +692,10 @@ static void lane_reset_receive(lane *l)
     l->receive_at = NULL;
     l->payload_left = 0;
     l->large_payload = 0;
+    l->rx_vector = NULL;
+    l->rx_status_fill = 0;
+    l->rx_entry = 0;
+    l->rx_entry_fill = 0;
 }
 
 static int lane_open(gt_engine *engine, lane *l)
@@ -731,7 +761,8 @@ static lane *lane_get(gt_engine *engine, peer *p, const uint32_t index)
     return l;
 }
 
-static void lane_append(gt_engine *engine, lane *l, frame *f)
+/* Hands a frame to the lane as it is (a READV's entries are counted by their transfers already). */
+static void lane_enqueue(gt_engine *engine, lane *l, frame *f)
 {
     if (l->fd >= 0 && !l->connecting && l->frames == 0 && l->answers > 0 && !l->idle_reuse)
     {
@@ -765,8 +796,119 @@ static void lane_append(gt_engine *engine, lane *l, frame *f)
         l->cursor = f;
     }
     l->frames++;
-    f->transfer->in_lanes++;
+    if (f->transfer != NULL)
+    {
+        f->transfer->in_lanes++;
+    }
     mark_dirty(engine, l);
+}
+
+/* Hands a frame to the lane behind the small READs waiting there, so that the wire keeps the order of the calls. */
+static void lane_append(gt_engine *engine, lane *l, frame *f)
+{
+    lane_seal_vector(engine, l);
+    lane_enqueue(engine, l, f);
+}
+
+static void frame_free(frame *f)
+{
+    if (f != NULL)
+    {
+        free(f->entries);
+        free(f->vector_bytes);
+        free(f);
+    }
+}
+
+/*
+ * Queues a small READ to leave with the others handed to the lane before its next flush as one READV (sealed when
+ * the connection can take it: reads gather while it connects).
+ */
+static void lane_add_read(gt_engine *engine, lane *l, frame *f)
+{
+    if (l->vector_count == engine->config.max_vector_entries || l->vector_bytes + f->length > MAX_VECTOR_BYTES)
+    {
+        lane_seal_vector(engine, l);
+    }
+    f->next = NULL;
+    f->prev = NULL;
+    if (l->vector_tail == NULL)
+    {
+        l->vector_head = f;
+    }
+    else
+    {
+        l->vector_tail->next = f;
+    }
+    l->vector_tail = f;
+    l->vector_count++;
+    l->vector_bytes += f->length;
+    f->transfer->in_lanes++;
+    if (l->fd < 0 && l->doomed == 0 && lane_open(engine, l) != GT_OK)
+    {
+        l->doomed = GT_TRANSFER_FAIL;
+    }
+    mark_dirty(engine, l);
+}
+
+/*
+ * The small READs waiting on the lane become frames: one alone goes as a READ, more as one READV whose payload is
+ * their READ request headers (each its own token; request id = its index). Out of memory, they go one by one.
+ */
+static void lane_seal_vector(gt_engine *engine, lane *l)
+{
+    const uint32_t n = l->vector_count;
+    frame *head = l->vector_head;
+    if (n == 0)
+    {
+        return;
+    }
+    l->vector_head = NULL;
+    l->vector_tail = NULL;
+    l->vector_count = 0;
+    const uint64_t bytes = l->vector_bytes;
+    l->vector_bytes = 0;
+    frame *v = n > 1 ? calloc(1, sizeof(frame)) : NULL;
+    if (v != NULL)
+    {
+        v->entries = malloc((size_t)n * sizeof(frame *));
+        v->vector_bytes = malloc((size_t)n * (GT_HEADER_LENGTH + VECTOR_STATUS_LENGTH));
+    }
+    if (v == NULL || v->entries == NULL || v->vector_bytes == NULL)
+    {
+        frame_free(v);
+        while (head != NULL)
+        {
+            frame *next = head->next;
+            head->transfer->in_lanes--; /* lane_enqueue counts it again */
+            lane_enqueue(engine, l, head);
+            head = next;
+        }
+        return;
+    }
+    uint32_t i = 0;
+    for (frame *e = head; e != NULL; e = e->next, i++)
+    {
+        v->entries[i] = e;
+        gt_put_u64(e->header + 8, i);
+        memcpy(v->vector_bytes + (size_t)i * GT_HEADER_LENGTH, e->header, GT_HEADER_LENGTH);
+    }
+    for (i = 0; i < n; i++)
+    {
+        v->entries[i]->next = NULL;
+    }
+    v->opcode = GT_OPC_READV;
+    v->entry_count = n;
+    v->entry_bytes = bytes;
+    v->length = n * GT_HEADER_LENGTH;
+    v->payload_out = v->length;
+    v->local = v->vector_bytes;
+    gt_header header;
+    memset(&header, 0, sizeof(header));
+    header.opcode = GT_OPC_READV;
+    header.length = v->length;
+    gt_header_encode(v->header, &header);
+    lane_enqueue(engine, l, v);
 }
 
 static void lane_unlink(lane *l, frame *f)
@@ -798,6 +940,21 @@ static void lane_unlink(lane *l, frame *f)
 
 static void frame_finish(gt_engine *engine, frame *f, const int32_t status)
 {
+    if (f->opcode == GT_OPC_READV)
+    {
+        /* Every entry not answered yet gets the vector's status; then the vector itself goes. */
+        for (uint32_t i = 0; i < f->entry_count; i++)
+        {
+            frame *e = f->entries[i];
+            if (e != NULL)
+            {
+                f->entries[i] = NULL;
+                frame_finish(engine, e, status);
+            }
+        }
+        frame_free(f);
+        return;
+    }
     transfer *t = f->transfer;
     t->in_lanes--;
     if (f->opcode == GT_OPC_COMMIT)
@@ -818,8 +975,9 @@ static void frame_finish(gt_engine *engine, frame *f, const int32_t status)
 
 static void lane_fail(gt_engine *engine, lane *l, const int status)
 {
+    lane_seal_vector(engine, l);
     frame *f = l->head;
-    frame *receiving = l->receiving;
+    frame *receiving = l->receiving != NULL ? l->receiving : l->rx_vector;
     /*
      * A connection that failed after sitting idle, before it answered anything new, was stale: its frames go out
      * again, once, on a fresh connection (every frame is idempotent: READ, WRITE of the same bytes, COMMIT of the
@@ -857,8 +1015,11 @@ static void lane_fail(gt_engine *engine, lane *l, const int status)
             frame *next = f->next;
             f->resent = 1;
             f->sent = 0;
-            f->transfer->in_lanes--; /* lane_append counts it again */
-            lane_append(engine, l, f);
+            if (f->transfer != NULL)
+            {
+                f->transfer->in_lanes--; /* lane_enqueue counts it again */
+            }
+            lane_enqueue(engine, l, f);
             f = next;
         }
         return;
@@ -953,7 +1114,15 @@ static void transfer_progress(gt_engine *engine, transfer *t)
             {
                 t->write_lane = l;
             }
-            lane_append(engine, l, f);
+            if (f->opcode == GT_OPC_READ && engine->config.max_vector_entries > 1 &&
+                length <= MAX_VECTOR_ENTRY_BYTES)
+            {
+                lane_add_read(engine, l, f);
+            }
+            else
+            {
+                lane_append(engine, l, f);
+            }
         }
         if (t->status == GT_OK && t->commit_state == COMMIT_READY && t->slices_issued == t->slices_total)
         {
@@ -993,8 +1162,9 @@ static void lane_flush(gt_engine *engine, lane *l)
     l->dirty = 0;
     if (l->fd < 0 || l->connecting || l->doomed)
     {
-        return;
+        return; /* small READs keep gathering until the connection is up */
     }
+    lane_seal_vector(engine, l);
     while (l->cursor != NULL)
     {
         struct iovec iov[MAX_IOV];
@@ -1051,6 +1221,147 @@ static void lane_flush(gt_engine *engine, lane *l)
     }
 }
 
+/*
+ * A READV answer echoes only its request id: segment and offset 0; a refusal of the whole vector has no payload;
+ * an answer with entries announces at least their statuses and at most the statuses and every byte asked for.
+ * Anything else cannot be told apart from a stream out of sync: the lane closes.
+ */
+static void on_vector_response(gt_engine *engine, lane *l, frame *v, const gt_header *h)
+{
+    const uint64_t status_bytes = (uint64_t)v->entry_count * VECTOR_STATUS_LENGTH;
+    const int mismatched = h->opcode != (GT_OPC_READV | GT_OPC_RESPONSE_BIT) || h->status > 0 ||
+        !gt_status_is_known(h->status) || h->segment_id != 0 || h->offset != 0 ||
+        (h->status != 0 && h->length != 0) ||
+        (h->status == 0 && (h->length < status_bytes || h->length > status_bytes + v->entry_bytes));
+    l->large_payload = 0;
+    if (mismatched)
+    {
+        l->doomed = GT_TRANSFER_FAIL;
+        return;
+    }
+    lane_unlink(l, v);
+    if (h->status != 0)
+    {
+        frame_finish(engine, v, h->status); /* every read of the vector gets the refusal */
+        return;
+    }
+    l->frames++; /* still owned by the lane until its payload is in */
+    l->rx_vector = v;
+    l->rx_status_fill = 0;
+    l->rx_entry = 0;
+    l->rx_entry_fill = 0;
+    l->payload_left = h->length;
+}
+
+static int32_t vector_status(const frame *v, const uint32_t i)
+{
+    return (int32_t)gt_get_u32(v->vector_bytes + (size_t)v->entry_count * GT_HEADER_LENGTH +
+        (size_t)i * VECTOR_STATUS_LENGTH);
+}
+
+static uint32_t next_open_entry(const frame *v, uint32_t i)
+{
+    while (i < v->entry_count && v->entries[i] == NULL)
+    {
+        i++;
+    }
+    return i;
+}
+
+/* The whole answer of the READV being received is in: its entries are all answered. */
+static void vector_done(gt_engine *engine, lane *l)
+{
+    frame *v = l->rx_vector;
+    l->rx_vector = NULL;
+    l->frames--;
+    frame_finish(engine, v, GT_TRANSFER_FAIL); /* no entry is open by now (the byte count was checked) */
+}
+
+/*
+ * Every status of the READV being received is in. Statuses announcing another byte count than the header fail the
+ * vector's reads alone (the rest of the answer is skipped, the stream stays in sync); a status that is no ErrorCode
+ * closes the lane; refused entries get their statuses now, the others their bytes as they arrive.
+ */
+static void on_vector_statuses(gt_engine *engine, lane *l)
+{
+    frame *v = l->rx_vector;
+    uint64_t expected = 0;
+    for (uint32_t i = 0; i < v->entry_count; i++)
+    {
+        if (vector_status(v, i) == 0)
+        {
+            expected += v->entries[i]->length;
+        }
+    }
+    if (expected != l->payload_left)
+    {
+        l->rx_vector = NULL;
+        l->frames--;
+        frame_finish(engine, v, GT_TRANSFER_FAIL); /* payload_left bytes are discarded */
+        return;
+    }
+    for (uint32_t i = 0; i < v->entry_count; i++)
+    {
+        const int32_t status = vector_status(v, i);
+        if (status != 0 && (status > 0 || !gt_status_is_known(status)))
+        {
+            l->doomed = GT_TRANSFER_FAIL;
+            return;
+        }
+    }
+    for (uint32_t i = 0; i < v->entry_count; i++)
+    {
+        const int32_t status = vector_status(v, i);
+        if (status != 0)
+        {
+            frame *e = v->entries[i];
+            v->entries[i] = NULL;
+            frame_finish(engine, e, status);
+        }
+    }
+    l->rx_entry = next_open_entry(v, 0);
+    l->rx_entry_fill = 0;
+    if (l->payload_left == 0)
+    {
+        vector_done(engine, l);
+    }
+}
+
+/* Accounts n bytes of a READV answer that reached their place (status block, or entries in order). */
+static void vector_received(gt_engine *engine, lane *l, uint64_t n)
+{
+    frame *v = l->rx_vector;
+    const uint32_t status_bytes = v->entry_count * VECTOR_STATUS_LENGTH;
+    l->payload_left -= n;
+    if (l->rx_status_fill < status_bytes)
+    {
+        l->rx_status_fill += (uint32_t)n; /* the status block is received alone */
+        if (l->rx_status_fill == status_bytes)
+        {
+            on_vector_statuses(engine, l);
+        }
+        return;
+    }
+    while (n > 0 && l->rx_entry < v->entry_count)
+    {
+        frame *e = v->entries[l->rx_entry];
+        const uint64_t take = e->length - l->rx_entry_fill < n ? e->length - l->rx_entry_fill : n;
+        l->rx_entry_fill += (uint32_t)take;
+        n -= take;
+        if (l->rx_entry_fill == e->length)
+        {
+            v->entries[l->rx_entry] = NULL;
+            l->rx_entry = next_open_entry(v, l->rx_entry + 1);
+            l->rx_entry_fill = 0;
+            frame_finish(engine, e, GT_OK);
+        }
+    }
+    if (l->payload_left == 0)
+    {
+        vector_done(engine, l);
+    }
+}
+
 /* A response header is in l->header: match it to a frame this lane sent and check that it echoes the request. */
 static void on_response(gt_engine *engine, lane *l)
 {
@@ -1092,6 +1403,11 @@ static void on_response(gt_engine *engine, lane *l)
         return;
     }
     l->answers++;
+    if (f->opcode == GT_OPC_READV)
+    {
+        on_vector_response(engine, l, f, &h);
+        return;
+    }
     const int mismatched = h.opcode != (f->opcode | GT_OPC_RESPONSE_BIT) || h.status > 0 ||
         !gt_status_is_known(h.status) || h.segment_id != f->transfer->segment_id || h.offset != f->offset ||
         h.length != f->length;
@@ -1133,7 +1449,96 @@ static void payload_done(gt_engine *engine, lane *l)
     }
 }
 
-/* Reads what the socket has: headers through a small staging buffer, READ payloads straight into their memory. */
+/* Where the next payload bytes of the current response go, and at most how many. */
+static uint8_t *receive_target(gt_engine *engine, lane *l, uint64_t *cap)
+{
+    if (l->receiving != NULL)
+    {
+        *cap = l->payload_left;
+        return l->receive_at;
+    }
+    frame *v = l->rx_vector;
+    if (v != NULL)
+    {
+        const uint32_t status_bytes = v->entry_count * VECTOR_STATUS_LENGTH;
+        if (l->rx_status_fill < status_bytes)
+        {
+            *cap = status_bytes - l->rx_status_fill;
+            return v->vector_bytes + (size_t)v->entry_count * GT_HEADER_LENGTH + l->rx_status_fill;
+        }
+        frame *e = v->entries[l->rx_entry];
+        *cap = e->length - l->rx_entry_fill;
+        return e->local + l->rx_entry_fill;
+    }
+    *cap = l->payload_left < STAGING_BYTES ? l->payload_left : STAGING_BYTES;
+    return engine->discard;
+}
+
+/* Accounts n payload bytes of the current response that reached the place receive_target named. */
+static void payload_received(gt_engine *engine, lane *l, const uint64_t n)
+{
+    if (l->rx_vector != NULL)
+    {
+        vector_received(engine, l, n);
+        return;
+    }
+    if (l->receiving != NULL)
+    {
+        l->receive_at += n;
+    }
+    l->payload_left -= n;
+    if (l->payload_left == 0)
+    {
+        payload_done(engine, l);
+    }
+}
+
+/*
+ * One scattering read of a READV answer's entries straight into their memory; when the read can take the whole rest
+ * of the answer, the staging buffer is its last piece, for the headers behind it. Returns what recv would.
+ */
+static ssize_t receive_entries(gt_engine *engine, lane *l)
+{
+    frame *v = l->rx_vector;
+    struct iovec iov[MAX_IOV];
+    int n = 0;
+    uint64_t covered = 0;
+    for (uint32_t i = l->rx_entry; i < v->entry_count && n < MAX_IOV - 1; i = next_open_entry(v, i + 1))
+    {
+        frame *e = v->entries[i];
+        const uint32_t skip = i == l->rx_entry ? l->rx_entry_fill : 0;
+        iov[n].iov_base = e->local + skip;
+        iov[n].iov_len = e->length - skip;
+        covered += iov[n].iov_len;
+        n++;
+    }
+    const int tail = covered >= l->payload_left;
+    if (tail)
+    {
+        l->staged_start = 0;
+        l->staged_end = 0;
+        iov[n].iov_base = l->staging;
+        iov[n].iov_len = STAGING_BYTES;
+        n++;
+    }
+    const ssize_t got = readv(l->fd, iov, n);
+    if (got <= 0)
+    {
+        return got;
+    }
+    const uint64_t into_entries = (uint64_t)got < covered ? (uint64_t)got : covered;
+    if (tail)
+    {
+        l->staged_end = (uint32_t)((uint64_t)got - into_entries);
+    }
+    payload_received(engine, l, into_entries);
+    return got;
+}
+
+/*
+ * Reads what the socket has: headers (and READV statuses) through a small staging buffer, READ payloads and READV
+ * entries straight into their memory.
+ */
 static void lane_read(gt_engine *engine, lane *l)
 {
     /* Staged bytes are always consumed (no event would come for them); only socket reads are bounded. */
@@ -1142,45 +1547,60 @@ static void lane_read(gt_engine *engine, lane *l)
     {
         if (l->payload_left > 0)
         {
-            uint8_t *into = l->receiving != NULL ? l->receive_at : engine->discard;
-            const uint64_t cap = l->receiving != NULL ? l->payload_left :
-                (l->payload_left < STAGING_BYTES ? l->payload_left : STAGING_BYTES);
             const uint32_t staged = l->staged_end - l->staged_start;
             if (staged > 0)
             {
+                uint64_t cap;
+                uint8_t *into = receive_target(engine, l, &cap);
                 const uint32_t take = cap < staged ? (uint32_t)cap : staged;
-                if (l->receiving != NULL)
+                if (into != engine->discard)
                 {
                     memcpy(into, l->staging + l->staged_start, take);
-                    l->receive_at += take;
                 }
                 l->staged_start += take;
-                l->payload_left -= take;
+                payload_received(engine, l, take);
+                continue;
+            }
+            reads++;
+            ssize_t got;
+            frame *v = l->rx_vector;
+            if (v != NULL && l->rx_status_fill < v->entry_count * VECTOR_STATUS_LENGTH)
+            {
+                /* the status block through staging, with whatever follows it */
+                l->staged_start = 0;
+                l->staged_end = 0;
+                got = recv(l->fd, l->staging, STAGING_BYTES, MSG_DONTWAIT);
+                if (got > 0)
+                {
+                    l->staged_end = (uint32_t)got;
+                    continue;
+                }
+            }
+            else if (v != NULL)
+            {
+                got = receive_entries(engine, l);
+                if (got > 0)
+                {
+                    continue;
+                }
             }
             else
             {
-                reads++;
-                const ssize_t got = recv(l->fd, into, cap, MSG_DONTWAIT);
-                if (got <= 0)
+                uint64_t cap;
+                uint8_t *into = receive_target(engine, l, &cap);
+                got = recv(l->fd, into, cap, MSG_DONTWAIT);
+                if (got > 0)
                 {
-                    if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
-                    {
-                        return;
-                    }
-                    l->doomed = GT_TRANSFER_FAIL;
-                    return;
+                    payload_received(engine, l, (uint64_t)got);
+                    continue;
                 }
-                if (l->receiving != NULL)
-                {
-                    l->receive_at += got;
-                }
-                l->payload_left -= (uint64_t)got;
             }
-            if (l->payload_left == 0)
+            if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
             {
-                payload_done(engine, l);
+                return;
             }
-            continue;
+            l->doomed = GT_TRANSFER_FAIL;
+            return;
         }
         const uint32_t staged = l->staged_end - l->staged_start;
         if (staged > 0)
@@ -1360,10 +1780,11 @@ static void check_timeouts(gt_engine *engine, const uint64_t now, uint64_t *next
                 lane_unlink(l, f);
                 frame_finish(engine, f, GT_RPC_TIMEOUT);
             }
-            if (l->receiving != NULL && l->receiving->deadline_ms <= now)
+            frame *arriving = l->receiving != NULL ? l->receiving : l->rx_vector;
+            if (arriving != NULL && arriving->deadline_ms <= now)
             {
                 /* its payload is arriving into the caller's memory: close the lane to stop that */
-                l->receiving->timed_out = 1;
+                arriving->timed_out = 1;
                 lane_fail(engine, l, GT_TRANSFER_FAIL);
                 continue;
             }
@@ -1504,12 +1925,17 @@ void gt_engine_counters(gt_engine *engine, uint64_t *admitted, uint64_t *rejecte
     *rejected_admission_timeout = __atomic_load_n(&engine->rejected_admission_timeout, __ATOMIC_RELAXED);
 }
 
+/* Frees a list of frames, with the entries of READVs among them. */
 static void free_frames(frame *f)
 {
     while (f != NULL)
     {
         frame *next = f->next;
-        free(f);
+        for (uint32_t i = 0; i < f->entry_count; i++)
+        {
+            free(f->entries[i]);
+        }
+        frame_free(f);
         f = next;
     }
 }
@@ -1548,16 +1974,33 @@ void gt_engine_destroy(gt_engine *engine)
             {
                 continue;
             }
-            for (frame *f = l->head; f != NULL; f = f->next)
+            /* the frames on the lane, the one being received, and the small READs not sealed into a READV yet */
+            frame *lists[3] = { l->head, l->receiving != NULL ? l->receiving : l->rx_vector, l->vector_head };
+            if (lists[1] != NULL)
             {
-                REMEMBER(f->transfer);
+                lists[1]->next = NULL;
             }
-            if (l->receiving != NULL)
+            for (int k = 0; k < 3; k++)
             {
-                REMEMBER(l->receiving->transfer);
-                free(l->receiving);
+                for (frame *f = lists[k]; f != NULL; f = f->next)
+                {
+                    if (f->transfer != NULL)
+                    {
+                        REMEMBER(f->transfer);
+                    }
+                    for (uint32_t e = 0; e < f->entry_count; e++)
+                    {
+                        if (f->entries[e] != NULL)
+                        {
+                            REMEMBER(f->entries[e]->transfer);
+                        }
+                    }
+                }
             }
-            free_frames(l->head);
+            for (int k = 0; k < 3; k++)
+            {
+                free_frames(lists[k]);
+            }
             if (l->fd >= 0)
             {
                 close(l->fd);

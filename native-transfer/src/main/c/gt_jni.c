@@ -52,14 +52,14 @@ JNIEXPORT jstring JNICALL JNI_NAME(rdmaUnavailabilityCause)(JNIEnv *env, jclass 
 
 JNIEXPORT jlong JNICALL JNI_NAME(engineCreate)(JNIEnv *env, jclass type, jint lanes, jint slice_bytes,
     jint max_queued, jint max_pending, jlong admission_timeout_ms, jlong transfer_timeout_ms,
-    jlong connect_timeout_ms)
+    jlong connect_timeout_ms, jint max_vector_entries)
 {
     (void)type;
     gt_engine_config config;
     gt_error error = { 0, "" };
     gt_engine *engine = NULL;
     if (lanes < 1 || slice_bytes < 1 || max_queued < 1 || max_pending < 0 || admission_timeout_ms < 1 ||
-        transfer_timeout_ms < 1 || connect_timeout_ms < 1)
+        transfer_timeout_ms < 1 || connect_timeout_ms < 1 || max_vector_entries < 1)
     {
         gt_fail(&error, GT_INVALID_PARAMS, "engine settings must be positive");
         throw_state(env, &error);
@@ -73,6 +73,7 @@ JNIEXPORT jlong JNICALL JNI_NAME(engineCreate)(JNIEnv *env, jclass type, jint la
     config.admission_timeout_ms = (uint64_t)admission_timeout_ms;
     config.transfer_timeout_ms = (uint64_t)transfer_timeout_ms;
     config.connect_timeout_ms = (uint64_t)connect_timeout_ms;
+    config.max_vector_entries = (uint32_t)max_vector_entries;
     if (gt_engine_create(&config, &engine, &error) != GT_OK)
     {
         throw_state(env, &error);
@@ -399,59 +400,64 @@ static void on_latencies(void *context, const uint64_t *samples, const int count
     (*env)->DeleteLocalRef(env, array);
 }
 
-/* The callbacks reach the handler of the gt_server_run call; between runs a connection never calls back. */
+/*
+ * The callbacks reach the handler of the serverRun call running on the calling thread: every event loop runs on a
+ * Java thread of its own (its JNIEnv, its handler), and a loop calls back only on its own thread, between the start
+ * and the end of its run.
+ */
 typedef struct server_holder
 {
     gt_server *server;
-    server_context context;
 } server_holder;
+
+static __thread server_context *loop_context;
 
 static int holder_on_write(void *context, uint32_t segment_id, uint64_t offset, uint32_t length)
 {
-    server_holder *h = context;
-    return h->context.env == NULL ? GT_INTERNAL_ERROR : on_write(&h->context, segment_id, offset, length);
+    (void)context;
+    return loop_context == NULL ? GT_INTERNAL_ERROR : on_write(loop_context, segment_id, offset, length);
 }
 
 static int holder_on_commit(void *context, const uint8_t *header, const uint8_t *payload, uint32_t length,
     int failed_write_status)
 {
-    server_holder *h = context;
-    return h->context.env == NULL ? GT_INTERNAL_ERROR :
-        on_commit(&h->context, header, payload, length, failed_write_status);
+    (void)context;
+    return loop_context == NULL ? GT_INTERNAL_ERROR :
+        on_commit(loop_context, header, payload, length, failed_write_status);
 }
 
 static uint64_t holder_now_epoch_ms(void *context)
 {
-    server_holder *h = context;
-    return h->context.env == NULL || h->context.epoch_millis == NULL ? gt_epoch_ms() : now_epoch_ms(&h->context);
+    (void)context;
+    return loop_context == NULL ? gt_epoch_ms() : now_epoch_ms(loop_context);
 }
 
 static void holder_on_latencies(void *context, const uint64_t *samples, int count)
 {
-    server_holder *h = context;
-    if (h->context.env != NULL)
+    (void)context;
+    if (loop_context != NULL)
     {
-        on_latencies(&h->context, samples, count);
+        on_latencies(loop_context, samples, count);
     }
 }
 
 static void holder_on_close(void *context, const char *peer, const char *reason)
 {
-    server_holder *h = context;
-    if (h->context.env != NULL)
+    (void)context;
+    if (loop_context != NULL)
     {
-        on_close(&h->context, peer, reason);
+        on_close(loop_context, peer, reason);
     }
 }
 
 JNIEXPORT jlong JNICALL JNI_NAME(serverCreate)(JNIEnv *env, jclass type, jstring host, jint port,
-    jint max_frame_bytes, jboolean own_clock)
+    jint max_frame_bytes, jboolean own_clock, jint io_threads)
 {
     (void)type;
     gt_error error = { 0, "" };
-    if (port < 0 || port > 65535 || max_frame_bytes < 1)
+    if (port < 0 || port > 65535 || max_frame_bytes < 1 || io_threads < 1)
     {
-        gt_fail(&error, GT_INVALID_PARAMS, "port must be in 0..65535 and max_frame_bytes positive");
+        gt_fail(&error, GT_INVALID_PARAMS, "port must be in 0..65535, max_frame_bytes and io_threads positive");
         throw_state(env, &error);
         return 0;
     }
@@ -463,7 +469,8 @@ JNIEXPORT jlong JNICALL JNI_NAME(serverCreate)(JNIEnv *env, jclass type, jstring
         return 0;
     }
     const char *text = host == NULL ? NULL : (*env)->GetStringUTFChars(env, host, NULL);
-    gt_server_config config = { .host = text, .port = (uint16_t)port, .max_frame_bytes = (uint32_t)max_frame_bytes };
+    gt_server_config config = { .host = text, .port = (uint16_t)port, .max_frame_bytes = (uint32_t)max_frame_bytes,
+        .io_threads = (uint32_t)io_threads };
     gt_server_callbacks callbacks = { .context = holder, .on_write = holder_on_write,
         .on_commit = holder_on_commit, .on_close = holder_on_close, .on_latencies = holder_on_latencies,
         .now_epoch_ms = own_clock ? holder_now_epoch_ms : NULL };
@@ -550,10 +557,10 @@ JNIEXPORT void JNICALL JNI_NAME(serverSetTokenKey)(JNIEnv *env, jclass type, jlo
     memset(bytes, 0, sizeof(bytes));
 }
 
-JNIEXPORT jint JNICALL JNI_NAME(serverRun)(JNIEnv *env, jclass type, jlong server, jobject handler)
+JNIEXPORT jint JNICALL JNI_NAME(serverRun)(JNIEnv *env, jclass type, jlong server, jint loop, jobject handler)
 {
     (void)type;
-    if (server == 0 || handler == NULL)
+    if (server == 0 || handler == NULL || loop < 0)
     {
         return GT_INVALID_PARAMS;
     }
@@ -572,10 +579,10 @@ JNIEXPORT jint JNICALL JNI_NAME(serverRun)(JNIEnv *env, jclass type, jlong serve
     {
         return GT_INVALID_PARAMS; /* NoSuchMethodError is pending for the caller */
     }
-    holder->context = context;
+    loop_context = &context;
     gt_error error = { 0, "" };
-    const int result = gt_server_run(holder->server, &error);
-    memset(&holder->context, 0, sizeof(holder->context));
+    const int result = gt_server_run_loop(holder->server, (uint32_t)loop, &error);
+    loop_context = NULL;
     return result;
 }
 

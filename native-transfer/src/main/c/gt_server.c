@@ -4,8 +4,12 @@
  * range; the ledger through the owner's on_write/on_commit callbacks). WRITE payloads are received straight into
  * segment memory, READ and READV payloads sent straight from it.
  *
- * Threading: gt_server_run is the one thread that touches connections; the segment table and the token key are
- * guarded by a mutex so that the owner may replace them from any thread.
+ * Threading: the server has io_threads event loops, each run by one thread (gt_server_run_loop, or gt_server_run for
+ * all of them). Loop 0 also accepts and spreads the connections over the loops round-robin; a connection then belongs
+ * to its loop alone for its whole life (its requests, responses, failed-WRITE memory and close). The segment table
+ * and the token key are guarded by a mutex so that the owner may replace them from any thread; each loop works from
+ * its own copy, refreshed before a frame is checked whenever the tables' generation moved, so no loop takes a lock
+ * per frame and every frame read after a replacement returned is checked against the new tables. Counters are atomic.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -36,6 +40,7 @@
 #define FAILED_WRITES_REMEMBERED 64
 #define MAX_SEGMENTS 4096
 #define LATENCY_SAMPLES 256
+#define MAX_IO_THREADS 256
 
 enum receive_state
 {
@@ -70,9 +75,11 @@ typedef struct failed_write
 } failed_write;
 
 typedef struct connection connection;
+typedef struct server_loop server_loop;
 
 struct connection
 {
+    server_loop *loop;
     int fd;
     char peer[64];
     int closing;
@@ -115,25 +122,44 @@ typedef struct segment_entry
     uint64_t size;
 } segment_entry;
 
+/* One event loop: its epoll set, its connections, and its copy of the shared tables. Touched by its thread only,
+ * except handed_over (under mutex) and event_fd. */
+struct server_loop
+{
+    gt_server *server;
+    uint32_t index;
+    int epoll_fd;
+    int event_fd;
+    connection *connections;
+    pthread_mutex_t mutex;
+    connection *handed_over;              /* under mutex: accepted by loop 0 for this loop, not registered yet */
+    uint64_t latencies[LATENCY_SAMPLES];
+    int latency_count;
+    uint64_t generation;                  /* of the tables copied below */
+    segment_entry *segments;
+    int segment_count;
+    int has_key;
+    gt_hmac_key hmac;
+    uint8_t discard[STAGING_BYTES];
+};
+
 struct gt_server
 {
     gt_server_config config;
     gt_server_callbacks callbacks;
     int listen_fd;
-    int epoll_fd;
-    int event_fd;
     uint16_t port;
-    volatile int stopping;
+    int stopping;                         /* atomic */
     pthread_mutex_t mutex;
     segment_entry segments[MAX_SEGMENTS]; /* under mutex */
     int segment_count;
     int has_key;                          /* under mutex */
     gt_hmac_key hmac;
-    gt_server_stats stats;                /* written by the run thread, read with relaxed atomics */
-    connection *connections;
-    uint64_t latencies[LATENCY_SAMPLES];  /* run thread only */
-    int latency_count;
-    uint8_t discard[STAGING_BYTES];
+    uint64_t generation;                  /* bumped under mutex after every change; loops read it atomically */
+    gt_server_stats stats;                /* written by the loops, read with relaxed atomics */
+    uint32_t loop_count;
+    server_loop *loops;
+    uint32_t next_loop;                   /* loop 0 only */
 };
 
 #define STAT_ADD(server_, field_, value_) __atomic_add_fetch(&(server_)->stats.field_, (value_), __ATOMIC_RELAXED)
@@ -145,26 +171,27 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static void flush_latencies(gt_server *server)
+static void flush_latencies(server_loop *loop)
 {
-    if (server->latency_count > 0 && server->callbacks.on_latencies != NULL)
+    gt_server *server = loop->server;
+    if (loop->latency_count > 0 && server->callbacks.on_latencies != NULL)
     {
-        server->callbacks.on_latencies(server->callbacks.context, server->latencies, server->latency_count);
+        server->callbacks.on_latencies(server->callbacks.context, loop->latencies, loop->latency_count);
     }
-    server->latency_count = 0;
+    loop->latency_count = 0;
 }
 
-static void record_latency(gt_server *server, const uint64_t op, const uint64_t start_ns)
+static void record_latency(server_loop *loop, const uint64_t op, const uint64_t start_ns)
 {
-    if (server->callbacks.on_latencies == NULL)
+    if (loop->server->callbacks.on_latencies == NULL)
     {
         return;
     }
     const uint64_t elapsed = now_ns() - start_ns;
-    server->latencies[server->latency_count++] = (op << 62) | (elapsed & ((1ull << 62) - 1));
-    if (server->latency_count == LATENCY_SAMPLES)
+    loop->latencies[loop->latency_count++] = (op << 62) | (elapsed & ((1ull << 62) - 1));
+    if (loop->latency_count == LATENCY_SAMPLES)
     {
-        flush_latencies(server);
+        flush_latencies(loop);
     }
 }
 
@@ -184,6 +211,11 @@ int gt_server_create(const gt_server_config *config, const gt_server_callbacks *
     {
         return gt_fail(error, GT_INVALID_PARAMS, "on_write and on_commit callbacks are required");
     }
+    if (config->io_threads > MAX_IO_THREADS)
+    {
+        return gt_fail(error, GT_INVALID_PARAMS, "io_threads must be in 1..%d, was %u", MAX_IO_THREADS,
+            config->io_threads);
+    }
     gt_server *server = calloc(1, sizeof(gt_server));
     if (server == NULL)
     {
@@ -193,9 +225,25 @@ int gt_server_create(const gt_server_config *config, const gt_server_callbacks *
     server->config.host = NULL;
     server->callbacks = *callbacks;
     server->listen_fd = -1;
-    server->epoll_fd = -1;
-    server->event_fd = -1;
+    server->generation = 1; /* every loop copies the (empty) tables before its first frame */
     pthread_mutex_init(&server->mutex, NULL);
+    server->loop_count = config->io_threads == 0 ? 1 : config->io_threads;
+    server->loops = calloc(server->loop_count, sizeof(server_loop));
+    if (server->loops == NULL)
+    {
+        server->loop_count = 0;
+        gt_server_destroy(server);
+        return gt_fail(error, GT_INTERNAL_ERROR, "out of memory");
+    }
+    for (uint32_t i = 0; i < server->loop_count; i++)
+    {
+        server_loop *loop = &server->loops[i];
+        loop->server = server;
+        loop->index = i;
+        loop->epoll_fd = -1;
+        loop->event_fd = -1;
+        pthread_mutex_init(&loop->mutex, NULL);
+    }
 
     struct addrinfo hints;
     struct addrinfo *found = NULL;
@@ -236,18 +284,23 @@ int gt_server_create(const gt_server_config *config, const gt_server_callbacks *
     server->port = ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port :
         ((struct sockaddr_in *)&bound)->sin_port);
 
-    server->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
-    server->event_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (server->epoll_fd < 0 || server->event_fd < 0)
+    for (uint32_t i = 0; i < server->loop_count; i++)
     {
-        const int saved = errno;
-        gt_server_destroy(server);
-        return gt_fail(error, GT_INTERNAL_ERROR, "epoll/eventfd: %s", strerror(saved));
+        server_loop *loop = &server->loops[i];
+        loop->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+        loop->event_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        loop->segments = calloc(MAX_SEGMENTS, sizeof(segment_entry));
+        if (loop->epoll_fd < 0 || loop->event_fd < 0 || loop->segments == NULL)
+        {
+            const int saved = loop->segments == NULL ? ENOMEM : errno;
+            gt_server_destroy(server);
+            return gt_fail(error, GT_INTERNAL_ERROR, "epoll/eventfd: %s", strerror(saved));
+        }
+        struct epoll_event wakeup_event = { .events = EPOLLIN, .data.ptr = &wakeup_marker };
+        epoll_ctl(loop->epoll_fd, EPOLL_CTL_ADD, loop->event_fd, &wakeup_event);
     }
     struct epoll_event listen_event = { .events = EPOLLIN, .data.ptr = &listener_marker };
-    struct epoll_event wakeup_event = { .events = EPOLLIN, .data.ptr = &wakeup_marker };
-    epoll_ctl(server->epoll_fd, EPOLL_CTL_ADD, server->listen_fd, &listen_event);
-    epoll_ctl(server->epoll_fd, EPOLL_CTL_ADD, server->event_fd, &wakeup_event);
+    epoll_ctl(server->loops[0].epoll_fd, EPOLL_CTL_ADD, server->listen_fd, &listen_event);
     *out = server;
     return GT_OK;
 }
@@ -279,6 +332,7 @@ int gt_server_set_segments(gt_server *server, const uint32_t *ids, const uint64_
         server->segments[i].size = sizes[i];
     }
     server->segment_count = count;
+    __atomic_add_fetch(&server->generation, 1, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&server->mutex);
     return GT_OK;
 }
@@ -297,6 +351,7 @@ int gt_server_set_token_key(gt_server *server, const uint8_t *key, gt_error *err
         gt_hmac_key_init(&server->hmac, key, GT_KEY_LENGTH);
         server->has_key = 1;
     }
+    __atomic_add_fetch(&server->generation, 1, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&server->mutex);
     return GT_OK;
 }
@@ -311,28 +366,47 @@ void gt_server_get_stats(gt_server *server, gt_server_stats *stats)
     }
 }
 
+static void loop_wakeup(server_loop *loop)
+{
+    const uint64_t one = 1;
+    ssize_t ignored = write(loop->event_fd, &one, sizeof(one));
+    (void)ignored;
+}
+
 void gt_server_stop(gt_server *server)
 {
-    server->stopping = 1;
-    const uint64_t one = 1;
-    ssize_t ignored = write(server->event_fd, &one, sizeof(one));
-    (void)ignored;
+    __atomic_store_n(&server->stopping, 1, __ATOMIC_RELEASE);
+    for (uint32_t i = 0; i < server->loop_count; i++)
+    {
+        loop_wakeup(&server->loops[i]);
+    }
+}
+
+/* The loop's copy of the segment table and token key, renewed when the owner changed them. */
+static void loop_refresh(server_loop *loop)
+{
+    gt_server *server = loop->server;
+    if (__atomic_load_n(&server->generation, __ATOMIC_ACQUIRE) == loop->generation)
+    {
+        return;
+    }
+    pthread_mutex_lock(&server->mutex);
+    memcpy(loop->segments, server->segments, (size_t)server->segment_count * sizeof(segment_entry));
+    loop->segment_count = server->segment_count;
+    loop->has_key = server->has_key;
+    loop->hmac = server->hmac;
+    loop->generation = server->generation;
+    pthread_mutex_unlock(&server->mutex);
 }
 
 /* ---------------------------------------------------------------- checks */
 
 /* The frame's token, like AccessTokenVerifier.Checker: 0, ACCESS_DENIED or TOKEN_EXPIRED. */
-static int check_token(gt_server *server, const gt_header *h, const int opcode)
+static int check_token(server_loop *loop, const gt_header *h, const int opcode)
 {
-    gt_hmac_key hmac;
-    pthread_mutex_lock(&server->mutex);
-    const int has_key = server->has_key;
-    if (has_key)
-    {
-        hmac = server->hmac;
-    }
-    pthread_mutex_unlock(&server->mutex);
-    if (!has_key)
+    gt_server *server = loop->server;
+    const gt_hmac_key *hmac = &loop->hmac;
+    if (!loop->has_key)
     {
         return GT_OK;
     }
@@ -347,7 +421,7 @@ static int check_token(gt_server *server, const gt_header *h, const int opcode)
         STAT_ADD(server, tokens_invalid, 1);
         return GT_ACCESS_DENIED;
     }
-    if (!gt_token_verify(&hmac, opcode, h->segment_id, h->offset - h->grant_delta, h->grant_length,
+    if (!gt_token_verify(hmac, opcode, h->segment_id, h->offset - h->grant_delta, h->grant_length,
         h->token_expiry, h->token_mac))
     {
         STAT_ADD(server, tokens_invalid, 1);
@@ -365,14 +439,14 @@ static int check_token(gt_server *server, const gt_header *h, const int opcode)
 }
 
 /* Validation of a READ, a WRITE or a READV entry before any byte moves; *address is set when it passes. */
-static int check_request(gt_server *server, const gt_header *h, uint8_t **address)
+static int check_request(server_loop *loop, const gt_header *h, uint8_t **address)
 {
     *address = NULL;
     if (h->status != 0)
     {
         return GT_INVALID_PARAMS;
     }
-    const int token = check_token(server, h, h->opcode);
+    const int token = check_token(loop, h, h->opcode);
     if (token != GT_OK)
     {
         return token;
@@ -380,18 +454,16 @@ static int check_request(gt_server *server, const gt_header *h, uint8_t **addres
     int found = 0;
     uint8_t *base = NULL;
     uint64_t size = 0;
-    pthread_mutex_lock(&server->mutex);
-    for (int i = 0; i < server->segment_count; i++)
+    for (int i = 0; i < loop->segment_count; i++)
     {
-        if (server->segments[i].id == h->segment_id)
+        if (loop->segments[i].id == h->segment_id)
         {
             found = 1;
-            base = server->segments[i].address;
-            size = server->segments[i].size;
+            base = loop->segments[i].address;
+            size = loop->segments[i].size;
             break;
         }
     }
-    pthread_mutex_unlock(&server->mutex);
     if (!found)
     {
         return GT_SEGMENT_NOT_FOUND;
@@ -495,7 +567,7 @@ static void update_interest(gt_server *server, connection *c)
     {
         struct epoll_event ev = { .events = (paused ? 0 : EPOLLIN) | (want_out ? EPOLLOUT : 0) | EPOLLRDHUP,
             .data.ptr = c };
-        epoll_ctl(server->epoll_fd, EPOLL_CTL_MOD, c->fd, &ev);
+        epoll_ctl(c->loop->epoll_fd, EPOLL_CTL_MOD, c->fd, &ev);
         c->want_out = want_out;
         c->reading_paused = paused;
     }
@@ -591,7 +663,7 @@ static void finish_write(gt_server *server, connection *c)
     remember_write(c, h->segment_id, h->offset, c->write_status);
     respond(server, c, GT_OPC_WRITE | GT_OPC_RESPONSE_BIT, h->request_id, h->segment_id, c->write_status, h->offset,
         h->length);
-    record_latency(server, GT_OP_WRITE, c->write_start_ns);
+    record_latency(c->loop, GT_OP_WRITE, c->write_start_ns);
     c->write_at = NULL;
     c->state = RECEIVE_HEADER;
 }
@@ -646,7 +718,7 @@ static void finish_readv(gt_server *server, connection *c)
             &entry);
         if (decoded == GT_DECODE_OK && entry.opcode == GT_OPC_READ)
         {
-            status = check_request(server, &entry, &addresses[i]);
+            status = check_request(c->loop, &entry, &addresses[i]);
             if (status == GT_OK)
             {
                 lengths[i] = entry.length;
@@ -686,6 +758,7 @@ static void on_header(gt_server *server, connection *c)
 {
     gt_header *h = &c->header;
     c->header_fill = 0;
+    loop_refresh(c->loop);
     int decoded = gt_header_decode(c->header_bytes, server->config.max_frame_bytes, h);
     if (decoded == GT_DECODE_OK && !gt_opcode_is_request(h->opcode))
     {
@@ -710,20 +783,20 @@ static void on_header(gt_server *server, connection *c)
         {
             const uint64_t start_ns = server->callbacks.on_latencies != NULL ? now_ns() : 0;
             c->last_write_large = 0;
-            const int status = check_request(server, h, &address);
+            const int status = check_request(c->loop, h, &address);
             respond(server, c, GT_OPC_READ | GT_OPC_RESPONSE_BIT, h->request_id, h->segment_id, status, h->offset,
                 h->length);
             if (status == GT_OK)
             {
                 send_memory(c, address, h->length, NULL);
             }
-            record_latency(server, GT_OP_READ, start_ns);
+            record_latency(c->loop, GT_OP_READ, start_ns);
             break;
         }
         case GT_OPC_WRITE:
         {
             c->write_start_ns = server->callbacks.on_latencies != NULL ? now_ns() : 0;
-            int status = check_request(server, h, &address);
+            int status = check_request(c->loop, h, &address);
             if (status == GT_OK)
             {
                 /* the ledger forgets what the range held, or the segment was re-keyed */
@@ -776,17 +849,18 @@ static void on_header(gt_server *server, connection *c)
 /* Payload bytes for the current request, from staging or the socket; 1 to go on, 0 when the socket is empty. */
 static int receive_payload(gt_server *server, connection *c)
 {
+    uint8_t *discard = c->loop->discard;
     uint8_t *into;
     uint64_t cap = c->remaining;
     if (c->state == RECEIVE_WRITE)
     {
-        into = c->write_at != NULL ? c->write_at : server->discard;
+        into = c->write_at != NULL ? c->write_at : discard;
     }
     else
     {
-        into = c->buffer != NULL ? c->buffer + c->buffer_fill : server->discard;
+        into = c->buffer != NULL ? c->buffer + c->buffer_fill : discard;
     }
-    if (into == server->discard && cap > STAGING_BYTES)
+    if (into == discard && cap > STAGING_BYTES)
     {
         cap = STAGING_BYTES;
     }
@@ -795,7 +869,7 @@ static int receive_payload(gt_server *server, connection *c)
     if (staged > 0)
     {
         got = cap < staged ? cap : staged;
-        if (into != server->discard)
+        if (into != discard)
         {
             memcpy(into, c->staging + c->staged_start, got);
         }
@@ -928,11 +1002,12 @@ static void on_readable(gt_server *server, connection *c)
 
 static void close_connection(gt_server *server, connection *c, const char *reason)
 {
+    server_loop *loop = c->loop;
     if (server->callbacks.on_close != NULL)
     {
         server->callbacks.on_close(server->callbacks.context, c->peer, reason);
     }
-    epoll_ctl(server->epoll_fd, EPOLL_CTL_DEL, c->fd, NULL);
+    epoll_ctl(loop->epoll_fd, EPOLL_CTL_DEL, c->fd, NULL);
     close(c->fd);
     for (uint32_t i = 0; i < c->items_count; i++)
     {
@@ -946,7 +1021,7 @@ static void close_connection(gt_server *server, connection *c, const char *reaso
     }
     else
     {
-        server->connections = c->next;
+        loop->connections = c->next;
     }
     if (c->next != NULL)
     {
@@ -956,6 +1031,42 @@ static void close_connection(gt_server *server, connection *c, const char *reaso
     free(c);
 }
 
+/* Registers a connection with its loop's epoll set and list (on that loop's thread). */
+static void adopt(server_loop *loop, connection *c)
+{
+    struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP, .data.ptr = c };
+    if (epoll_ctl(loop->epoll_fd, EPOLL_CTL_ADD, c->fd, &ev) != 0)
+    {
+        close(c->fd);
+        free(c);
+        STAT_ADD(loop->server, connections_closed, 1);
+        return;
+    }
+    c->prev = NULL;
+    c->next = loop->connections;
+    if (loop->connections != NULL)
+    {
+        loop->connections->prev = c;
+    }
+    loop->connections = c;
+}
+
+/* Connections loop 0 accepted for this loop since its last turn. */
+static void adopt_handed_over(server_loop *loop)
+{
+    pthread_mutex_lock(&loop->mutex);
+    connection *c = loop->handed_over;
+    loop->handed_over = NULL;
+    pthread_mutex_unlock(&loop->mutex);
+    while (c != NULL)
+    {
+        connection *next = c->next;
+        adopt(loop, c);
+        c = next;
+    }
+}
+
+/* On loop 0: accepts what the backlog holds and gives each connection to the next loop, round-robin. */
 static void on_accept(gt_server *server)
 {
     for (int i = 0; i < 64; i++)
@@ -993,29 +1104,38 @@ static void on_accept(gt_server *server)
             port = ntohs(((struct sockaddr_in6 *)&address)->sin6_port);
         }
         snprintf(c->peer, sizeof(c->peer), "%s:%u", host, port);
-        struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP, .data.ptr = c };
-        if (epoll_ctl(server->epoll_fd, EPOLL_CTL_ADD, fd, &ev) != 0)
+        STAT_ADD(server, connections_opened, 1);
+        server_loop *target = &server->loops[server->next_loop++ % server->loop_count];
+        c->loop = target;
+        if (target->index == 0)
         {
-            close(fd);
-            free(c);
+            adopt(target, c);
             continue;
         }
-        c->next = server->connections;
-        if (server->connections != NULL)
-        {
-            server->connections->prev = c;
-        }
-        server->connections = c;
-        STAT_ADD(server, connections_opened, 1);
+        pthread_mutex_lock(&target->mutex);
+        c->next = target->handed_over;
+        target->handed_over = c;
+        pthread_mutex_unlock(&target->mutex);
+        loop_wakeup(target);
     }
 }
 
-int gt_server_run(gt_server *server, gt_error *error)
+int gt_server_loop_count(const gt_server *server)
 {
-    struct epoll_event events[64];
-    while (!server->stopping)
+    return (int)server->loop_count;
+}
+
+int gt_server_run_loop(gt_server *server, const uint32_t index, gt_error *error)
+{
+    if (index >= server->loop_count)
     {
-        const int ready = epoll_wait(server->epoll_fd, events, 64, 1000);
+        return gt_fail(error, GT_INVALID_PARAMS, "no event loop %u (the server has %u)", index, server->loop_count);
+    }
+    server_loop *loop = &server->loops[index];
+    struct epoll_event events[64];
+    while (!__atomic_load_n(&server->stopping, __ATOMIC_ACQUIRE))
+    {
+        const int ready = epoll_wait(loop->epoll_fd, events, 64, 1000);
         if (ready < 0)
         {
             if (errno == EINTR)
@@ -1035,8 +1155,9 @@ int gt_server_run(gt_server *server, gt_error *error)
             if (tag == &wakeup_marker)
             {
                 uint64_t value;
-                ssize_t ignored = read(server->event_fd, &value, sizeof(value));
+                ssize_t ignored = read(loop->event_fd, &value, sizeof(value));
                 (void)ignored;
+                adopt_handed_over(loop);
                 continue;
             }
             connection *c = tag;
@@ -1044,7 +1165,7 @@ int gt_server_run(gt_server *server, gt_error *error)
             {
                 on_readable(server, c);
             }
-            flush_latencies(server); /* recorded before the responses leave, so a client never sees one first */
+            flush_latencies(loop); /* recorded before the responses leave, so a client never sees one first */
             if (!c->closing)
             {
                 /* One flush for every response this read produced (pipelined requests), or the rest of a send. */
@@ -1053,7 +1174,7 @@ int gt_server_run(gt_server *server, gt_error *error)
                     !c->reading_paused)
                 {
                     on_readable(server, c); /* staged requests left after a pause */
-                    flush_latencies(server);
+                    flush_latencies(loop);
                     flush_connection(server, c);
                 }
             }
@@ -1062,9 +1183,65 @@ int gt_server_run(gt_server *server, gt_error *error)
                 close_connection(server, c, c->close_reason);
             }
         }
-        flush_latencies(server);
+        flush_latencies(loop);
     }
     return GT_OK;
+}
+
+typedef struct loop_thread
+{
+    gt_server *server;
+    uint32_t index;
+    int result;
+    gt_error error;
+} loop_thread;
+
+static void *run_loop_thread(void *argument)
+{
+    loop_thread *t = argument;
+    t->result = gt_server_run_loop(t->server, t->index, &t->error);
+    return NULL;
+}
+
+int gt_server_run(gt_server *server, gt_error *error)
+{
+    const uint32_t extra = server->loop_count - 1;
+    pthread_t *threads = extra > 0 ? calloc(extra, sizeof(pthread_t)) : NULL;
+    loop_thread *runs = extra > 0 ? calloc(extra, sizeof(loop_thread)) : NULL;
+    if (extra > 0 && (threads == NULL || runs == NULL))
+    {
+        free(threads);
+        free(runs);
+        return gt_fail(error, GT_INTERNAL_ERROR, "out of memory");
+    }
+    uint32_t started = 0;
+    for (; started < extra; started++)
+    {
+        runs[started].server = server;
+        runs[started].index = started + 1;
+        if (pthread_create(&threads[started], NULL, run_loop_thread, &runs[started]) != 0)
+        {
+            break;
+        }
+    }
+    int result = started < extra ? gt_fail(error, GT_INTERNAL_ERROR, "cannot start event loop %u", started + 1) :
+        gt_server_run_loop(server, 0, error);
+    if (started < extra)
+    {
+        gt_server_stop(server);
+    }
+    for (uint32_t i = 0; i < started; i++)
+    {
+        pthread_join(threads[i], NULL);
+        if (result == GT_OK && runs[i].result != GT_OK)
+        {
+            result = runs[i].result;
+            *error = runs[i].error;
+        }
+    }
+    free(threads);
+    free(runs);
+    return result;
 }
 
 void gt_server_destroy(gt_server *server)
@@ -1073,23 +1250,36 @@ void gt_server_destroy(gt_server *server)
     {
         return;
     }
-    while (server->connections != NULL)
+    server->callbacks.on_close = NULL;
+    for (uint32_t i = 0; i < server->loop_count; i++)
     {
-        connection *c = server->connections;
-        server->callbacks.on_close = NULL;
-        close_connection(server, c, NULL);
+        server_loop *loop = &server->loops[i];
+        while (loop->connections != NULL)
+        {
+            close_connection(server, loop->connections, NULL);
+        }
+        for (connection *c = loop->handed_over; c != NULL;)
+        {
+            connection *next = c->next;
+            close(c->fd);
+            free(c);
+            c = next;
+        }
+        if (loop->epoll_fd >= 0)
+        {
+            close(loop->epoll_fd);
+        }
+        if (loop->event_fd >= 0)
+        {
+            close(loop->event_fd);
+        }
+        free(loop->segments);
+        pthread_mutex_destroy(&loop->mutex);
     }
+    free(server->loops);
     if (server->listen_fd >= 0)
     {
         close(server->listen_fd);
-    }
-    if (server->epoll_fd >= 0)
-    {
-        close(server->epoll_fd);
-    }
-    if (server->event_fd >= 0)
-    {
-        close(server->event_fd);
     }
     pthread_mutex_destroy(&server->mutex);
     free(server);

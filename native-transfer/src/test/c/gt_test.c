@@ -1,7 +1,8 @@
 /*
  * C tests of the native transfer library: codecs (frame header, SHA-256/HMAC, access tokens, QP information),
  * bookkeeping (memory regions, memory registrations, work-request batching), and the TCP client and server over
- * loopback (every byte verified, tokens, malformed and truncated frames, timeouts, admission, late COMMIT) plus a
+ * loopback (every byte verified, tokens, malformed and truncated frames, timeouts, admission, late COMMIT, READV
+ * vectors against the server and against scripted answers) plus a
  * short soak with mixed sizes. Run plain, under ASan/UBSan and under valgrind by the build.
  */
 #ifndef _GNU_SOURCE
@@ -368,14 +369,19 @@ static void *node_run(void *argument)
     return NULL;
 }
 
-static int node_start_on(test_node *node, uint16_t port);
+static int node_start_loops(test_node *node, uint16_t port, uint32_t loops);
 
 static int node_start(test_node *node)
 {
-    return node_start_on(node, 0);
+    return node_start_loops(node, 0, 1);
 }
 
 static int node_start_on(test_node *node, const uint16_t port)
+{
+    return node_start_loops(node, port, 1);
+}
+
+static int node_start_loops(test_node *node, const uint16_t port, const uint32_t loops)
 {
     memset(node, 0, sizeof(*node));
     pthread_mutex_init(&node->mutex, NULL);
@@ -385,7 +391,8 @@ static int node_start_on(test_node *node, const uint16_t port)
         return 0;
     }
     memset(node->segment, 0, SEGMENT_BYTES);
-    gt_server_config config = { .host = "127.0.0.1", .port = port, .max_frame_bytes = 16u << 20 };
+    gt_server_config config = { .host = "127.0.0.1", .port = port, .max_frame_bytes = 16u << 20,
+        .io_threads = loops };
     gt_server_callbacks callbacks = { .context = node, .on_write = node_on_write, .on_commit = node_on_commit,
         .on_close = node_on_close };
     gt_error error;
@@ -878,6 +885,587 @@ static void stale_idle_connection_is_replaced_once(void)
     gt_engine_destroy(engine);
 }
 
+static gt_engine *engine_with(const uint32_t lanes, const uint32_t max_vector_entries, const uint64_t timeout_ms)
+{
+    gt_engine_config config;
+    gt_engine_config_defaults(&config);
+    config.lanes_per_peer = lanes;
+    config.max_vector_entries = max_vector_entries;
+    config.transfer_timeout_ms = timeout_ms;
+    gt_engine *engine = NULL;
+    gt_error error;
+    if (gt_engine_create(&config, &engine, &error) != GT_OK)
+    {
+        fprintf(stderr, "engine: %s\n", error.message);
+    }
+    return engine;
+}
+
+/* Batches of small READs against the native server: vectors formed by count and bytes, every byte and status right. */
+static void small_reads_leave_as_vectors(void)
+{
+    test_node node;
+    CHECK(node_start(&node));
+    fill_pattern(node.segment, SEGMENT_BYTES, 11);
+    gt_error error;
+    gt_engine_config bad;
+    gt_engine_config_defaults(&bad);
+    gt_engine *none = NULL;
+    bad.max_vector_entries = 0;
+    CHECK(gt_engine_create(&bad, &none, &error) == GT_INVALID_PARAMS && none == NULL);
+    bad.max_vector_entries = GT_MAX_VECTOR_ENTRIES + 1;
+    CHECK(gt_engine_create(&bad, &none, &error) == GT_INVALID_PARAMS && none == NULL);
+
+    enum { READS = 130 };
+    const size_t capacity = (size_t)READS * (64u << 10);
+    uint8_t *in = malloc(capacity);
+    CHECK(in != NULL);
+    /* lanes, entries per vector, bytes per read, and the READVs the node must see */
+    static const uint32_t shapes[][4] = {
+        { 2, 256, 4096, 2 },       /* 65 reads per lane: one vector each */
+        { 2, 16, 4096, 8 },        /* 65 per lane: 16 + 16 + 16 + 16 + 1 (alone) */
+        { 1, 256, 64u << 10, 3 },  /* 4 MiB per vector at most: 64 + 64 + 2 */
+        { 2, 1, 4096, 0 },         /* vectors off */
+    };
+    for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++)
+    {
+        gt_engine *engine = engine_with(shapes[s][0], shapes[s][1], 5000);
+        CHECK(engine != NULL);
+        uint32_t peer;
+        uint32_t region;
+        CHECK(gt_engine_connect(engine, "127.0.0.1", gt_server_port(node.server), &peer, &error) == GT_OK);
+        CHECK(gt_engine_register_memory(engine, in, capacity, &region, &error) == GT_OK);
+        const uint32_t length = shapes[s][2];
+        memset(in, 0, capacity);
+        gt_op ops[READS + 3];
+        for (int i = 0; i < READS; i++)
+        {
+            /* distinct, overlapping offsets spread over the segment */
+            const uint64_t remote = ((uint64_t)i * 40961u) % (SEGMENT_BYTES - length);
+            ops[i] = op_of((uint64_t)i + 1, peer, GT_OP_READ, region, (uint64_t)i * length, length, remote);
+        }
+        int n = READS;
+        if (s == 0)
+        {
+            /* refused entries among them, and a big read that goes alone between vectors */
+            ops[7].segment_id = 99;
+            ops[40].remote_offset = SEGMENT_BYTES - 10;
+            ops[40].grant_offset = ops[40].remote_offset;
+            ops[n++] = op_of(1000, peer, GT_OP_READ, region, (size_t)READS * 4096, 300000, 12345);
+        }
+        gt_server_stats before;
+        gt_server_get_stats(node.server, &before);
+        CHECK(gt_engine_submit(engine, ops, n, &error) == n);
+        gt_completion done[READS + 3];
+        CHECK(await(engine, done, n, 10000) == n);
+        for (int i = 0; i < n; i++)
+        {
+            const int32_t status = status_of(done, n, ops[i].user_data);
+            if (s == 0 && i == 7)
+            {
+                CHECK(status == GT_SEGMENT_NOT_FOUND);
+                continue;
+            }
+            if (s == 0 && i == 40)
+            {
+                CHECK(status == GT_INVALID_PARAMS);
+                continue;
+            }
+            CHECK(status == GT_OK);
+            CHECK(memcmp(in + ops[i].local_offset, node.segment + ops[i].remote_offset, ops[i].length) == 0);
+        }
+        if (s == 0)
+        {
+            CHECK(in[7 * length] == 0 && in[7 * length + length - 1] == 0); /* the refused read moved nothing */
+        }
+        gt_server_stats after;
+        gt_server_get_stats(node.server, &after);
+        CHECK(after.read_vectors - before.read_vectors == shapes[s][3]);
+        CHECK(after.requests - before.requests == (uint64_t)n);
+        CHECK(gt_engine_region_count(engine) == 1);
+        gt_engine_destroy(engine);
+    }
+    free(in);
+    node_stop(&node);
+}
+
+/* A peer played by the test: accepts the engine's one lane and reads its frames (blocking, 5 s timeout). */
+typedef struct scripted_peer
+{
+    silent_server listener;
+    int fd;
+} scripted_peer;
+
+static void drive(gt_engine *engine, const int turns)
+{
+    gt_completion ignored[4];
+    for (int i = 0; i < turns; i++)
+    {
+        CHECK(gt_engine_poll(engine, ignored, 1, 5) == 0);
+    }
+}
+
+static int accept_lane(scripted_peer *p)
+{
+    p->fd = accept(p->listener.fd, NULL, NULL);
+    if (p->fd < 0)
+    {
+        return 0;
+    }
+    struct timeval timeout = { .tv_sec = 5, .tv_usec = 0 };
+    setsockopt(p->fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+    return 1;
+}
+
+/* Reads one READV request of count entries; fills the request id and the entries' offsets. */
+static int read_vector(scripted_peer *p, const uint32_t count, uint64_t *request_id, uint64_t *offsets)
+{
+    uint8_t bytes[GT_HEADER_LENGTH];
+    gt_header h;
+    if (recv(p->fd, bytes, sizeof(bytes), MSG_WAITALL) != GT_HEADER_LENGTH ||
+        gt_header_decode(bytes, GT_MAX_FRAME_LENGTH_LIMIT, &h) != GT_DECODE_OK || h.opcode != GT_OPC_READV ||
+        h.length != count * GT_HEADER_LENGTH || h.segment_id != 0 || h.offset != 0 || h.status != 0)
+    {
+        return 0;
+    }
+    *request_id = h.request_id;
+    for (uint32_t i = 0; i < count; i++)
+    {
+        gt_header entry;
+        if (recv(p->fd, bytes, sizeof(bytes), MSG_WAITALL) != GT_HEADER_LENGTH ||
+            gt_header_decode(bytes, GT_MAX_FRAME_LENGTH_LIMIT, &entry) != GT_DECODE_OK ||
+            entry.opcode != GT_OPC_READ || entry.request_id != i || entry.segment_id != SEGMENT_ID)
+        {
+            return 0;
+        }
+        offsets[i] = entry.offset;
+    }
+    return 1;
+}
+
+/* A READV_RESPONSE: header fields as given, then statuses and payload. */
+static int answer_vector(scripted_peer *p, const uint64_t request_id, const uint32_t segment_id, const int32_t status,
+    const uint64_t offset, const uint32_t length, const int32_t *statuses, const uint32_t count,
+    const uint8_t *payload, const uint32_t payload_length)
+{
+    uint8_t out[GT_HEADER_LENGTH + 4 * 64 + 64 * 64];
+    gt_header h;
+    memset(&h, 0, sizeof(h));
+    h.opcode = GT_OPC_READV | GT_OPC_RESPONSE_BIT;
+    h.request_id = request_id;
+    h.segment_id = segment_id;
+    h.status = status;
+    h.offset = offset;
+    h.length = length;
+    gt_header_encode(out, &h);
+    size_t at = GT_HEADER_LENGTH;
+    for (uint32_t i = 0; i < count; i++, at += 4)
+    {
+        gt_put_u32(out + at, (uint32_t)statuses[i]);
+    }
+    if (payload_length > 0)
+    {
+        memcpy(out + at, payload, payload_length);
+        at += payload_length;
+    }
+    return send(p->fd, out, at, MSG_NOSIGNAL) == (ssize_t)at;
+}
+
+/* The connection is closed by the engine (1) or still open (0) within a short wait. */
+static int lane_closed(scripted_peer *p)
+{
+    struct timeval timeout = { .tv_sec = 0, .tv_usec = 300000 };
+    setsockopt(p->fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+    uint8_t byte;
+    const ssize_t n = recv(p->fd, &byte, 1, 0);
+    return n == 0 || (n < 0 && errno == ECONNRESET);
+}
+
+enum vector_answer
+{
+    ANSWER_MIXED,           /* every third entry refused, the others their bytes */
+    ANSWER_SHORT_COUNT,     /* statuses worth one byte more than announced: the vector fails, the lane stays */
+    ANSWER_TOO_LONG,        /* more than every byte asked for: the lane closes */
+    ANSWER_REFUSED,         /* a whole-vector refusal: every read gets it, the lane stays */
+    ANSWER_REFUSED_LENGTH,  /* a refusal that carries a length: the lane closes */
+    ANSWER_NOT_ECHOED,      /* segment id not 0: the lane closes */
+    ANSWER_UNKNOWN_STATUS,  /* an entry status that is no ErrorCode: the lane closes */
+    ANSWER_NONE             /* never answered: the vector times out as one frame */
+};
+
+static void vector_answers_are_checked(void)
+{
+    enum { COUNT = 20, BYTES = 10 };
+    for (int kind = ANSWER_MIXED; kind <= ANSWER_NONE; kind++)
+    {
+        scripted_peer p;
+        CHECK(silent_start(&p.listener));
+        gt_engine *engine = engine_with(1, 256, kind == ANSWER_NONE ? 300 : 5000);
+        CHECK(engine != NULL);
+        uint32_t peer;
+        gt_error error;
+        CHECK(gt_engine_connect(engine, "127.0.0.1", p.listener.port, &peer, &error) == GT_OK);
+        uint8_t in[COUNT * BYTES];
+        memset(in, 0xEE, sizeof(in));
+        uint32_t region;
+        CHECK(gt_engine_register_memory(engine, in, sizeof(in), &region, &error) == GT_OK);
+        gt_op ops[COUNT];
+        for (int i = 0; i < COUNT; i++)
+        {
+            ops[i] = op_of((uint64_t)i + 1, peer, GT_OP_READ, region, (uint64_t)i * BYTES, BYTES, 1000u * (uint64_t)i);
+        }
+        CHECK(gt_engine_submit(engine, ops, COUNT, &error) == COUNT);
+        drive(engine, 4);
+        CHECK(accept_lane(&p));
+        uint64_t id;
+        uint64_t offsets[COUNT];
+        CHECK(read_vector(&p, COUNT, &id, offsets));
+        for (int i = 0; i < COUNT; i++)
+        {
+            CHECK(offsets[i] == 1000u * (uint64_t)i);
+        }
+        int32_t statuses[COUNT];
+        uint8_t payload[COUNT * BYTES];
+        uint32_t payload_length = 0;
+        for (int i = 0; i < COUNT; i++)
+        {
+            statuses[i] = kind == ANSWER_MIXED && i % 3 == 0 ? GT_SEGMENT_NOT_FOUND : 0;
+            if (kind == ANSWER_UNKNOWN_STATUS && i == 5)
+            {
+                statuses[i] = -4242;
+            }
+            if (statuses[i] == 0)
+            {
+                memset(payload + payload_length, i + 1, BYTES);
+                payload_length += BYTES;
+            }
+        }
+        const uint32_t full = COUNT * 4 + payload_length;
+        int answered = 1;
+        switch (kind)
+        {
+            case ANSWER_MIXED:
+            case ANSWER_UNKNOWN_STATUS:
+                answered = answer_vector(&p, id, 0, 0, 0, full, statuses, COUNT, payload, payload_length);
+                break;
+            case ANSWER_SHORT_COUNT:
+                answered = answer_vector(&p, id, 0, 0, 0, full - 1, statuses, COUNT, payload, payload_length - 1);
+                break;
+            case ANSWER_TOO_LONG:
+                answered = answer_vector(&p, id, 0, 0, 0, full + 1, statuses, COUNT, payload, payload_length);
+                break;
+            case ANSWER_REFUSED:
+                answered = answer_vector(&p, id, 0, GT_INVALID_PARAMS, 0, 0, NULL, 0, NULL, 0);
+                break;
+            case ANSWER_REFUSED_LENGTH:
+                answered = answer_vector(&p, id, 0, GT_INVALID_PARAMS, 0, 64, NULL, 0, NULL, 0);
+                break;
+            case ANSWER_NOT_ECHOED:
+                answered = answer_vector(&p, id, SEGMENT_ID, 0, 0, full, statuses, COUNT, payload, payload_length);
+                break;
+            default:
+                break;
+        }
+        CHECK(answered);
+        gt_completion done[COUNT];
+        CHECK(await(engine, done, COUNT, 5000) == COUNT);
+        for (int i = 0; i < COUNT; i++)
+        {
+            const int32_t status = status_of(done, COUNT, (uint64_t)i + 1);
+            int32_t expected = GT_TRANSFER_FAIL;
+            if (kind == ANSWER_MIXED)
+            {
+                expected = statuses[i];
+            }
+            else if (kind == ANSWER_REFUSED)
+            {
+                expected = GT_INVALID_PARAMS;
+            }
+            else if (kind == ANSWER_NONE)
+            {
+                expected = GT_RPC_TIMEOUT;
+            }
+            CHECK(status == expected);
+            uint8_t want[BYTES];
+            memset(want, kind == ANSWER_MIXED && status == GT_OK ? i + 1 : 0xEE, BYTES);
+            if (kind != ANSWER_SHORT_COUNT && kind != ANSWER_TOO_LONG && kind != ANSWER_UNKNOWN_STATUS)
+            {
+                CHECK(memcmp(in + i * BYTES, want, BYTES) == 0); /* no byte of a failed read was touched */
+            }
+        }
+        const int keeps_lane = kind == ANSWER_MIXED || kind == ANSWER_SHORT_COUNT || kind == ANSWER_REFUSED ||
+            kind == ANSWER_NONE;
+        if (keeps_lane && kind != ANSWER_NONE)
+        {
+            /* the same connection carries the next read: the stream stayed in sync */
+            gt_op next = op_of(99, peer, GT_OP_READ, region, 0, BYTES, 777);
+            CHECK(gt_engine_submit(engine, &next, 1, &error) == 1);
+            drive(engine, 3);
+            uint8_t bytes[GT_HEADER_LENGTH];
+            gt_header h;
+            CHECK(recv(p.fd, bytes, sizeof(bytes), MSG_WAITALL) == GT_HEADER_LENGTH);
+            CHECK(gt_header_decode(bytes, GT_MAX_FRAME_LENGTH_LIMIT, &h) == GT_DECODE_OK && h.opcode == GT_OPC_READ &&
+                h.offset == 777);
+            uint8_t answer[GT_HEADER_LENGTH + BYTES];
+            h.opcode = GT_OPC_READ | GT_OPC_RESPONSE_BIT;
+            memset(h.token_mac, 0, sizeof(h.token_mac));
+            h.token_expiry = h.grant_delta = h.grant_length = 0;
+            gt_header_encode(answer, &h);
+            memset(answer + GT_HEADER_LENGTH, 0x42, BYTES);
+            CHECK(send(p.fd, answer, sizeof(answer), MSG_NOSIGNAL) == (ssize_t)sizeof(answer));
+            CHECK(await(engine, done, 1, 5000) == 1 && done[0].user_data == 99 && done[0].status == GT_OK);
+            CHECK(in[0] == 0x42 && in[BYTES - 1] == 0x42);
+        }
+        else if (!keeps_lane)
+        {
+            CHECK(lane_closed(&p));
+        }
+        gt_engine_destroy(engine);
+        close(p.fd);
+        close(p.listener.fd);
+    }
+}
+
+/* One client thread of the several-loops test: its own engine and lanes, its own 1 MiB area of the segment. */
+typedef struct loop_client
+{
+    test_node *node;
+    gt_engine *engine;
+    uint32_t peer;
+    uint32_t index;
+    const gt_hmac_key *key;
+    uint64_t duration_ms;
+    uint64_t rounds;
+    uint64_t write_frames;
+    uint64_t bytes;
+    int failures;
+} loop_client;
+
+#define LOOP_AREA (1u << 20)
+#define LOOP_SLICE (64u << 10)
+
+static gt_op signed_op(const gt_hmac_key *key, const uint64_t user_data, const uint32_t peer, const uint8_t opcode,
+    const uint32_t region, const uint64_t local_offset, const uint32_t length, const uint32_t segment,
+    const uint64_t remote_offset)
+{
+    gt_op op = op_of(user_data, peer, opcode, region, local_offset, length, remote_offset);
+    op.segment_id = segment;
+    op.has_token = 1;
+    sign_token(key, opcode == GT_OP_READ ? GT_OPC_READ : GT_OPC_WRITE, segment, remote_offset, length,
+        (uint32_t)(gt_epoch_ms() / 1000 + 600), op.token);
+    return op;
+}
+
+static void *loop_client_run(void *argument)
+{
+    loop_client *c = argument;
+    enum { OPS = 24 };
+    uint8_t *out = malloc(LOOP_AREA);
+    uint8_t *in = malloc(LOOP_AREA);
+    uint32_t out_region;
+    uint32_t in_region;
+    gt_error error;
+    if (out == NULL || in == NULL || gt_engine_register_memory(c->engine, out, LOOP_AREA, &out_region, &error) != 0 ||
+        gt_engine_register_memory(c->engine, in, LOOP_AREA, &in_region, &error) != 0)
+    {
+        c->failures++;
+        free(out);
+        free(in);
+        return NULL;
+    }
+    const uint64_t base = (uint64_t)c->index * LOOP_AREA;
+    uint32_t x = 17 + c->index;
+    const uint64_t until = gt_now_ms() + c->duration_ms;
+    while (gt_now_ms() < until && c->failures == 0)
+    {
+        /* OPS disjoint pieces of the area: small ones (READVs on the way back) and sliced ones */
+        gt_op ops[OPS];
+        uint32_t at = 0;
+        int n = 0;
+        for (; n < OPS; n++)
+        {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            const uint32_t length = n % 4 == 3 ? 100000 + x % 100000 : 1 + x % 9000;
+            if (at + length > LOOP_AREA)
+            {
+                break;
+            }
+            fill_pattern(out + at, length, x);
+            ops[n] = signed_op(c->key, (uint64_t)n, c->peer, GT_OP_WRITE, out_region, at, length, SEGMENT_ID,
+                base + at);
+            c->write_frames += (length + LOOP_SLICE - 1) / LOOP_SLICE;
+            at += length;
+        }
+        gt_completion done[OPS];
+        if (gt_engine_submit(c->engine, ops, n, &error) != n || await(c->engine, done, n, 10000) != n)
+        {
+            c->failures++;
+            break;
+        }
+        for (int i = 0; i < n; i++)
+        {
+            c->failures += done[i].status != GT_OK;
+            const gt_op w = ops[i];
+            ops[i] = signed_op(c->key, (uint64_t)i, c->peer, GT_OP_READ, in_region, w.local_offset, w.length,
+                SEGMENT_ID, w.remote_offset);
+        }
+        memset(in, 0, at);
+        if (gt_engine_submit(c->engine, ops, n, &error) != n || await(c->engine, done, n, 10000) != n)
+        {
+            c->failures++;
+            break;
+        }
+        for (int i = 0; i < n; i++)
+        {
+            c->failures += done[i].status != GT_OK;
+        }
+        if (memcmp(in, out, at) != 0 || memcmp(c->node->segment + base, out, at) != 0)
+        {
+            c->failures++;
+        }
+        c->bytes += 2ull * at;
+        c->rounds++;
+    }
+    gt_engine_unregister_memory(c->engine, out_region);
+    gt_engine_unregister_memory(c->engine, in_region);
+    free(out);
+    free(in);
+    return NULL;
+}
+
+/* One read of 100 bytes per lane of an engine with the given token key; every status must be expected. */
+static int reads_on_every_lane(gt_engine *engine, const uint32_t peer, const gt_hmac_key *key, const uint32_t segment,
+    const int32_t expected)
+{
+    enum { LANES = 4 };
+    uint8_t in[LANES * 100];
+    uint32_t region;
+    gt_error error;
+    if (gt_engine_register_memory(engine, in, sizeof(in), &region, &error) != GT_OK)
+    {
+        return 0;
+    }
+    gt_op ops[LANES];
+    for (int i = 0; i < LANES; i++)
+    {
+        /* alone on a lane each (round-robin), sent as READs and not a vector: one per connection */
+        ops[i] = signed_op(key, (uint64_t)i, peer, GT_OP_READ, region, (uint64_t)i * 100, 100, segment,
+            (uint64_t)i * 4096);
+    }
+    gt_completion done[LANES];
+    int good = gt_engine_submit(engine, ops, LANES, &error) == LANES && await(engine, done, LANES, 5000) == LANES;
+    for (int i = 0; good && i < LANES; i++)
+    {
+        good = done[i].status == expected;
+    }
+    gt_engine_unregister_memory(engine, region);
+    return good;
+}
+
+/*
+ * A server with three event loops under four client threads of four lanes each (16 connections spread over the
+ * loops), tokens on: every byte verified, one on_write upcall per WRITE frame; then a new token key and a new segment
+ * table reach every connection (every loop), and a removed segment is refused on all of them.
+ */
+static void several_loops_serve_many_connections(void)
+{
+    enum { CLIENTS = 4 };
+    test_node node;
+    CHECK(node_start_loops(&node, 0, 3));
+    CHECK(gt_server_loop_count(node.server) == 3);
+    uint8_t secret[32];
+    memset(secret, 0x17, sizeof(secret));
+    gt_error error;
+    CHECK(gt_server_set_token_key(node.server, secret, &error) == GT_OK);
+    gt_hmac_key key;
+    gt_hmac_key_init(&key, secret, sizeof(secret));
+    loop_client clients[CLIENTS];
+    pthread_t threads[CLIENTS];
+    for (uint32_t i = 0; i < CLIENTS; i++)
+    {
+        memset(&clients[i], 0, sizeof(clients[i]));
+        clients[i].node = &node;
+        gt_engine_config config;
+        gt_engine_config_defaults(&config);
+        config.lanes_per_peer = 4;
+        config.slice_bytes = LOOP_SLICE; /* the big pieces go in slices over several connections */
+        CHECK(gt_engine_create(&config, &clients[i].engine, &error) == GT_OK);
+        CHECK(clients[i].engine != NULL);
+        CHECK(gt_engine_connect(clients[i].engine, "127.0.0.1", gt_server_port(node.server), &clients[i].peer,
+            &error) == GT_OK);
+        clients[i].index = i;
+        clients[i].key = &key;
+        clients[i].duration_ms = 1500;
+    }
+    for (uint32_t i = 0; i < CLIENTS; i++)
+    {
+        CHECK(pthread_create(&threads[i], NULL, loop_client_run, &clients[i]) == 0);
+    }
+    uint64_t rounds = 0;
+    uint64_t frames = 0;
+    uint64_t bytes = 0;
+    int failures = 0;
+    for (uint32_t i = 0; i < CLIENTS; i++)
+    {
+        pthread_join(threads[i], NULL);
+        rounds += clients[i].rounds;
+        frames += clients[i].write_frames;
+        bytes += clients[i].bytes;
+        failures += clients[i].failures;
+    }
+    printf("     loops: %llu rounds, %.1f MiB moved and verified over 16 connections and 3 loops\n",
+        (unsigned long long)rounds, (double)bytes / (1 << 20));
+    CHECK(failures == 0);
+    CHECK(rounds >= CLIENTS);
+    pthread_mutex_lock(&node.mutex);
+    const int writes = node.writes;
+    pthread_mutex_unlock(&node.mutex);
+    CHECK((uint64_t)writes == frames); /* one ledger upcall per WRITE frame, from whichever loop served it */
+    gt_server_stats stats;
+    gt_server_get_stats(node.server, &stats);
+    CHECK(stats.connections_opened == 4 * CLIENTS);
+    CHECK(stats.protocol_errors == 0 && stats.tokens_invalid == 0);
+
+    /* a new key: the old tokens are refused and the new ones served on every connection */
+    uint8_t next_secret[32];
+    memset(next_secret, 0x29, sizeof(next_secret));
+    gt_hmac_key next_key;
+    gt_hmac_key_init(&next_key, next_secret, sizeof(next_secret));
+    CHECK(gt_server_set_token_key(node.server, next_secret, &error) == GT_OK);
+    for (uint32_t i = 0; i < CLIENTS; i++)
+    {
+        CHECK(reads_on_every_lane(clients[i].engine, clients[i].peer, &key, SEGMENT_ID, GT_ACCESS_DENIED));
+        CHECK(reads_on_every_lane(clients[i].engine, clients[i].peer, &next_key, SEGMENT_ID, GT_OK));
+    }
+    /* a second segment appears, then the first goes: every connection sees both changes */
+    uint8_t *second = calloc(1, 1u << 20);
+    CHECK(second != NULL);
+    const uint32_t ids[2] = { SEGMENT_ID, 0xB0B };
+    const uint64_t addresses[2] = { (uint64_t)(uintptr_t)node.segment, (uint64_t)(uintptr_t)second };
+    const uint64_t sizes[2] = { SEGMENT_BYTES, 1u << 20 };
+    CHECK(gt_server_set_segments(node.server, ids, addresses, sizes, 2, &error) == GT_OK);
+    for (uint32_t i = 0; i < CLIENTS; i++)
+    {
+        CHECK(reads_on_every_lane(clients[i].engine, clients[i].peer, &next_key, 0xB0B, GT_OK));
+    }
+    CHECK(gt_server_set_segments(node.server, ids + 1, addresses + 1, sizes + 1, 1, &error) == GT_OK);
+    for (uint32_t i = 0; i < CLIENTS; i++)
+    {
+        CHECK(reads_on_every_lane(clients[i].engine, clients[i].peer, &next_key, SEGMENT_ID, GT_SEGMENT_NOT_FOUND));
+        CHECK(reads_on_every_lane(clients[i].engine, clients[i].peer, &next_key, 0xB0B, GT_OK));
+    }
+    gt_server_get_stats(node.server, &stats);
+    CHECK(stats.connections_opened == 4 * CLIENTS); /* the checks above used the same 16 connections */
+    for (uint32_t i = 0; i < CLIENTS; i++)
+    {
+        gt_engine_destroy(clients[i].engine);
+    }
+    node_stop(&node);
+    free(second);
+}
+
 static void soak_with_mixed_sizes(void)
 {
     const char *configured = getenv("GT_SOAK_SECONDS");
@@ -955,6 +1543,9 @@ int main(void)
     RUN(malformed_frames_close_the_connection);
     RUN(timeouts_and_admission_complete_without_answers);
     RUN(stale_idle_connection_is_replaced_once);
+    RUN(small_reads_leave_as_vectors);
+    RUN(vector_answers_are_checked);
+    RUN(several_loops_serve_many_connections);
     RUN(soak_with_mixed_sizes);
     printf("native: %d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;

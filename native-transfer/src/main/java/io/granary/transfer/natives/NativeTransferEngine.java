@@ -29,7 +29,8 @@ import static io.granary.proto.ErrorCode.UNAVAILABLE_IN_CURRENT_STATUS_VALUE;
 
 /**
  * The native TCP {@link TransferEngine}: C engines of libgranary_transfer move the bytes (epoll, lanes per peer,
- * frames sent from and received into the caller's memory, slicing, admission, timeouts, the COMMIT after a WRITE).
+ * frames sent from and received into the caller's memory, slicing, admission, timeouts, the COMMIT after a WRITE,
+ * small READs of one call as READVs of up to {@link TransferConfig#maxVectorEntries()} entries).
  * A thread that opens a {@linkplain #openDriver() driver} (the synchronous client calls) gets a C engine of its own
  * from a pool and runs it inside {@link Driver#drive}: no hand-off between threads on its path. Other submits go to
  * a shared C engine run by one thread ("granary-native-transfer"), which completes their futures. A heap buffer is
@@ -431,7 +432,7 @@ public final class NativeTransferEngine implements TransferEngine, AdmissionStat
         {
             handle = NativeTransferJni.engineCreate(lanesPerPeer, config.sliceBytes(),
                 config.maxQueuedTransfersPerPeer(), config.maxPendingAdmissionsPerPeer(), config.admissionTimeoutMs(),
-                config.transferTimeoutMs(), config.connectTimeoutMs());
+                config.transferTimeoutMs(), config.connectTimeoutMs(), config.maxVectorEntries());
         }
 
         /** Under the lifecycle read lock. */

@@ -19,6 +19,7 @@ final class NativeTransferJni
     /** Null when an RDMA device can be used, else why not. */
     static native String rdmaUnavailabilityCause();
 
+    /** @param maxVectorEntries small READs one READV carries (1 = no READV); see TransferConfig#maxVectorEntries. */
     static native long engineCreate(
         int lanesPerPeer,
         int sliceBytes,
@@ -26,7 +27,8 @@ final class NativeTransferJni
         int maxPendingPerPeer,
         long admissionTimeoutMs,
         long transferTimeoutMs,
-        long connectTimeoutMs);
+        long connectTimeoutMs,
+        int maxVectorEntries);
 
     /** A peer id (positive) for host:port, or a negative ErrorCode number. */
     static native int engineConnect(long engine, String host, int port);
@@ -74,8 +76,11 @@ final class NativeTransferJni
 
     static native void engineDestroy(long engine);
 
-    /** @param ownClock tokens expire by {@link NativeTransferServer.Handler#epochMillis()} instead of the system clock. */
-    static native long serverCreate(String host, int port, int maxFrameBytes, boolean ownClock);
+    /**
+     * @param ownClock  tokens expire by {@link NativeTransferServer.Handler#epochMillis()} instead of the system clock.
+     * @param ioThreads event loops (1..256), each to be run by {@link #serverRun} on a thread of its own.
+     */
+    static native long serverCreate(String host, int port, int maxFrameBytes, boolean ownClock, int ioThreads);
 
     static native int serverPort(long server);
 
@@ -83,8 +88,11 @@ final class NativeTransferJni
 
     static native void serverSetTokenKey(long server, byte[] keyOrNull);
 
-    /** Serves on the calling thread until {@link #serverStop}, calling back {@code handler}; 0 or a code. */
-    static native int serverRun(long server, NativeTransferServer.Handler handler);
+    /**
+     * Runs event loop {@code loop} (loop 0 also accepts) on the calling thread until {@link #serverStop}, calling back
+     * {@code handler} for its connections on this thread; 0 or a code.
+     */
+    static native int serverRun(long server, int loop, NativeTransferServer.Handler handler);
 
     static native void serverStop(long server);
 

@@ -5,20 +5,23 @@ import org.slf4j.LoggerFactory;
 
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.function.IntFunction;
 
 /**
  * The native TCP transfer server of libgranary_transfer: serves segment memory the owner registers with
  * {@link #segments} over the data-plane frame protocol, checking access tokens under the key of {@link #tokenKey},
  * and asks its {@link Handler} for the decisions that belong to the owner (the ledger) before any byte of a WRITE
- * moves and when a COMMIT arrives. One thread ("granary-native-node") runs the server and calls the handler; the
- * table and key may be replaced from any thread.
+ * moves and when a COMMIT arrives. Each of its event loops runs on a thread of its own ("granary-native-node-N"; the
+ * first also accepts and spreads connections over the loops) and calls its own handler, for its own connections
+ * only; with several loops the handlers run concurrently, so what they share must be thread safe. The table and key
+ * may be replaced from any thread.
  */
 public final class NativeTransferServer implements AutoCloseable
 {
     private static final Logger LOG = LoggerFactory.getLogger(NativeTransferServer.class);
     private static final long STOP_TIMEOUT_MS = 5_000;
 
-    /** The owner's side of the frames, called on the server thread; must not block and must not throw. */
+    /** The owner's side of the frames, called on its event loop's thread; must not block and must not throw. */
     public interface Handler
     {
         /**
@@ -69,13 +72,16 @@ public final class NativeTransferServer implements AutoCloseable
         static final int COUNT = 12;
     }
 
+    /** Most event loops a server runs. */
+    public static final int MAX_IO_THREADS = 256;
+
     private final long handle;
-    private final Thread thread;
-    private final CountDownLatch stopped = new CountDownLatch(1);
+    private final int ioThreads;
+    private final CountDownLatch stopped;
     private volatile boolean closed;
 
     /**
-     * Binds at once and starts serving on its own thread.
+     * Binds at once and starts serving on one event-loop thread.
      *
      * @param port     0 for an ephemeral port.
      * @param ownClock tokens expire by {@link Handler#epochMillis()} (an injected clock) instead of the system clock.
@@ -85,25 +91,65 @@ public final class NativeTransferServer implements AutoCloseable
     public NativeTransferServer(
         final String host, final int port, final int maxFrameBytes, final boolean ownClock, final Handler handler)
     {
+        this(host, port, maxFrameBytes, ownClock, 1, loop -> handler);
+    }
+
+    /**
+     * Binds at once and starts serving on {@code ioThreads} event-loop threads.
+     *
+     * @param ioThreads 1..{@value #MAX_IO_THREADS} event loops; connections are spread over them round-robin.
+     * @param handlers  the handler of each loop (by index), called on that loop's thread only.
+     * @throws IllegalArgumentException for a bad setting.
+     */
+    public NativeTransferServer(
+        final String host,
+        final int port,
+        final int maxFrameBytes,
+        final boolean ownClock,
+        final int ioThreads,
+        final IntFunction<Handler> handlers)
+    {
         NativeTransfer.ensureAvailability();
-        this.handle = NativeTransferJni.serverCreate(host, port, maxFrameBytes, ownClock);
-        this.thread = new Thread(() ->
+        if (ioThreads < 1 || ioThreads > MAX_IO_THREADS)
         {
-            try
+            throw new IllegalArgumentException("ioThreads must be in 1.." + MAX_IO_THREADS + ", was " + ioThreads);
+        }
+        final Handler[] loopHandlers = new Handler[ioThreads];
+        for (int i = 0; i < ioThreads; i++)
+        {
+            loopHandlers[i] = handlers.apply(i);
+        }
+        this.handle = NativeTransferJni.serverCreate(host, port, maxFrameBytes, ownClock, ioThreads);
+        this.ioThreads = ioThreads;
+        this.stopped = new CountDownLatch(ioThreads);
+        for (int i = 0; i < ioThreads; i++)
+        {
+            final int loop = i;
+            final Thread thread = new Thread(() ->
             {
-                final int result = NativeTransferJni.serverRun(handle, handler);
-                if (result != 0)
+                try
                 {
-                    LOG.error("native transfer server stopped with code {}", result);
+                    final int result = NativeTransferJni.serverRun(handle, loop, loopHandlers[loop]);
+                    if (result != 0)
+                    {
+                        LOG.error("native transfer server loop {} stopped with code {}", loop, result);
+                        NativeTransferJni.serverStop(handle); // the others stop too: the node sees a dead server
+                    }
                 }
-            }
-            finally
-            {
-                stopped.countDown();
-            }
-        }, "granary-native-node");
-        this.thread.setDaemon(true);
-        this.thread.start();
+                finally
+                {
+                    stopped.countDown();
+                }
+            }, "granary-native-node-" + i);
+            thread.setDaemon(true);
+            thread.start();
+        }
+    }
+
+    /** The number of event-loop threads. */
+    public int ioThreads()
+    {
+        return ioThreads;
     }
 
     /** The bound port. */
@@ -140,7 +186,7 @@ public final class NativeTransferServer implements AutoCloseable
         return new Stats(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11]);
     }
 
-    /** True once the server thread returned: no byte of segment memory is touched by it any more. */
+    /** True once every event-loop thread returned: no byte of segment memory is touched by them any more. */
     public boolean isTerminated()
     {
         return stopped.getCount() == 0;
@@ -171,7 +217,7 @@ public final class NativeTransferServer implements AutoCloseable
         }
         else
         {
-            LOG.warn("native transfer server thread did not stop within {} ms; its memory is not freed",
+            LOG.warn("native transfer server threads did not stop within {} ms; its memory is not freed",
                 STOP_TIMEOUT_MS);
         }
     }

@@ -263,6 +263,59 @@ class NativeTransferEngineTest
     }
 
     @Test
+    void shouldSendTheSmallReadsOfADrivenCallAsVectorsOfTheConfiguredSize() throws Exception
+    {
+        final NativeTransferServer server = server();
+        final String endpoint = "127.0.0.1:" + server.port();
+        final byte[] content = new byte[SEGMENT_BYTES];
+        new Random(21).nextBytes(content);
+        segment.duplicate().put(content);
+        final int pages = 128;
+        // entries per vector, and the READVs one call of 128 small reads becomes (one lane per node in a driver)
+        final int[][] shapes = {{256, 1}, {32, 4}, {1, 0}};
+        for (final int[] shape : shapes)
+        {
+            final NativeTransferEngine engine = engine(new TransferConfig().maxVectorEntries(shape[0]));
+            final long vectorsBefore = server.stats().readVectors();
+            final ByteBuffer into = ByteBuffer.allocateDirect(pages * 4096);
+            final List<CompletableFuture<Integer>> reads = new ArrayList<>();
+            try (TransferEngine.Driver driver = engine.openDriver())
+            {
+                for (int p = 0; p < pages; p++)
+                {
+                    // page 17 asks for a range past the segment's end: refused alone
+                    final long at = p == 17 ? SEGMENT_BYTES - 100 : (p * 31_337L) % (SEGMENT_BYTES - 4096);
+                    reads.add(engine.submit(TransferRequest.read(endpoint, SEGMENT_ID, at,
+                        into.duplicate().position(p * 4096).limit((p + 1) * 4096).slice(), 4096)));
+                }
+                final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+                while (driver.hasWork() && System.nanoTime() < deadline)
+                {
+                    driver.drive(50_000_000L);
+                }
+            }
+            for (int p = 0; p < pages; p++)
+            {
+                final byte[] back = new byte[4096];
+                into.get(p * 4096, back);
+                if (p == 17)
+                {
+                    assertThat(reads.get(p).getNow(-1)).isEqualTo(INVALID_PARAMS_VALUE);
+                    assertThat(back).isEqualTo(new byte[4096]);
+                    continue;
+                }
+                assertThat(reads.get(p).getNow(-1)).as("read %d", p).isZero();
+                final int at = (int)((p * 31_337L) % (SEGMENT_BYTES - 4096));
+                assertThat(back).as("bytes of read %d", p).isEqualTo(java.util.Arrays.copyOfRange(content, at,
+                    at + 4096));
+            }
+            assertThat(server.stats().readVectors() - vectorsBefore).as("READVs with %d entries each", shape[0])
+                .isEqualTo(shape[1]);
+            assertThat(engine.registeredRegions()).isZero();
+        }
+    }
+
+    @Test
     void shouldFailWhatADriverLeavesOpenOnceItsBuffersAreLetGo() throws Exception
     {
         try (ServerSocket silent = new ServerSocket(0, 50, InetAddress.getLoopbackAddress()))

@@ -4,6 +4,7 @@ import io.granary.transfer.TransferConfig;
 import io.granary.transfer.TransferEngine;
 import io.granary.transfer.TransferRequest;
 import io.granary.transfer.TransportKind;
+import io.granary.transfer.natives.NativeTransferEngine;
 
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentLinkedQueue;
@@ -11,9 +12,10 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 
 /**
- * The Java engines a protocol test runs against (Ratis style: one contract, every transport): the Netty engine as
- * it is, and the caller-driven engine with its transfers driven by a thread of its own, so that a test can play the
- * node on its own thread while the engine's bytes move.
+ * The client engines a protocol test runs against (Ratis style: one contract, every transport): the Netty engine as
+ * it is, the caller-driven engine with its transfers driven by a thread of its own (so that a test can play the node
+ * on its own thread while the engine's bytes move), and the native engine both ways: its shared engine thread, and a
+ * driver's C engine run by a thread of its own.
  */
 enum TestEngines
 {
@@ -32,23 +34,39 @@ enum TestEngines
         {
             return new DrivingThread(new CallerDrivenEngine(config));
         }
+    },
+    NATIVE
+    {
+        @Override
+        TransferEngine create(final TransferConfig config)
+        {
+            return new NativeTransferEngine(config);
+        }
+    },
+    NATIVE_DRIVEN
+    {
+        @Override
+        TransferEngine create(final TransferConfig config)
+        {
+            return new DrivingThread(new NativeTransferEngine(config));
+        }
     };
 
     abstract TransferEngine create(TransferConfig config);
 
     /**
-     * A caller-driven engine whose submits are handed to one thread that holds a driver and drives it: the way a
+     * An engine with drivers whose submits are handed to one thread that holds a driver and drives it: the way a
      * synchronous client call runs, with the test free to do something else meanwhile.
      */
     static final class DrivingThread implements TransferEngine
     {
-        private final CallerDrivenEngine engine;
+        private final TransferEngine engine;
         private final ConcurrentLinkedQueue<Runnable> submits = new ConcurrentLinkedQueue<>();
         private final Thread thread;
         private volatile Driver driver;
         private volatile boolean closed;
 
-        DrivingThread(final CallerDrivenEngine engine)
+        DrivingThread(final TransferEngine engine)
         {
             this.engine = engine;
             this.thread = new Thread(this::run, "driving-thread");

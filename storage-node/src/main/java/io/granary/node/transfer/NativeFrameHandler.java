@@ -16,7 +16,8 @@ import static io.granary.proto.ErrorCode.SEGMENT_NOT_FOUND_VALUE;
 /**
  * The storage node's decisions for the native transfer server: the ledger before a WRITE's bytes move, and the
  * whole COMMIT check (shared with {@link FrameHandler}); decode, status, token, segment and range of READ, WRITE and
- * READV frames are checked in C in the same order. Runs on the native server's thread only.
+ * READV frames are checked in C in the same order. One per event loop of the native server, called on that loop's
+ * thread only (its header and token checker are its own; the registry, ledger and metrics are thread safe).
  */
 final class NativeFrameHandler implements NativeTransferServer.Handler
 {

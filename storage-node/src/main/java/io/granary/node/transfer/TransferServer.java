@@ -58,6 +58,7 @@ public final class TransferServer implements AutoCloseable
     private final SslContext sslContext;
     private final EventLoopGroup group;
     private final TransportKind transport;
+    private final int ioThreads;
     private volatile NativeTransferServer nativeServer;
     private final ChannelGroup connections =
         new DefaultChannelGroup("granary-transfer", ImmediateEventExecutor.INSTANCE);
@@ -179,6 +180,7 @@ public final class TransferServer implements AutoCloseable
         this.requestedPort = port;
         this.registry = registry;
         this.maxFrameBytes = maxFrameBytes;
+        this.ioThreads = ioThreads;
         this.epoll = preferEpoll && Epoll.isAvailable();
         final IoHandlerFactory ioHandlerFactory = epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory();
         this.group = this.transport == TransportKind.NATIVE ? null : new MultiThreadIoEventLoopGroup(
@@ -242,13 +244,14 @@ public final class TransferServer implements AutoCloseable
     }
 
     /**
-     * Serves through the native server: segment memory and the token key are copied into its tables now and on
-     * every change; WRITE ledger updates and COMMITs come back through {@link NativeFrameHandler}.
+     * Serves through the native server on {@code ioThreads} event loops: segment memory and the token key are copied
+     * into its tables now and on every change; WRITE ledger updates and COMMITs come back through a
+     * {@link NativeFrameHandler} per loop (the ledger and the metrics they share are thread safe).
      */
     private TransferServer startNative()
     {
         nativeServer = new NativeTransferServer(host, requestedPort, maxFrameBytes, tokenVerifier.clock() != Clock.SYSTEM,
-            new NativeFrameHandler(registry, tokenVerifier, maxFrameBytes, metrics));
+            ioThreads, loop -> new NativeFrameHandler(registry, tokenVerifier, maxFrameBytes, metrics));
         port = nativeServer.port();
         registry.changeListener(this::publishSegments);
         tokenVerifier.keyListener(nativeServer::tokenKey);
@@ -259,8 +262,8 @@ public final class TransferServer implements AutoCloseable
             return new long[] {stats.tokensVerified(), stats.tokensMissing(), stats.tokensInvalid(),
                 stats.tokensExpired()};
         });
-        LOG.info("transfer server listening on {}:{} (native epoll transport, {}, max frame {} bytes)",
-            host, port, NativeTransfer.version(), maxFrameBytes);
+        LOG.info("transfer server listening on {}:{} (native epoll transport, {}, {} event loops, max frame {} bytes)",
+            host, port, NativeTransfer.version(), ioThreads, maxFrameBytes);
         return this;
     }
 

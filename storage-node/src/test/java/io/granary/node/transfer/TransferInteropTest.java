@@ -205,6 +205,73 @@ class TransferInteropTest
 
     @ParameterizedTest(name = "{0} client, {1} node")
     @MethodSource("directions")
+    void shouldAnswerEveryReadOfAVectorWithItsOwnStatusAndBytes(final TransportKind client, final TransportKind node)
+        throws Exception
+    {
+        start(client, node);
+        final int pages = 200;
+        final byte[] content = new byte[8 << 20];
+        random.nextBytes(content);
+        new UnsafeBuffer(segment.address(), content.length).putBytes(0, content);
+        final long vectorsBefore = server.readVectors();
+        // Reads of 1 byte to 64 KiB at scattered offsets, into slices of one direct buffer and into heap buffers;
+        // every 7th is refused for its token, every 11th for its segment, every 13th for its range.
+        final List<ByteBuffer> into = new ArrayList<>();
+        final List<long[]> asked = new ArrayList<>();
+        final List<TransferRequest> requests = new ArrayList<>();
+        final ByteBuffer shared = ByteBuffer.allocateDirect(pages * (64 << 10));
+        for (int p = 0; p < pages; p++)
+        {
+            final int length = p % 5 == 0 ? 1 + random.nextInt(100) : p % 5 == 1 ? 64 << 10 : 1 + random.nextInt(8192);
+            final long at = random.nextInt(content.length - length);
+            final ByteBuffer dst = p % 3 == 0 ? ByteBuffer.allocate(length) :
+                shared.duplicate().position(p * (64 << 10)).limit(p * (64 << 10) + length).slice();
+            int segmentId = segment.id();
+            long offset = at;
+            byte[] token = token(Opcode.READ, at, length);
+            int expected = 0;
+            if (p % 7 == 3)
+            {
+                token = token(Opcode.READ, at + 1, length); // another extent's
+                expected = ACCESS_DENIED_VALUE;
+            }
+            else if (p % 11 == 5)
+            {
+                segmentId = segment.id() + 1;
+                token = signer.sign(Opcode.READ, segmentId, at, length, System.currentTimeMillis() / 1000 + 600);
+                expected = SEGMENT_NOT_FOUND_VALUE;
+            }
+            else if (p % 13 == 6)
+            {
+                offset = SEGMENT_BYTES - length / 2 - 1;
+                token = token(Opcode.READ, offset, length);
+                expected = length == 1 ? 0 : INVALID_PARAMS_VALUE;
+            }
+            into.add(dst);
+            asked.add(new long[]{offset, length, expected});
+            requests.add(new TransferRequest(TransferRequest.Op.READ, endpoint, segmentId, offset, dst, length, token));
+        }
+        final List<CompletableFuture<Integer>> futures = new ArrayList<>();
+        for (final TransferRequest request : requests)
+        {
+            futures.add(engine.submit(request));
+        }
+        for (int p = 0; p < pages; p++)
+        {
+            final long offset = asked.get(p)[0];
+            final int length = (int)asked.get(p)[1];
+            final int status = await(futures.get(p));
+            assertThat(status).as("read %d", p).isEqualTo((int)asked.get(p)[2]);
+            final byte[] back = new byte[length];
+            into.get(p).duplicate().clear().get(back);
+            final byte[] expected = status == 0 ? segmentBytes(offset, length) : new byte[length];
+            assertThat(back).as("bytes of read %d", p).isEqualTo(expected);
+        }
+        assertThat(server.readVectors() - vectorsBefore).as("READV frames the node served").isPositive();
+    }
+
+    @ParameterizedTest(name = "{0} client, {1} node")
+    @MethodSource("directions")
     void shouldRecordCommitsInTheLedgerOnlyAfterTheirWrites(final TransportKind client, final TransportKind node)
         throws Exception
     {

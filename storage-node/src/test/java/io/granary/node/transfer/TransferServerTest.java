@@ -4,13 +4,18 @@ import io.granary.common.Clock;
 import io.granary.common.tls.TlsSettings;
 import io.granary.node.Await;
 import io.granary.node.segment.Segment;
+import io.granary.node.segment.SegmentLedger;
 import io.granary.node.segment.SegmentRegistry;
+import io.granary.protocol.AccessTokenCodec;
+import io.granary.protocol.CommitRecord;
 import io.granary.protocol.FrameDescriptor;
 import io.granary.protocol.FrameHeader;
 import io.granary.protocol.Opcode;
 import io.granary.transfer.TransferConfig;
+import io.granary.transfer.TransferEngine;
 import io.granary.transfer.TransferRequest;
 import io.granary.transfer.TransportKind;
+import io.granary.transfer.natives.NativeTransferEngine;
 import io.granary.transfer.tcp.NettyTransferEngine;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.AfterEach;
@@ -28,6 +33,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 
+import static io.granary.proto.ErrorCode.ACCESS_DENIED_VALUE;
 import static io.granary.proto.ErrorCode.INVALID_PARAMS_VALUE;
 import static io.granary.proto.ErrorCode.SEGMENT_NOT_FOUND_VALUE;
 import static io.granary.proto.ErrorCode.TRANSFER_FAIL_VALUE;
@@ -223,6 +229,141 @@ class TransferServerTest
         }
         assertThat(server.requests()).isEqualTo(2L * requests);
         assertThat(server.openConnections()).isEqualTo(4);
+    }
+
+    @Test
+    void shouldServeManyClientsOnManyConnectionsOverEveryEventLoopWithTheSharedStateRight() throws Exception
+    {
+        // Three event loops, six clients (Java and native engines, three lanes each: 18 connections), tokens on.
+        final SegmentRegistry loopsRegistry = new SegmentRegistry();
+        resources.add(loopsRegistry);
+        final Segment seg = loopsRegistry.allocate("loops/seg0", 24L << 20);
+        final byte[] key = AccessTokenCodec.newRandomKey();
+        final AccessTokenVerifier verifier = new AccessTokenVerifier(Clock.SYSTEM);
+        verifier.updateKey(key);
+        final TransferServer loops = new TransferServer("127.0.0.1", 0, loopsRegistry, MAX_FRAME_BYTES, 3, true,
+            TransferMetrics.NONE, verifier, TlsSettings.DISABLED, serverTransport()).start();
+        resources.add(loops);
+        final String at = "127.0.0.1:" + loops.port();
+        final int clients = 6;
+        final TransferEngine[] engines = new TransferEngine[clients];
+        for (int c = 0; c < clients; c++)
+        {
+            final TransferConfig config = new TransferConfig().lanesPerPeer(3).sliceBytes(256 << 10);
+            engines[c] = c % 2 == 0 ? new NettyTransferEngine(config) : new NativeTransferEngine(config);
+            resources.add(engines[c]);
+        }
+        final AccessTokenCodec signer = new AccessTokenCodec(key);
+        final long expiry = System.currentTimeMillis() / 1000 + 600;
+        final ExecutorService threads = Executors.newFixedThreadPool(clients);
+        final long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(1500);
+        try
+        {
+            final List<Future<long[]>> results = new ArrayList<>();
+            for (int c = 0; c < clients; c++)
+            {
+                final int client = c;
+                results.add(threads.submit(() ->
+                {
+                    // Each client owns 4 MiB of the segment: 8 values per round, small ones and sliced ones.
+                    final Random values = new Random(1000 + client);
+                    final AccessTokenCodec signing = new AccessTokenCodec(key); // a codec is not thread safe
+                    final long base = client * (4L << 20);
+                    long rounds = 0;
+                    long bytes = 0;
+                    while (rounds == 0 || System.nanoTime() < deadline)
+                    {
+                        final List<byte[]> written = new ArrayList<>();
+                        final List<CompletableFuture<Integer>> puts = new ArrayList<>();
+                        long offset = base;
+                        for (int v = 0; v < 8; v++)
+                        {
+                            final byte[] value = new byte[v % 4 == 3 ? 300_000 + values.nextInt(200_000) :
+                                1 + values.nextInt(9000)];
+                            values.nextBytes(value);
+                            written.add(value);
+                            final CommitRecord record = new CommitRecord(0, "tenant", "c" + client + "-v" + v, "",
+                                value.length, rounds + 1, 0, 0);
+                            puts.add(engines[client].submit(new TransferRequest(TransferRequest.Op.WRITE, at,
+                                seg.id(), offset, ByteBuffer.wrap(value), value.length,
+                                signing.sign(Opcode.WRITE, seg.id(), offset, value.length, expiry), record.encode())));
+                            offset += value.length;
+                        }
+                        for (final CompletableFuture<Integer> put : puts)
+                        {
+                            assertThat(await(put)).isZero();
+                        }
+                        final List<ByteBuffer> back = new ArrayList<>();
+                        final List<CompletableFuture<Integer>> gets = new ArrayList<>();
+                        offset = base;
+                        for (final byte[] value : written)
+                        {
+                            final ByteBuffer into = ByteBuffer.allocateDirect(value.length);
+                            back.add(into);
+                            gets.add(engines[client].submit(new TransferRequest(TransferRequest.Op.READ, at,
+                                seg.id(), offset, into, value.length,
+                                signing.sign(Opcode.READ, seg.id(), offset, value.length, expiry))));
+                            offset += value.length;
+                        }
+                        for (int v = 0; v < written.size(); v++)
+                        {
+                            assertThat(await(gets.get(v))).isZero();
+                            assertThat(contentOf(back.get(v), 0, written.get(v).length)).isEqualTo(written.get(v));
+                            bytes += 2L * written.get(v).length;
+                        }
+                        rounds++;
+                    }
+                    return new long[] {rounds, bytes};
+                }));
+            }
+            final long[] rounds = new long[clients];
+            for (int c = 0; c < clients; c++)
+            {
+                rounds[c] = results.get(c).get(60, TimeUnit.SECONDS)[0];
+                assertThat(rounds[c]).isPositive();
+            }
+            // Every client's last values are in the ledger: COMMITs from every loop reached the one ledger.
+            final List<SegmentLedger.Entry> ledger = seg.ledger().snapshot();
+            for (int c = 0; c < clients; c++)
+            {
+                final long last = rounds[c];
+                for (int v = 0; v < 8; v++)
+                {
+                    final String name = "c" + c + "-v" + v;
+                    assertThat(ledger).as(name).filteredOn(e -> e.key().equals(name) && e.version() == last)
+                        .hasSize(1);
+                }
+            }
+        }
+        finally
+        {
+            threads.shutdownNow();
+        }
+        assertThat(loops.openConnections()).isEqualTo(3L * clients);
+        assertThat(loops.protocolErrors()).isZero();
+
+        // A new key reaches every connection: the old tokens are refused on all of them, the new ones served.
+        final byte[] next = AccessTokenCodec.newRandomKey();
+        verifier.updateKey(next);
+        final AccessTokenCodec nextSigner = new AccessTokenCodec(next);
+        for (final TransferEngine engine : engines)
+        {
+            for (final AccessTokenCodec codec : List.of(signer, nextSigner))
+            {
+                final List<CompletableFuture<Integer>> reads = new ArrayList<>();
+                for (int lane = 0; lane < 3; lane++)
+                {
+                    reads.add(engine.submit(new TransferRequest(TransferRequest.Op.READ, at, seg.id(), 0,
+                        ByteBuffer.allocateDirect(100_000), 100_000,
+                        codec.sign(Opcode.READ, seg.id(), 0, 100_000, expiry))));
+                }
+                for (final CompletableFuture<Integer> read : reads)
+                {
+                    assertThat(await(read)).isEqualTo(codec == signer ? ACCESS_DENIED_VALUE : 0);
+                }
+            }
+        }
+        assertThat(loops.openConnections()).isEqualTo(3L * clients);
     }
 
     @Test
