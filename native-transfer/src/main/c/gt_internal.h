@@ -115,6 +115,10 @@ typedef struct gt_sha256
 void gt_sha256_init(gt_sha256 *sha);
 void gt_sha256_update(gt_sha256 *sha, const uint8_t *data, size_t length);
 void gt_sha256_final(gt_sha256 *sha, uint8_t digest[32]);
+/* 1 when the block compression uses the CPU's SHA extensions (SHA-NI), 0 when it runs the portable C. */
+int gt_sha256_accelerated(void);
+/* Tests and benchmarks: 1 forces the portable compression, 0 goes back to the best one for this CPU. */
+void gt_sha256_use_portable(int portable);
 
 /* The inner and outer states of HMAC-SHA256 under one key, computed once per key. */
 typedef struct gt_hmac_key

@@ -1,5 +1,15 @@
-/* SHA-256 (FIPS 180-4) and HMAC-SHA256 (RFC 2104) for the access-token check, without a crypto library. */
+/*
+ * SHA-256 (FIPS 180-4) and HMAC-SHA256 (RFC 2104) for the access-token check, without a crypto library. The block
+ * compression has two implementations: portable C, and one with the x86 SHA extensions (SHA-NI: sha256rnds2,
+ * sha256msg1/2, in Intel and AMD processors since Goldmont / Zen), chosen once at run time by CPUID. A token check
+ * is two compressions, so the choice decides most of a node's cost per token.
+ */
 #include "gt_internal.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define GT_HAVE_SHA_NI 1
+#include <immintrin.h>
+#endif
 
 static const uint32_t K[64] = {
     0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
@@ -17,7 +27,7 @@ static inline uint32_t rotr(const uint32_t x, const int n)
     return (x >> n) | (x << (32 - n));
 }
 
-static void compress(uint32_t state[8], const uint8_t block[64])
+static void compress_portable(uint32_t state[8], const uint8_t block[64])
 {
     uint32_t w[64];
     for (int i = 0; i < 16; i++)
@@ -53,6 +63,110 @@ static void compress(uint32_t state[8], const uint8_t block[64])
     state[5] += f;
     state[6] += g;
     state[7] += h;
+}
+
+#ifdef GT_HAVE_SHA_NI
+/*
+ * Four rounds: the schedule words w (already in order) plus their constants, two rounds per sha256rnds2 (it takes
+ * the round inputs from the low two dwords). The state lives in two registers, abef and cdgh, as the instruction
+ * wants it.
+ */
+#define GT_SHA_ROUNDS4(w_, k_) \
+    do \
+    { \
+        __m128i input_ = _mm_add_epi32((w_), _mm_loadu_si128((const __m128i *)(K + (k_)))); \
+        cdgh = _mm_sha256rnds2_epu32(cdgh, abef, input_); \
+        input_ = _mm_shuffle_epi32(input_, 0x0E); \
+        abef = _mm_sha256rnds2_epu32(abef, cdgh, input_); \
+    } while (0)
+
+/* The next four schedule words from the last sixteen (w0 oldest .. w3 newest): FIPS 180-4 6.2.2 step 1. */
+#define GT_SHA_SCHEDULE(w0_, w1_, w2_, w3_) \
+    _mm_sha256msg2_epu32(_mm_add_epi32(_mm_sha256msg1_epu32((w0_), (w1_)), _mm_alignr_epi8((w3_), (w2_), 4)), (w3_))
+
+__attribute__((target("sha,sse4.1,ssse3")))
+static void compress_sha_ni(uint32_t state[8], const uint8_t block[64])
+{
+    const __m128i byte_swap = _mm_set_epi64x(0x0c0d0e0f08090a0bll, 0x0405060700010203ll);
+    /* state[0..3] = a b c d, state[4..7] = e f g h (dword 0 first) -> abef = (f e b a), cdgh = (h g d c) */
+    const __m128i dcba = _mm_loadu_si128((const __m128i *)state);
+    const __m128i hgfe = _mm_loadu_si128((const __m128i *)(state + 4));
+    const __m128i badc = _mm_shuffle_epi32(dcba, 0xB1);
+    const __m128i efgh = _mm_shuffle_epi32(hgfe, 0x1B);
+    __m128i abef = _mm_alignr_epi8(badc, efgh, 8);
+    __m128i cdgh = _mm_blend_epi16(efgh, badc, 0xF0);
+    const __m128i abef_in = abef;
+    const __m128i cdgh_in = cdgh;
+
+    __m128i w0 = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)block), byte_swap);
+    __m128i w1 = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(block + 16)), byte_swap);
+    __m128i w2 = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(block + 32)), byte_swap);
+    __m128i w3 = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(block + 48)), byte_swap);
+    GT_SHA_ROUNDS4(w0, 0);
+    GT_SHA_ROUNDS4(w1, 4);
+    GT_SHA_ROUNDS4(w2, 8);
+    GT_SHA_ROUNDS4(w3, 12);
+    for (int round = 16; round < 64; round += 16)
+    {
+        w0 = GT_SHA_SCHEDULE(w0, w1, w2, w3);
+        GT_SHA_ROUNDS4(w0, round);
+        w1 = GT_SHA_SCHEDULE(w1, w2, w3, w0);
+        GT_SHA_ROUNDS4(w1, round + 4);
+        w2 = GT_SHA_SCHEDULE(w2, w3, w0, w1);
+        GT_SHA_ROUNDS4(w2, round + 8);
+        w3 = GT_SHA_SCHEDULE(w3, w0, w1, w2);
+        GT_SHA_ROUNDS4(w3, round + 12);
+    }
+    abef = _mm_add_epi32(abef, abef_in);
+    cdgh = _mm_add_epi32(cdgh, cdgh_in);
+
+    /* back to a b c d / e f g h */
+    const __m128i feba = _mm_shuffle_epi32(abef, 0x1B);
+    const __m128i dchg = _mm_shuffle_epi32(cdgh, 0xB1);
+    _mm_storeu_si128((__m128i *)state, _mm_blend_epi16(feba, dchg, 0xF0));
+    _mm_storeu_si128((__m128i *)(state + 4), _mm_alignr_epi8(dchg, feba, 8));
+}
+#endif
+
+typedef void (*compress_function)(uint32_t state[8], const uint8_t block[64]);
+
+static compress_function chosen_compress; /* atomic; NULL until the first use chose */
+
+static compress_function choose_compress(void)
+{
+#ifdef GT_HAVE_SHA_NI
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("sha") && __builtin_cpu_supports("sse4.1") && __builtin_cpu_supports("ssse3"))
+    {
+        return compress_sha_ni;
+    }
+#endif
+    return compress_portable;
+}
+
+static void compress(uint32_t state[8], const uint8_t block[64])
+{
+    compress_function f = __atomic_load_n(&chosen_compress, __ATOMIC_RELAXED);
+    if (f == NULL)
+    {
+        f = choose_compress();
+        __atomic_store_n(&chosen_compress, f, __ATOMIC_RELAXED);
+    }
+    f(state, block);
+}
+
+int gt_sha256_accelerated(void)
+{
+#ifdef GT_HAVE_SHA_NI
+    return choose_compress() == compress_sha_ni;
+#else
+    return 0;
+#endif
+}
+
+void gt_sha256_use_portable(const int portable)
+{
+    __atomic_store_n(&chosen_compress, portable ? compress_portable : choose_compress(), __ATOMIC_RELAXED);
 }
 
 void gt_sha256_init(gt_sha256 *sha)
