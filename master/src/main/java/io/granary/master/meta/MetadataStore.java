@@ -2066,16 +2066,25 @@ public final class MetadataStore implements SnapshotSource
 
     static Replica toProto(final ReplicaRecord r, final ReplicaStatus status)
     {
+        return protoBuilder(r, status).build();
+    }
+
+    /**
+     * The replica's fields, its strings as the segment's UTF-8 bytes (encoded once per segment, not at every
+     * serialization). Built afresh rather than by {@code toBuilder()} of a cached message, whose copy would turn them
+     * back into Strings.
+     */
+    private static Replica.Builder protoBuilder(final ReplicaRecord r, final ReplicaStatus status)
+    {
         final MountedSegment s = r.segment();
         return Replica.newBuilder()
-            .setNodeId(s.nodeId())
-            .setEndpoint(s.endpoint())
+            .setNodeIdBytes(s.nodeIdUtf8())
+            .setEndpointBytes(s.endpointUtf8())
             .setSegmentId(s.segmentId())
-            .setSegmentName(s.name())
+            .setSegmentNameBytes(s.nameUtf8())
             .setOffset(r.offset())
             .setLength(r.length())
-            .setStatus(status)
-            .build();
+            .setStatus(status);
     }
 
     /**
@@ -2093,7 +2102,7 @@ public final class MetadataStore implements SnapshotSource
         final long expirySec = AccessTokenCodec.expirySec(nowMs + settings.leaseTtlNs / 1_000_000L, nowMs);
         if (r.readTokenProto == null || r.readTokenExpirySec != expirySec)
         {
-            r.readTokenProto = proto.toBuilder()
+            r.readTokenProto = protoBuilder(r, ReplicaStatus.REPLICA_STATUS_COMPLETE)
                 .setAccessToken(ByteString.copyFrom(tokens.sign(r, Opcode.READ, expirySec)))
                 .build();
             r.readTokenExpirySec = expirySec;
@@ -2107,15 +2116,14 @@ public final class MetadataStore implements SnapshotSource
      */
     private Replica writeReplica(final ReplicaRecord r, final long putStartNs, final long nowNs)
     {
-        final Replica proto = toProto(r, ReplicaStatus.REPLICA_STATUS_PROCESSING);
         final ReplicaTokens tokens = replicaTokens;
         if (tokens == null)
         {
-            return proto;
+            return toProto(r, ReplicaStatus.REPLICA_STATUS_PROCESSING);
         }
         final long nowMs = clock.epochMillis();
         final long deadlineMs = nowMs + (putStartNs + settings.putDiscardTimeoutNs - nowNs) / 1_000_000L;
-        return proto.toBuilder()
+        return protoBuilder(r, ReplicaStatus.REPLICA_STATUS_PROCESSING)
             .setAccessToken(ByteString.copyFrom(tokens.sign(r, Opcode.WRITE, AccessTokenCodec.expirySec(deadlineMs,
                 nowMs))))
             .build();

@@ -1,5 +1,6 @@
 package io.granary.master.segment;
 
+import com.google.protobuf.ByteString;
 import io.granary.master.alloc.ExtentAllocator;
 import io.granary.master.alloc.SegmentAllocation;
 
@@ -21,6 +22,10 @@ public final class MountedSegment
     private final long sizeBytes;
     private final SegmentAllocation allocation;
     private final FreedExtents freed;
+    /** UTF-8 of the node id, endpoint and name, encoded once: every lookup answer carries them per replica. */
+    private final ByteString nodeIdUtf8;
+    private final ByteString endpointUtf8;
+    private final ByteString nameUtf8;
     private volatile boolean alive = true;
     private volatile boolean placeable;
 
@@ -60,6 +65,9 @@ public final class MountedSegment
         this.name = name;
         this.sizeBytes = sizeBytes;
         this.allocation = allocation;
+        this.nodeIdUtf8 = ByteString.copyFromUtf8(nodeId);
+        this.endpointUtf8 = ByteString.copyFromUtf8(endpoint);
+        this.nameUtf8 = ByteString.copyFromUtf8(name);
     }
 
     public String nodeId()
@@ -75,6 +83,24 @@ public final class MountedSegment
     public String endpoint()
     {
         return endpoint;
+    }
+
+    /** {@link #nodeId()} in UTF-8, for protobuf messages. */
+    public ByteString nodeIdUtf8()
+    {
+        return nodeIdUtf8;
+    }
+
+    /** {@link #endpoint()} in UTF-8, for protobuf messages. */
+    public ByteString endpointUtf8()
+    {
+        return endpointUtf8;
+    }
+
+    /** {@link #name()} in UTF-8, for protobuf messages. */
+    public ByteString nameUtf8()
+    {
+        return nameUtf8;
     }
 
     public int segmentId()
