@@ -15,6 +15,7 @@
 #define _GNU_SOURCE
 #endif
 #include "gt_internal.h"
+#include "gt_rdma.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -47,7 +48,8 @@ enum receive_state
     RECEIVE_HEADER,
     RECEIVE_WRITE,
     RECEIVE_COMMIT,
-    RECEIVE_READV
+    RECEIVE_READV,
+    RECEIVE_RDMA_CONNECT
 };
 
 enum item_kind
@@ -97,7 +99,7 @@ struct connection
     uint8_t *write_at;
     uint64_t remaining;
     int32_t write_status;
-    /* COMMIT payload or READV entries: buffer NULL means discard */
+    /* COMMIT payload, READV entries or a QP-information record: buffer NULL means discard */
     uint8_t *buffer;
     uint32_t buffer_fill;
     uint8_t request_bytes[GT_HEADER_LENGTH];
@@ -753,6 +755,73 @@ static void finish_readv(gt_server *server, connection *c)
     free(lengths);
 }
 
+/*
+ * The node's side of the QP-information exchange (docs/protocol.md, "RDMA: queue-pair information"): the status of
+ * the answer, and the node's record in local when it is 0. Checked in the order of every frame: the request itself
+ * (status, offset, a 64-byte record that decodes and names the header's segment), then access, then the segment, then
+ * the device. One-sided operations bypass the per-frame token check, so a node with a token key hands out no remote
+ * key at all (ACCESS_DENIED): RDMA is for trusted networks with data tokens off.
+ */
+static int rdma_connect_status(server_loop *loop, const gt_header *h, const uint8_t *record, gt_qp_info *local)
+{
+    memset(local, 0, sizeof(*local));
+    gt_qp_info remote;
+    if (h->status != 0 || h->offset != 0 || record == NULL || gt_qp_info_decode(record, &remote) != GT_OK ||
+        remote.segment_id != h->segment_id)
+    {
+        return GT_INVALID_PARAMS;
+    }
+    if (loop->has_key)
+    {
+        return GT_ACCESS_DENIED;
+    }
+    int found = 0;
+    for (int i = 0; i < loop->segment_count; i++)
+    {
+        if (loop->segments[i].id == h->segment_id)
+        {
+            found = 1;
+            break;
+        }
+    }
+    if (!found)
+    {
+        return GT_SEGMENT_NOT_FOUND;
+    }
+    gt_error error;
+    if (!gt_rdma_probe(&error))
+    {
+        return GT_UNAVAILABLE;
+    }
+    return GT_UNAVAILABLE; /* the node side of the verbs transport is not built yet */
+}
+
+static void finish_rdma_connect(gt_server *server, connection *c)
+{
+    const gt_header *h = &c->header;
+    gt_qp_info local;
+    const int status = rdma_connect_status(c->loop, h, c->buffer, &local);
+    free(c->buffer);
+    c->buffer = NULL;
+    c->state = RECEIVE_HEADER;
+    if (status != GT_OK)
+    {
+        respond(server, c, GT_OPC_RDMA_CONNECT | GT_OPC_RESPONSE_BIT, h->request_id, h->segment_id, status, 0, 0);
+        return;
+    }
+    uint8_t *answer = malloc(GT_QP_INFO_LENGTH);
+    if (answer == NULL)
+    {
+        respond(server, c, GT_OPC_RDMA_CONNECT | GT_OPC_RESPONSE_BIT, h->request_id, h->segment_id,
+            GT_INTERNAL_ERROR, 0, 0);
+        return;
+    }
+    gt_qp_info_encode(answer, &local);
+    respond(server, c, GT_OPC_RDMA_CONNECT | GT_OPC_RESPONSE_BIT, h->request_id, h->segment_id, 0, 0,
+        GT_QP_INFO_LENGTH);
+    send_memory(c, NULL, GT_QP_INFO_LENGTH, answer);
+}
+
 /* A complete header is in c->header_bytes: decode it, check it, and set up what its payload needs. */
 static void on_header(gt_server *server, connection *c)
 {
@@ -822,6 +891,17 @@ static void on_header(gt_server *server, connection *c)
             if (c->remaining == 0)
             {
                 finish_commit(server, c);
+            }
+            break;
+        case GT_OPC_RDMA_CONNECT:
+            c->last_write_large = 0;
+            c->remaining = h->length;
+            c->buffer_fill = 0;
+            c->buffer = h->length == GT_QP_INFO_LENGTH ? malloc(GT_QP_INFO_LENGTH) : NULL;
+            c->state = RECEIVE_RDMA_CONNECT;
+            if (c->remaining == 0)
+            {
+                finish_rdma_connect(server, c);
             }
             break;
         case GT_OPC_READV:
@@ -912,6 +992,10 @@ static int receive_payload(gt_server *server, connection *c)
         else if (c->state == RECEIVE_COMMIT)
         {
             finish_commit(server, c);
+        }
+        else if (c->state == RECEIVE_RDMA_CONNECT)
+        {
+            finish_rdma_connect(server, c);
         }
         else
         {

@@ -161,7 +161,8 @@ static void header_round_trips_and_rejects_bad_frames(void)
     bytes[4] = 1;
     bytes[0] = 0;
     CHECK(gt_header_decode(bytes, 1u << 20, &back) == GT_DECODE_BAD_MAGIC);
-    CHECK(gt_opcode_is_response(0x81) && gt_opcode_is_response(0x90) && !gt_opcode_is_response(0x85));
+    CHECK(gt_opcode_is_response(0x81) && gt_opcode_is_response(0x90) && gt_opcode_is_response(0x85) &&
+        !gt_opcode_is_response(0x86) && !gt_opcode_is_request(0x06));
     CHECK(gt_status_is_known(-1801) && !gt_status_is_known(-5) && !gt_status_is_known(3));
 }
 
@@ -777,6 +778,131 @@ static void malformed_frames_close_the_connection(void)
     CHECK(stats.protocol_errors == 3);
     node_stop(&node);
     CHECK(node.closes_with_reason >= 5);
+}
+
+/* A client's QP-information record asking for segment_id. */
+static void client_qp_record(uint8_t out[GT_QP_INFO_LENGTH], const uint32_t segment_id)
+{
+    gt_qp_info info;
+    memset(&info, 0, sizeof(info));
+    info.port = 1;
+    info.mtu = 5;
+    info.qp_num = 0x1234;
+    info.psn = 0x4321;
+    info.segment_id = segment_id;
+    gt_qp_info_encode(out, &info);
+}
+
+/* Sends an RDMA_CONNECT frame with payload and reads the answer (and its record when it carries one); 1 on success. */
+static int rdma_connect_raw(const int fd, const uint64_t request_id, const uint32_t segment_id, const int32_t status,
+    const uint8_t *payload, const uint32_t length, gt_header *answer, uint8_t record[GT_QP_INFO_LENGTH])
+{
+    gt_header h;
+    memset(&h, 0, sizeof(h));
+    h.opcode = GT_OPC_RDMA_CONNECT;
+    h.request_id = request_id;
+    h.segment_id = segment_id;
+    h.status = status;
+    h.length = length;
+    uint8_t frame[GT_HEADER_LENGTH];
+    gt_header_encode(frame, &h);
+    if (send(fd, frame, sizeof(frame), MSG_NOSIGNAL) != sizeof(frame) ||
+        (length > 0 && send(fd, payload, length, MSG_NOSIGNAL) != (ssize_t)length))
+    {
+        return 0;
+    }
+    uint8_t bytes[GT_HEADER_LENGTH];
+    if (recv(fd, bytes, sizeof(bytes), MSG_WAITALL) != sizeof(bytes) ||
+        gt_header_decode(bytes, 1u << 20, answer) != GT_DECODE_OK ||
+        answer->opcode != (GT_OPC_RDMA_CONNECT | GT_OPC_RESPONSE_BIT) || answer->request_id != request_id ||
+        answer->segment_id != segment_id || answer->offset != 0)
+    {
+        return 0;
+    }
+    if (answer->status == 0)
+    {
+        return answer->length == GT_QP_INFO_LENGTH &&
+            recv(fd, record, GT_QP_INFO_LENGTH, MSG_WAITALL) == GT_QP_INFO_LENGTH;
+    }
+    return answer->length == 0;
+}
+
+/* The node's side of the QP-information exchange on a node without an RDMA device (this machine). */
+static void rdma_connect_is_checked_and_refused_without_a_device(void)
+{
+    gt_error error;
+    if (gt_rdma_available(&error))
+    {
+        printf("     skipped: an RDMA device is present\n");
+        return;
+    }
+    test_node node;
+    CHECK(node_start(&node));
+    const int fd = raw_connect(gt_server_port(node.server));
+    CHECK(fd >= 0);
+    uint8_t record[GT_QP_INFO_LENGTH];
+    uint8_t answer_record[GT_QP_INFO_LENGTH];
+    uint8_t big[GT_QP_INFO_LENGTH * 3];
+    gt_header answer;
+    client_qp_record(record, SEGMENT_ID);
+    memset(big, 0, sizeof(big));
+    memcpy(big, record, sizeof(record));
+
+    /* malformed: no payload, short, long (discarded whole), garbage, wrong segment in the record, a status */
+    CHECK(rdma_connect_raw(fd, 1, SEGMENT_ID, 0, NULL, 0, &answer, answer_record));
+    CHECK(answer.status == GT_INVALID_PARAMS);
+    CHECK(rdma_connect_raw(fd, 2, SEGMENT_ID, 0, record, 63, &answer, answer_record));
+    CHECK(answer.status == GT_INVALID_PARAMS);
+    CHECK(rdma_connect_raw(fd, 3, SEGMENT_ID, 0, big, sizeof(big), &answer, answer_record));
+    CHECK(answer.status == GT_INVALID_PARAMS);
+    uint8_t bad[GT_QP_INFO_LENGTH];
+    memcpy(bad, record, sizeof(bad));
+    bad[4] = 2; /* version */
+    CHECK(rdma_connect_raw(fd, 4, SEGMENT_ID, 0, bad, sizeof(bad), &answer, answer_record));
+    CHECK(answer.status == GT_INVALID_PARAMS);
+    memcpy(bad, record, sizeof(bad));
+    gt_put_u32(bad + 12, 0); /* QP number 0 */
+    CHECK(rdma_connect_raw(fd, 5, SEGMENT_ID, 0, bad, sizeof(bad), &answer, answer_record));
+    CHECK(answer.status == GT_INVALID_PARAMS);
+    CHECK(rdma_connect_raw(fd, 6, SEGMENT_ID + 1, 0, record, sizeof(record), &answer, answer_record));
+    CHECK(answer.status == GT_INVALID_PARAMS);
+    CHECK(rdma_connect_raw(fd, 7, SEGMENT_ID, 5, record, sizeof(record), &answer, answer_record));
+    CHECK(answer.status == GT_INVALID_PARAMS);
+
+    /* an unknown segment, then the real one on a node without a device */
+    uint8_t unknown[GT_QP_INFO_LENGTH];
+    client_qp_record(unknown, 77);
+    CHECK(rdma_connect_raw(fd, 8, 77, 0, unknown, sizeof(unknown), &answer, answer_record));
+    CHECK(answer.status == GT_SEGMENT_NOT_FOUND);
+    CHECK(rdma_connect_raw(fd, 9, SEGMENT_ID, 0, record, sizeof(record), &answer, answer_record));
+    CHECK(answer.status == GT_UNAVAILABLE);
+
+    /* with data tokens on, no remote key is handed out at all */
+    uint8_t key[GT_KEY_LENGTH];
+    memset(key, 7, sizeof(key));
+    gt_server_set_token_key(node.server, key, &error);
+    CHECK(rdma_connect_raw(fd, 10, SEGMENT_ID, 0, record, sizeof(record), &answer, answer_record));
+    CHECK(answer.status == GT_ACCESS_DENIED);
+    CHECK(rdma_connect_raw(fd, 11, 77, 0, unknown, sizeof(unknown), &answer, answer_record));
+    CHECK(answer.status == GT_ACCESS_DENIED);
+    gt_server_set_token_key(node.server, NULL, &error);
+
+    /* the connection is still in step: a PING answers */
+    gt_header h;
+    memset(&h, 0, sizeof(h));
+    h.opcode = GT_OPC_PING;
+    h.request_id = 12;
+    uint8_t frame[GT_HEADER_LENGTH];
+    gt_header_encode(frame, &h);
+    CHECK(send(fd, frame, sizeof(frame), 0) == sizeof(frame));
+    CHECK(recv(fd, frame, sizeof(frame), MSG_WAITALL) == sizeof(frame));
+    CHECK(gt_header_decode(frame, 1u << 20, &answer) == GT_DECODE_OK && answer.opcode == 0x83 &&
+        answer.request_id == 12);
+    close(fd);
+    gt_server_stats stats;
+    gt_server_get_stats(node.server, &stats);
+    CHECK(stats.protocol_errors == 0 && stats.error_responses == 11);
+    node_stop(&node);
 }
 
 typedef struct silent_server
@@ -1541,6 +1667,7 @@ int main(void)
     RUN(tokens_are_checked_before_bytes_move);
     RUN(commit_follows_its_write_and_may_come_later);
     RUN(malformed_frames_close_the_connection);
+    RUN(rdma_connect_is_checked_and_refused_without_a_device);
     RUN(timeouts_and_admission_complete_without_answers);
     RUN(stale_idle_connection_is_replaced_once);
     RUN(small_reads_leave_as_vectors);
