@@ -42,6 +42,7 @@
 #define MAX_SEGMENTS 4096
 #define LATENCY_SAMPLES 256
 #define MAX_IO_THREADS 256
+#define MAX_RDMA_LINKS 16 /* queue pairs one connection may bring up */
 
 enum receive_state
 {
@@ -113,6 +114,9 @@ struct connection
     uint64_t queued_bytes;
     int reading_paused;
     int want_out;
+    /* the node's queue pairs brought up by this connection's RDMA_CONNECTs, destroyed with it */
+    gt_rdma_link *rdma_links[MAX_RDMA_LINKS];
+    uint32_t rdma_link_count;
     connection *next;
     connection *prev;
 };
@@ -162,6 +166,8 @@ struct gt_server
     uint32_t loop_count;
     server_loop *loops;
     uint32_t next_loop;                   /* loop 0 only */
+    gt_rdma_device *rdma_device;          /* under mutex: opened by the first RDMA_CONNECT that gets that far */
+    gt_mr_table rdma_registrations;       /* under mutex: the segments registered on it (handle: the MR) */
 };
 
 #define STAT_ADD(server_, field_, value_) __atomic_add_fetch(&(server_)->stats.field_, (value_), __ATOMIC_RELAXED)
@@ -229,6 +235,7 @@ int gt_server_create(const gt_server_config *config, const gt_server_callbacks *
     server->listen_fd = -1;
     server->generation = 1; /* every loop copies the (empty) tables before its first frame */
     pthread_mutex_init(&server->mutex, NULL);
+    gt_mr_table_init(&server->rdma_registrations);
     server->loop_count = config->io_threads == 0 ? 1 : config->io_threads;
     server->loops = calloc(server->loop_count, sizeof(server_loop));
     if (server->loops == NULL)
@@ -334,6 +341,24 @@ int gt_server_set_segments(gt_server *server, const uint32_t *ids, const uint64_
         server->segments[i].size = sizes[i];
     }
     server->segment_count = count;
+    /* A segment that left the table loses its RDMA registration before the owner may free its memory: one-sided
+     * operations on it then fail with a remote access error at the client. */
+    for (uint32_t i = server->rdma_registrations.count; i-- > 0;)
+    {
+        const gt_mr_entry *entry = &server->rdma_registrations.entries[i];
+        int kept = 0;
+        for (int j = 0; j < count && !kept; j++)
+        {
+            kept = (uint64_t)(uintptr_t)server->segments[j].address == entry->address &&
+                server->segments[j].size == entry->length;
+        }
+        if (!kept)
+        {
+            gt_mr_entry removed;
+            gt_mr_table_remove(&server->rdma_registrations, entry->address, &removed);
+            gt_rdma_deregister(server->rdma_device, removed.handle);
+        }
+    }
     __atomic_add_fetch(&server->generation, 1, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&server->mutex);
     return GT_OK;
@@ -762,7 +787,77 @@ static void finish_readv(gt_server *server, connection *c)
  * the device. One-sided operations bypass the per-frame token check, so a node with a token key hands out no remote
  * key at all (ACCESS_DENIED): RDMA is for trusted networks with data tokens off.
  */
-static int rdma_connect_status(server_loop *loop, const gt_header *h, const uint8_t *record, gt_qp_info *local)
+/*
+ * A queue pair of the node for connection c towards the client's remote, reaching segment_id: the device is opened
+ * and the segment registered on first use (under the tables' mutex, against the owner's table itself, so that a
+ * segment being removed is never registered), the QP brought up to RTS outside it. GT_OK with local filled in,
+ * SEGMENT_NOT_FOUND when the segment just left, UNAVAILABLE without a device or registration, TRANSFER_FAIL when the
+ * QP does not come up.
+ */
+static int rdma_bring_up(gt_server *server, connection *c, const uint32_t segment_id, const gt_qp_info *remote,
+    gt_qp_info *local)
+{
+    gt_error error;
+    pthread_mutex_lock(&server->mutex);
+    const segment_entry *segment = NULL;
+    for (int i = 0; i < server->segment_count; i++)
+    {
+        if (server->segments[i].id == segment_id)
+        {
+            segment = &server->segments[i];
+            break;
+        }
+    }
+    if (segment == NULL)
+    {
+        pthread_mutex_unlock(&server->mutex);
+        return GT_SEGMENT_NOT_FOUND;
+    }
+    const uint64_t base = (uint64_t)(uintptr_t)segment->address;
+    const uint64_t size = segment->size;
+    if (server->rdma_device == NULL && gt_rdma_device_open(&server->rdma_device, &error) != GT_OK)
+    {
+        pthread_mutex_unlock(&server->mutex);
+        return GT_UNAVAILABLE;
+    }
+    const gt_mr_entry *registration = gt_mr_table_find(&server->rdma_registrations, base, size);
+    if (registration == NULL || registration->address != base || registration->length != size)
+    {
+        gt_mr_entry entry = { .address = base, .length = size };
+        entry.handle = gt_rdma_register(server->rdma_device, segment->address, size, &entry.lkey, &entry.rkey,
+            &error);
+        if (entry.handle == NULL || gt_mr_table_add(&server->rdma_registrations, &entry) != GT_OK)
+        {
+            gt_rdma_deregister(server->rdma_device, entry.handle);
+            pthread_mutex_unlock(&server->mutex);
+            return GT_UNAVAILABLE;
+        }
+        registration = gt_mr_table_find(&server->rdma_registrations, base, size);
+    }
+    const uint32_t rkey = registration->rkey;
+    gt_rdma_link *link = NULL;
+    const int opened = gt_rdma_link_open(server->rdma_device, 1, &link, local, &error);
+    pthread_mutex_unlock(&server->mutex);
+    if (opened != GT_OK)
+    {
+        return opened == GT_UNAVAILABLE ? GT_UNAVAILABLE : GT_TRANSFER_FAIL;
+    }
+    if (gt_rdma_link_connect(link, remote, &error) != GT_OK)
+    {
+        gt_rdma_link_close(link);
+        memset(local, 0, sizeof(*local));
+        return GT_TRANSFER_FAIL;
+    }
+    c->rdma_links[c->rdma_link_count++] = link;
+    local->segment_id = segment_id;
+    local->rkey = rkey;
+    local->segment_address = base;
+    local->segment_length = size;
+    return GT_OK;
+}
+
+static int rdma_connect_status(server_loop *loop, connection *c, const gt_header *h, const uint8_t *record,
+    gt_qp_info *local)
 {
     memset(local, 0, sizeof(*local));
     gt_qp_info remote;
@@ -788,19 +883,18 @@ static int rdma_connect_status(server_loop *loop, const gt_header *h, const uint
     {
         return GT_SEGMENT_NOT_FOUND;
     }
-    gt_error error;
-    if (!gt_rdma_probe(&error))
+    if (c->rdma_link_count == MAX_RDMA_LINKS)
     {
         return GT_UNAVAILABLE;
     }
-    return GT_UNAVAILABLE; /* the node side of the verbs transport is not built yet */
+    return rdma_bring_up(loop->server, c, h->segment_id, &remote, local);
 }
 
 static void finish_rdma_connect(gt_server *server, connection *c)
 {
     const gt_header *h = &c->header;
     gt_qp_info local;
-    const int status = rdma_connect_status(c->loop, h, c->buffer, &local);
+    const int status = rdma_connect_status(c->loop, c, h, c->buffer, &local);
     free(c->buffer);
     c->buffer = NULL;
     c->state = RECEIVE_HEADER;
@@ -1099,6 +1193,10 @@ static void close_connection(gt_server *server, connection *c, const char *reaso
     }
     free(c->items);
     free(c->buffer);
+    for (uint32_t i = 0; i < c->rdma_link_count; i++)
+    {
+        gt_rdma_link_close(c->rdma_links[i]);
+    }
     if (c->prev != NULL)
     {
         c->prev->next = c->next;
@@ -1361,6 +1459,12 @@ void gt_server_destroy(gt_server *server)
         pthread_mutex_destroy(&loop->mutex);
     }
     free(server->loops);
+    for (uint32_t i = 0; i < server->rdma_registrations.count; i++)
+    {
+        gt_rdma_deregister(server->rdma_device, server->rdma_registrations.entries[i].handle);
+    }
+    gt_mr_table_free(&server->rdma_registrations);
+    gt_rdma_device_close(server->rdma_device);
     if (server->listen_fd >= 0)
     {
         close(server->listen_fd);
