@@ -143,7 +143,8 @@ typedef struct gt_region
     uint64_t length;
     uint32_t generation;
     int used;
-    void *transport; /* RDMA: the ibv_mr of the region; NULL on TCP */
+    void *transport; /* RDMA: the registration of the region (gt_rdma_register), made on first use; NULL on TCP */
+    uint32_t transport_key; /* its lkey */
 } gt_region;
 
 typedef struct gt_region_table

@@ -45,6 +45,7 @@ typedef struct fake_qp
 static pthread_mutex_t fake_mutex = PTHREAD_MUTEX_INITIALIZER;
 static struct ibv_device fake_device;
 static int fake_devices;
+static int fake_stalled;
 static fake_mr *fake_mrs[FAKE_MAX_OBJECTS];
 static fake_qp *fake_qps[FAKE_MAX_OBJECTS];
 static int live_contexts;
@@ -457,6 +458,10 @@ static int fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_
         }
         fake->in_flight++;
         fake->unsignalled++;
+        if (fake_stalled)
+        {
+            continue; /* on the wire, never answered */
+        }
         const enum ibv_wc_status status = execute(fake, wr);
         if (status != IBV_WC_SUCCESS)
         {
@@ -541,6 +546,13 @@ void fake_verbs_uninstall(void)
     gt_rdma_use_api(NULL);
 }
 
+void fake_verbs_stall(const int stalled)
+{
+    pthread_mutex_lock(&fake_mutex);
+    fake_stalled = stalled;
+    pthread_mutex_unlock(&fake_mutex);
+}
+
 int fake_verbs_live(void)
 {
     pthread_mutex_lock(&fake_mutex);
@@ -576,6 +588,10 @@ void fake_verbs_uninstall(void)
 int fake_verbs_live(void)
 {
     return 0;
+}
+
+void fake_verbs_stall(const int stalled)
+{
 }
 
 int fake_verbs_qp_state(const uint32_t qp_num)

@@ -24,6 +24,9 @@ void fake_verbs_uninstall(void);
 /* Objects alive in the fake: contexts, protection domains, registrations, completion queues, queue pairs. */
 int fake_verbs_live(void);
 
+/* 1: posted work requests go nowhere and never complete (a peer that stopped answering); 0: back to normal. */
+void fake_verbs_stall(int stalled);
+
 /* The state (enum ibv_qp_state) of queue pair qp_num, or -1 when there is none. */
 int fake_verbs_qp_state(uint32_t qp_num);
 

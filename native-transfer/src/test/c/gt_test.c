@@ -4,7 +4,8 @@
  * loopback (every byte verified, tokens, malformed and truncated frames, timeouts, admission, late COMMIT, READV
  * vectors against the server and against scripted answers), the RDMA_CONNECT exchange against the server, the RDMA
  * transport end to end over the in-process fake verbs of gt_fake_verbs.c (queue pairs brought up over TCP, one-sided
- * READ and WRITE, error completions), plus a short soak with mixed sizes. Run plain, under ASan/UBSan and under
+ * READ and WRITE, error completions), the client engine's one-sided READs over the fake, plus a short soak with
+ * mixed sizes. Run plain, under ASan/UBSan and under
  * valgrind by the build.
  */
 #ifndef _GNU_SOURCE
@@ -1186,8 +1187,160 @@ static void rdma_moves_every_byte_over_fake_verbs(void)
     free(expected);
     free(memory);
 }
+/* An engine with RDMA reads on, against the node of a test (one lane, 64 KiB slices). */
+static gt_engine *rdma_engine(const uint64_t timeout_ms)
+{
+    gt_engine_config config;
+    gt_engine_config_defaults(&config);
+    config.slice_bytes = 64u << 10;
+    config.lanes_per_peer = 1;
+    config.transfer_timeout_ms = timeout_ms;
+    config.rdma_reads = 1;
+    gt_engine *engine = NULL;
+    gt_error error;
+    return gt_engine_create(&config, &engine, &error) == GT_OK ? engine : NULL;
+}
+
+/* Frames the node served over TCP (RDMA_CONNECTs included); a one-sided READ adds none. */
+static uint64_t tcp_requests(const test_node *node)
+{
+    gt_server_stats stats;
+    gt_server_get_stats(node->server, &stats);
+    return stats.requests;
+}
+
+/*
+ * The client engine with rdma_reads on the fake device: READs without a token go one-sided (every byte checked, the
+ * node serving no READ frame), one exchange per segment; WRITEs and tokened READs stay on TCP; a range past the
+ * segment goes over TCP for the node's answer; a failed completion fails the READ and sends the segment back to TCP,
+ * so does a READ that times out on a peer that stopped answering; a node with tokens on refuses the exchange and
+ * without a device everything takes TCP. Nothing is left behind in the fake.
+ */
+static void engine_reads_one_sided_over_fake_verbs(void)
+{
+    gt_error error;
+    CHECK(fake_verbs_install(0));
+    test_node node;
+    CHECK(node_start(&node));
+    fill_pattern(node.segment, SEGMENT_BYTES, 21);
+    const size_t local_bytes = 4u << 20;
+    uint8_t *memory = aligned_alloc(4096, local_bytes);
+    CHECK(memory != NULL);
+    gt_completion done[8];
+
+    /* no device: TCP */
+    gt_engine *engine = rdma_engine(5000);
+    CHECK(engine != NULL);
+    uint32_t peer = 0;
+    uint32_t region = 0;
+    CHECK(gt_engine_connect(engine, "127.0.0.1", gt_server_port(node.server), &peer, &error) == GT_OK);
+    CHECK(gt_engine_register_memory(engine, memory, local_bytes, &region, &error) == GT_OK);
+    gt_op read = op_of(1, peer, GT_OP_READ, region, 0, 100000, 4096);
+    CHECK(gt_engine_submit(engine, &read, 1, &error) == 1);
+    CHECK(await(engine, done, 1, 5000) == 1 && done[0].status == GT_OK);
+    CHECK(memcmp(memory, node.segment + 4096, 100000) == 0);
+    CHECK(tcp_requests(&node) == 2); /* 100000 bytes in two 64 KiB slices, no exchange */
+    gt_engine_destroy(engine);
+
+    fake_verbs_install(1);
+    engine = rdma_engine(5000);
+    CHECK(engine != NULL);
+    CHECK(gt_engine_connect(engine, "127.0.0.1", gt_server_port(node.server), &peer, &error) == GT_OK);
+    CHECK(gt_engine_register_memory(engine, memory, local_bytes, &region, &error) == GT_OK);
+    memset(memory, 0, local_bytes);
+    const uint64_t before = tcp_requests(&node);
+    gt_op reads[4] = {
+        op_of(11, peer, GT_OP_READ, region, 0, 100, 0),
+        op_of(12, peer, GT_OP_READ, region, 4096, 300000, 1u << 20),
+        op_of(13, peer, GT_OP_READ, region, 1u << 20, 2u << 20, 3u << 20), /* 32 WRs, two chains of 16 */
+        op_of(14, peer, GT_OP_READ, region, 3u << 20, 5000, SEGMENT_BYTES - 5000),
+    };
+    CHECK(gt_engine_submit(engine, reads, 4, &error) == 4);
+    CHECK(await(engine, done, 4, 5000) == 4);
+    for (int i = 0; i < 4; i++)
+    {
+        CHECK(status_of(done, 4, 11 + (uint64_t)i) == GT_OK);
+        CHECK(memcmp(memory + reads[i].local_offset, node.segment + reads[i].remote_offset, reads[i].length) == 0);
+    }
+    CHECK(tcp_requests(&node) == before + 1); /* the exchange, and no READ frame */
+
+    /* a WRITE takes TCP (the ledger sees it); a one-sided READ then sees its bytes */
+    fill_pattern(memory, 70000, 5);
+    gt_op write = op_of(20, peer, GT_OP_WRITE, region, 0, 70000, 12345);
+    CHECK(gt_engine_submit(engine, &write, 1, &error) == 1);
+    CHECK(await(engine, done, 1, 5000) == 1 && done[0].status == GT_OK);
+    CHECK(node.writes == 2 && memcmp(node.segment + 12345, memory, 70000) == 0);
+    const uint64_t after_write = tcp_requests(&node);
+    gt_op back = op_of(21, peer, GT_OP_READ, region, 1u << 20, 70000, 12345);
+    CHECK(gt_engine_submit(engine, &back, 1, &error) == 1);
+    CHECK(await(engine, done, 1, 5000) == 1 && done[0].status == GT_OK);
+    CHECK(memcmp(memory + (1u << 20), memory, 70000) == 0 && tcp_requests(&node) == after_write);
+
+    /* past the segment's end: over TCP, where the node answers INVALID_PARAMS */
+    gt_op beyond = op_of(22, peer, GT_OP_READ, region, 0, 8192, SEGMENT_BYTES - 4096);
+    CHECK(gt_engine_submit(engine, &beyond, 1, &error) == 1);
+    CHECK(await(engine, done, 1, 5000) == 1 && done[0].status == GT_INVALID_PARAMS);
+    CHECK(tcp_requests(&node) == after_write + 1);
+
+    /* the node drops the segment: the one-sided READ fails with a remote access error, then the segment takes TCP */
+    CHECK(gt_server_set_segments(node.server, NULL, NULL, NULL, 0, &error) == GT_OK);
+    gt_op dropped = op_of(23, peer, GT_OP_READ, region, 0, 4096, 0);
+    CHECK(gt_engine_submit(engine, &dropped, 1, &error) == 1);
+    CHECK(await(engine, done, 1, 5000) == 1 && done[0].status == GT_INVALID_PARAMS);
+    const uint32_t id = SEGMENT_ID;
+    const uint64_t address = (uint64_t)(uintptr_t)node.segment;
+    const uint64_t size = SEGMENT_BYTES;
+    CHECK(gt_server_set_segments(node.server, &id, &address, &size, 1, &error) == GT_OK);
+    const uint64_t before_tcp = tcp_requests(&node);
+    dropped.user_data = 24;
+    CHECK(gt_engine_submit(engine, &dropped, 1, &error) == 1);
+    CHECK(await(engine, done, 1, 5000) == 1 && done[0].status == GT_OK);
+    CHECK(tcp_requests(&node) == before_tcp + 1 && memcmp(memory, node.segment, 4096) == 0);
+    CHECK(gt_engine_region_count(engine) == 1);
+    gt_engine_destroy(engine);
+
+    /* a peer that stops answering: the READ times out, its QP goes, and the next READ takes TCP */
+    engine = rdma_engine(300);
+    CHECK(engine != NULL);
+    CHECK(gt_engine_connect(engine, "127.0.0.1", gt_server_port(node.server), &peer, &error) == GT_OK);
+    CHECK(gt_engine_register_memory(engine, memory, local_bytes, &region, &error) == GT_OK);
+    fake_verbs_stall(1);
+    read = op_of(25, peer, GT_OP_READ, region, 0, 4096, 0);
+    CHECK(gt_engine_submit(engine, &read, 1, &error) == 1);
+    CHECK(await(engine, done, 1, 5000) == 1 && done[0].status == GT_RPC_TIMEOUT);
+    fake_verbs_stall(0);
+    const uint64_t before_fallback = tcp_requests(&node);
+    read.user_data = 26;
+    CHECK(gt_engine_submit(engine, &read, 1, &error) == 1);
+    CHECK(await(engine, done, 1, 5000) == 1 && done[0].status == GT_OK);
+    CHECK(tcp_requests(&node) == before_fallback + 1);
+    gt_engine_destroy(engine);
+
+    /* tokens on at the node: the exchange is refused, the READ goes over TCP (and is refused there without one) */
+    uint8_t key[GT_KEY_LENGTH];
+    memset(key, 9, sizeof(key));
+    gt_server_set_token_key(node.server, key, &error);
+    engine = rdma_engine(5000);
+    CHECK(engine != NULL);
+    CHECK(gt_engine_connect(engine, "127.0.0.1", gt_server_port(node.server), &peer, &error) == GT_OK);
+    CHECK(gt_engine_register_memory(engine, memory, local_bytes, &region, &error) == GT_OK);
+    read = op_of(30, peer, GT_OP_READ, region, 0, 4096, 0);
+    CHECK(gt_engine_submit(engine, &read, 1, &error) == 1);
+    CHECK(await(engine, done, 1, 5000) == 1 && done[0].status == GT_ACCESS_DENIED);
+    gt_engine_destroy(engine);
+
+    node_stop(&node);
+    CHECK(fake_verbs_live() == 0);
+    fake_verbs_uninstall();
+    free(memory);
+}
 #else
 static void rdma_moves_every_byte_over_fake_verbs(void)
+{
+    printf("     skipped: this build has no verbs transport\n");
+}
+
+static void engine_reads_one_sided_over_fake_verbs(void)
 {
     printf("     skipped: this build has no verbs transport\n");
 }
@@ -1958,6 +2111,7 @@ int main(void)
     RUN(rdma_connect_is_checked_and_refused_without_a_device);
     RUN(rdma_exchange_checks_the_answer);
     RUN(rdma_moves_every_byte_over_fake_verbs);
+    RUN(engine_reads_one_sided_over_fake_verbs);
     RUN(timeouts_and_admission_complete_without_answers);
     RUN(stale_idle_connection_is_replaced_once);
     RUN(small_reads_leave_as_vectors);
