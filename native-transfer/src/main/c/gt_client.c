@@ -1430,8 +1430,11 @@ static void on_response(gt_engine *engine, lane *l)
     }
     const uint32_t uid = (uint32_t)(h.request_id >> 32);
     const uint64_t seq = h.request_id & 0xFFFFFFFFu;
+    /* the responses with a payload (FrameHeader.carriesPayload); an RDMA_CONNECT_RESPONSE never matches a frame of
+     * this engine's lanes, but the answer of a timed-out id is skipped whole whatever it is */
     const int carries = (h.opcode == (GT_OPC_READ | GT_OPC_RESPONSE_BIT) ||
-        h.opcode == (GT_OPC_READV | GT_OPC_RESPONSE_BIT)) && h.status == 0;
+        h.opcode == (GT_OPC_READV | GT_OPC_RESPONSE_BIT) ||
+        h.opcode == (GT_OPC_RDMA_CONNECT | GT_OPC_RESPONSE_BIT)) && h.status == 0;
     frame *f = NULL;
     if (uid == l->uid)
     {

@@ -45,7 +45,8 @@ int gt_qp_info_decode(const uint8_t in[GT_QP_INFO_LENGTH], gt_qp_info *info)
     }
     const uint32_t qp_num = gt_get_u32(in + 12);
     const uint32_t psn = gt_get_u32(in + 16);
-    if (qp_num > 0xFFFFFFu || psn > 0xFFFFFFu || qp_num == 0)
+    if (qp_num > 0xFFFFFFu || psn > 0xFFFFFFu || qp_num == 0 || in[6] < GT_QP_INFO_MIN_MTU ||
+        in[6] > GT_QP_INFO_MAX_MTU)
     {
         return GT_INVALID_PARAMS;
     }

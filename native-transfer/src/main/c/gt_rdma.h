@@ -13,6 +13,8 @@
 #define GT_QP_INFO_LENGTH 64
 #define GT_QP_INFO_MAGIC 0x47525150u /* "GRQP" */
 #define GT_QP_INFO_VERSION 1
+#define GT_QP_INFO_MIN_MTU 1 /* IBV_MTU_256 */
+#define GT_QP_INFO_MAX_MTU 5 /* IBV_MTU_4096 */
 
 typedef struct gt_qp_info
 {
@@ -30,7 +32,10 @@ typedef struct gt_qp_info
 
 void gt_qp_info_encode(uint8_t out[GT_QP_INFO_LENGTH], const gt_qp_info *info);
 
-/* GT_OK, or GT_INVALID_PARAMS for a bad magic or version, a QP number or PSN above 24 bits, or nonzero padding. */
+/*
+ * GT_OK, or GT_INVALID_PARAMS for a bad magic or version, a QP number or PSN above 24 bits, a zero QP number, an MTU
+ * that is not an enum ibv_mtu (1..5), nonzero padding, or a segment range that wraps.
+ */
 int gt_qp_info_decode(const uint8_t in[GT_QP_INFO_LENGTH], gt_qp_info *info);
 
 /* Registered memory: which registration (lkey) covers a local range, which remote key a segment extent needs. */

@@ -239,6 +239,11 @@ static void qp_info_round_trips_and_rejects_garbage(void)
     bad[63] = 1; /* padding */
     CHECK(gt_qp_info_decode(bad, &back) == GT_INVALID_PARAMS);
     memcpy(bad, bytes, sizeof(bad));
+    bad[6] = 0; /* not an ibv_mtu */
+    CHECK(gt_qp_info_decode(bad, &back) == GT_INVALID_PARAMS);
+    bad[6] = 6;
+    CHECK(gt_qp_info_decode(bad, &back) == GT_INVALID_PARAMS);
+    memcpy(bad, bytes, sizeof(bad));
     gt_put_u64(bad + 44, UINT64_MAX - 10); /* address + length wraps */
     CHECK(gt_qp_info_decode(bad, &back) == GT_INVALID_PARAMS);
 }
@@ -1176,6 +1181,19 @@ static void rdma_moves_every_byte_over_fake_verbs(void)
     CHECK(gt_rdma_exchange(fd, 6, SEGMENT_ID, &local, &remote, &error) == GT_ACCESS_DENIED);
     gt_server_set_token_key(node.server, NULL, &error);
     CHECK(gt_rdma_exchange(fd, 7, SEGMENT_ID, &local, &remote, &error) == GT_OK);
+    gt_rdma_link_close(link);
+
+    /* one connection brings up at most 16 node QPs (four are up: those of the exchanges above) */
+    CHECK(gt_rdma_link_open(device, 16, &link, &local, &error) == GT_OK);
+    int accepted = 0;
+    int refused = 0;
+    for (uint64_t request = 100; request < 120; request++)
+    {
+        const int status = gt_rdma_exchange(fd, request, SEGMENT_ID, &local, &remote, &error);
+        accepted += status == GT_OK;
+        refused += status == GT_UNAVAILABLE;
+    }
+    CHECK(accepted == 16 - 4 && refused == 20 - accepted);
     gt_rdma_link_close(link);
 
     close(fd);

@@ -15,6 +15,9 @@ public final class QpInfo
     /** "GRQP" in ASCII. */
     public static final int MAGIC = 0x47525150;
     public static final int VERSION = 1;
+    /** The MTU is an {@code enum ibv_mtu}: 1 (256 bytes) to 5 (4096 bytes). */
+    public static final int MIN_MTU = 1;
+    public static final int MAX_MTU = 5;
     private static final int MAX_24_BITS = 0xFF_FFFF;
     private static final int GID_LENGTH = 16;
 
@@ -79,7 +82,7 @@ public final class QpInfo
     /**
      * The record in {@code bytes[offset..offset + length)}, or null when it is not exactly {@value #LENGTH} bytes or
      * is refused: another magic or version, nonzero reserved bytes, a QP number or PSN above 24 bits, a zero QP
-     * number, or an address range that wraps (unsigned).
+     * number, an MTU outside 1..5, or an address range that wraps (unsigned).
      */
     public static QpInfo decode(final byte[] bytes, final int offset, final int length)
     {
@@ -95,8 +98,9 @@ public final class QpInfo
         }
         final int qpNum = in.getInt(12);
         final int psn = in.getInt(16);
+        final int mtu = in.get(6);
         if (qpNum == 0 || Integer.compareUnsigned(qpNum, MAX_24_BITS) > 0 ||
-            Integer.compareUnsigned(psn, MAX_24_BITS) > 0)
+            Integer.compareUnsigned(psn, MAX_24_BITS) > 0 || mtu < MIN_MTU || mtu > MAX_MTU)
         {
             return null;
         }

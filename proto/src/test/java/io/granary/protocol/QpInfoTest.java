@@ -87,6 +87,12 @@ class QpInfoTest
         assertThat(QpInfo.decode(bigPsn, 0, QpInfo.LENGTH)).as("PSN above 24 bits").isNull();
         assertThat(QpInfo.decode(new QpInfo(1, 5, 0, 0, 1, new byte[16], 1, 0, 0, 0).encode(), 0, QpInfo.LENGTH))
             .as("QP number 0").isNull();
+        for (final int mtu : new int[] {0, 6, 0xFF})
+        {
+            final byte[] badMtu = good.clone();
+            badMtu[6] = (byte)mtu;
+            assertThat(QpInfo.decode(badMtu, 0, QpInfo.LENGTH)).as("MTU %d", mtu).isNull();
+        }
         final byte[] wraps = good.clone();
         ByteBuffer.wrap(wraps).putLong(44, -11L);
         assertThat(QpInfo.decode(wraps, 0, QpInfo.LENGTH)).as("the range wraps").isNull();
