@@ -1,8 +1,9 @@
 /*
  * The RDMA transport's pieces. The device-independent ones (queue-pair information encoding, memory-registration
- * bookkeeping, work-request batching) are plain C and unit tested everywhere; the verbs calls are compiled only
- * when <infiniband/verbs.h> is present (GT_HAVE_VERBS) and resolve libibverbs with dlopen at run time, so the
- * library loads on machines without it.
+ * bookkeeping, work-request batching, the client's half of the RDMA_CONNECT exchange) are plain C and unit tested
+ * everywhere; the verbs calls are compiled only when <infiniband/verbs.h> is present (GT_HAVE_VERBS) and resolve
+ * libibverbs with dlopen at run time, so the library loads on machines without it. They go through a table of
+ * entry points that the C test binaries replace with the fake of src/test/c/gt_fake_verbs.c.
  */
 #ifndef GT_RDMA_H
 #define GT_RDMA_H

@@ -2,7 +2,8 @@
  * The native TCP transfer server: serves a storage node's segments over the frame protocol of docs/protocol.md with
  * the checks of the Java FrameHandler, in its order, before any byte moves (decode, status, access token, segment,
  * range; the ledger through the owner's on_write/on_commit callbacks). WRITE payloads are received straight into
- * segment memory, READ and READV payloads sent straight from it.
+ * segment memory, READ and READV payloads sent straight from it. An RDMA_CONNECT that passes its checks brings up a
+ * queue pair of the node for the segment (only while no token key is installed) that lives as long as the connection.
  *
  * Threading: the server has io_threads event loops, each run by one thread (gt_server_run_loop, or gt_server_run for
  * all of them). Loop 0 also accepts and spreads the connections over the loops round-robin; a connection then belongs
