@@ -54,6 +54,11 @@ typedef struct gt_engine_config
     uint64_t transfer_timeout_ms;      /* per frame, from the moment it is handed to its lane */
     uint64_t connect_timeout_ms;
     uint32_t max_vector_entries;       /* small READs (<= 64 KiB) one READV frame carries, 1..1024; 1 = no READV */
+    /*
+     * 1: READs without a token go one-sided over RDMA where a device exists and the node agrees (RDMA_CONNECT),
+     * everything else over TCP; 0 (default): TCP only. Exercised against the C tests' fake verbs only.
+     */
+    uint32_t rdma_reads;
 } gt_engine_config;
 
 /* Fills the defaults of docs/configuration.md (the Java TransferConfig's). */

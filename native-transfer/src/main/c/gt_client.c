@@ -5,6 +5,8 @@
  * WRITE follow the Java engine (NettyTransferEngine); see docs/architecture.md "Native transfer engine". Small READs
  * handed to a lane in one loop turn leave together as READV frames (docs/protocol.md "READV"), formed and checked as
  * the Java engines do (DirectConnection, VectorRead): each entry's bytes land straight in its own memory.
+ * With rdma_reads, a READ without a token goes one-sided instead where the node agreed to an RDMA path for its
+ * segment ("RDMA reads" below); WRITEs and COMMITs always take TCP, so the node's ledger sees every write.
  *
  * Threading: gt_engine_poll is the only thread that touches lanes, frames and transfers. Other threads hand
  * operations over through the incoming queue under the engine mutex and wake the loop with an eventfd.
@@ -13,6 +15,7 @@
 #define _GNU_SOURCE
 #endif
 #include "gt_internal.h"
+#include "gt_rdma.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -40,11 +43,17 @@
 #define MAX_VECTOR_ENTRY_BYTES (64u << 10)
 #define MAX_VECTOR_BYTES (4u << 20)
 #define VECTOR_STATUS_LENGTH 4
+#define RDMA_QUEUE_DEPTH 256      /* send-queue slots of one path */
+#define RDMA_CHAIN_LENGTH 16      /* WRs per ibv_post_send */
+#define RDMA_MAX_INFLIGHT 64      /* transfers in flight on one path; more go over TCP */
+#define RDMA_MAX_PATHS 16         /* segments per peer with an RDMA path */
+#define RDMA_RETRY_MS 5000        /* after a refusal or a failure, TCP only for that segment for this long */
 
 typedef struct transfer transfer;
 typedef struct frame frame;
 typedef struct lane lane;
 typedef struct peer peer;
+typedef struct rdma_path rdma_path;
 
 enum commit_state
 {
@@ -86,6 +95,10 @@ struct transfer
     transfer *commit_link;   /* waiting-commit or provided list (under the engine mutex) */
     int commit_listed;       /* on the waiting-commit list (else, if late_commit, maybe on the provided list) */
     int late_commit;         /* submitted with GT_OP_FLAG_COMMIT_LATER: lists under the mutex may hold it */
+    rdma_path *rdma;         /* the path it is in flight on, or NULL */
+    uint32_t rdma_slot;
+    uint32_t rdma_wrs;
+    uint64_t rdma_deadline_ms;
 };
 
 struct frame
@@ -167,6 +180,25 @@ struct peer
     uint32_t pending_count;
     transfer *pending_head;
     transfer *pending_tail;
+    rdma_path *rdma_paths[RDMA_MAX_PATHS];
+    uint32_t rdma_path_count;
+};
+
+/*
+ * One segment of a peer reached over RDMA: the control connection the exchange went over (the node's queue pair
+ * lives as long as it), this side's queue pair, the node's record (rkey, segment range), and the READs in flight.
+ */
+struct rdma_path
+{
+    uint32_t segment_id;
+    int ready;
+    uint64_t retry_at_ms;    /* not ready: TCP only until then */
+    int fd;
+    gt_rdma_link *link;
+    gt_qp_info remote;
+    uint32_t wrs_outstanding;
+    uint32_t inflight_count;
+    transfer *inflight[RDMA_MAX_INFLIGHT];
 };
 
 struct gt_engine
@@ -193,6 +225,10 @@ struct gt_engine
     uint64_t rejected_queue_full;
     uint64_t rejected_admission_timeout;
     lane *dirty_head;
+    gt_rdma_device *rdma_device;   /* set once by the loop (first RDMA READ), before any registration is made */
+    int rdma_device_failed;
+    uint32_t rdma_inflight;        /* transfers in flight over RDMA, all peers */
+    uint64_t rdma_request_id;
     uint8_t discard[STAGING_BYTES];
 };
 
@@ -210,6 +246,7 @@ void gt_engine_config_defaults(gt_engine_config *config)
     config->transfer_timeout_ms = 10000;
     config->connect_timeout_ms = 3000;
     config->max_vector_entries = 256;
+    config->rdma_reads = 0;
 }
 
 int gt_engine_create(const gt_engine_config *config, gt_engine **out, gt_error *error)
@@ -282,10 +319,22 @@ int gt_engine_register_memory(gt_engine *engine, void *address, const uint64_t l
     return GT_OK;
 }
 
+/* Under the engine mutex: forgets a region, and its RDMA registration if it has one. */
+static int region_release(gt_engine *engine, const uint32_t id)
+{
+    gt_region *region = gt_regions_get(&engine->regions, id);
+    if (region != NULL && region->transport != NULL)
+    {
+        gt_rdma_deregister(engine->rdma_device, region->transport);
+        region->transport = NULL;
+    }
+    return gt_regions_remove(&engine->regions, id);
+}
+
 int gt_engine_unregister_memory(gt_engine *engine, const uint32_t region)
 {
     pthread_mutex_lock(&engine->mutex);
-    const int result = gt_regions_remove(&engine->regions, region);
+    const int result = region_release(engine, region);
     pthread_mutex_unlock(&engine->mutex);
     return result;
 }
@@ -614,7 +663,7 @@ static void complete(gt_engine *engine, transfer *t)
         }
         if (t->own_region)
         {
-            gt_regions_remove(&engine->regions, t->region);
+            region_release(engine, t->region);
         }
         pthread_mutex_unlock(&engine->mutex);
     }
@@ -1087,11 +1136,17 @@ static int send_commit(gt_engine *engine, transfer *t, lane *l)
 }
 
 /* Puts the next slices of a transfer on its lanes (within its window), its COMMIT when due, or completes it. */
+static int rdma_start_read(gt_engine *engine, transfer *t);
+
 static void transfer_progress(gt_engine *engine, transfer *t)
 {
     if (!t->admitted)
     {
         return;
+    }
+    if (t->status == GT_OK && t->slices_issued == 0 && t->rdma == NULL && rdma_start_read(engine, t))
+    {
+        return; /* in flight one-sided (or already completed): rdma_finish takes it from here */
     }
     if (t->status == GT_OK)
     {
@@ -1375,8 +1430,11 @@ static void on_response(gt_engine *engine, lane *l)
     }
     const uint32_t uid = (uint32_t)(h.request_id >> 32);
     const uint64_t seq = h.request_id & 0xFFFFFFFFu;
+    /* the responses with a payload (FrameHeader.carriesPayload); an RDMA_CONNECT_RESPONSE never matches a frame of
+     * this engine's lanes, but the answer of a timed-out id is skipped whole whatever it is */
     const int carries = (h.opcode == (GT_OPC_READ | GT_OPC_RESPONSE_BIT) ||
-        h.opcode == (GT_OPC_READV | GT_OPC_RESPONSE_BIT)) && h.status == 0;
+        h.opcode == (GT_OPC_READV | GT_OPC_RESPONSE_BIT) ||
+        h.opcode == (GT_OPC_RDMA_CONNECT | GT_OPC_RESPONSE_BIT)) && h.status == 0;
     frame *f = NULL;
     if (uid == l->uid)
     {
@@ -1730,6 +1788,312 @@ static void for_each_lane_doomed(gt_engine *engine)
     }
 }
 
+/* ---------------------------------------------------------------- RDMA reads (loop thread) */
+
+/*
+ * A READ without a token may go one-sided: the first one to a (peer, segment) opens the device, connects a control
+ * connection to the peer, runs the RDMA_CONNECT exchange on it (docs/protocol.md, "RDMA: queue-pair information")
+ * and brings this side's queue pair up; that blocks the loop for one round trip per segment. Later READs register
+ * their local region on first use, are planned into WRs of at most a slice and posted; the CQs are polled by
+ * gt_engine_poll. Whatever cannot go one-sided (no device, the node refused, a range outside the segment the node
+ * announced, the path's queue full, a region that cannot be registered) goes over TCP as usual. A failed completion
+ * or a timeout tears the path down first (destroying the QP guarantees no more bytes land in caller memory), then
+ * fails every READ in flight on it; the segment then takes TCP for RDMA_RETRY_MS.
+ */
+
+static void rdma_path_close(rdma_path *path)
+{
+    gt_rdma_link_close(path->link);
+    path->link = NULL;
+    if (path->fd >= 0)
+    {
+        close(path->fd);
+    }
+    path->fd = -1;
+    path->ready = 0;
+}
+
+/* Completes the READ in slot of path with status (it no longer uses the path). */
+static void rdma_finish(gt_engine *engine, rdma_path *path, const uint32_t slot, const int32_t status)
+{
+    transfer *t = path->inflight[slot];
+    path->inflight[slot] = NULL;
+    path->inflight_count--;
+    path->wrs_outstanding -= t->rdma_wrs;
+    engine->rdma_inflight--;
+    t->rdma = NULL;
+    t->in_lanes = 0;
+    t->slices_done = t->slices_total;
+    if (t->status == GT_OK)
+    {
+        t->status = status;
+    }
+    transfer_progress(engine, t);
+}
+
+/* Tears the path down, then fails what was in flight on it: the READs already given a status keep it. */
+static void rdma_path_break(gt_engine *engine, rdma_path *path, const int32_t status)
+{
+    rdma_path_close(path);
+    path->retry_at_ms = gt_now_ms() + RDMA_RETRY_MS;
+    path->wrs_outstanding = 0;
+    for (uint32_t slot = 0; slot < RDMA_MAX_INFLIGHT; slot++)
+    {
+        if (path->inflight[slot] != NULL)
+        {
+            path->inflight[slot]->rdma_wrs = 0;
+            rdma_finish(engine, path, slot, status);
+        }
+    }
+}
+
+/* A blocking connection to the peer for the exchange, with the connect timeout on every call; -1 on failure. */
+static int rdma_control_connect(gt_engine *engine, const peer *p)
+{
+    const int fd = socket(p->address.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+    {
+        return -1;
+    }
+    const uint64_t ms = engine->config.connect_timeout_ms;
+    struct timeval timeout = { .tv_sec = (time_t)(ms / 1000), .tv_usec = (suseconds_t)(ms % 1000) * 1000 };
+    const int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    if (connect(fd, (const struct sockaddr *)&p->address, p->address_length) != 0)
+    {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* The ready path to (p, segment_id), brought up now if need be; NULL when the READ must take TCP. */
+static rdma_path *rdma_path_get(gt_engine *engine, peer *p, const uint32_t segment_id)
+{
+    rdma_path *path = NULL;
+    for (uint32_t i = 0; i < p->rdma_path_count; i++)
+    {
+        if (p->rdma_paths[i]->segment_id == segment_id)
+        {
+            path = p->rdma_paths[i];
+            break;
+        }
+    }
+    const uint64_t now = gt_now_ms();
+    if (path != NULL && (path->ready || now < path->retry_at_ms))
+    {
+        return path->ready ? path : NULL;
+    }
+    if (path != NULL && path->inflight_count > 0)
+    {
+        return NULL; /* broken paths hold nothing; cannot happen */
+    }
+    gt_error error;
+    if (engine->rdma_device == NULL)
+    {
+        if (engine->rdma_device_failed || gt_rdma_device_open(&engine->rdma_device, &error) != GT_OK)
+        {
+            engine->rdma_device_failed = 1; /* no device now means none later: TCP for good */
+            return NULL;
+        }
+    }
+    if (path == NULL)
+    {
+        if (p->rdma_path_count == RDMA_MAX_PATHS || (path = calloc(1, sizeof(rdma_path))) == NULL)
+        {
+            return NULL;
+        }
+        path->segment_id = segment_id;
+        path->fd = -1;
+        p->rdma_paths[p->rdma_path_count++] = path;
+    }
+    path->retry_at_ms = now + RDMA_RETRY_MS; /* unless it comes up below */
+    gt_qp_info local;
+    path->fd = rdma_control_connect(engine, p);
+    if (path->fd < 0 || gt_rdma_link_open(engine->rdma_device, RDMA_QUEUE_DEPTH, &path->link, &local, &error) != GT_OK ||
+        gt_rdma_exchange(path->fd, ++engine->rdma_request_id, segment_id, &local, &path->remote, &error) != GT_OK ||
+        gt_rdma_link_connect(path->link, &path->remote, &error) != GT_OK)
+    {
+        rdma_path_close(path);
+        return NULL;
+    }
+    path->ready = 1;
+    return path;
+}
+
+/* The lkey of the transfer's region, registering the region on first use; 0 when it cannot be registered. */
+static int rdma_local_key(gt_engine *engine, const transfer *t, uint32_t *lkey)
+{
+    gt_error error;
+    pthread_mutex_lock(&engine->mutex);
+    gt_region *region = gt_regions_get(&engine->regions, t->region);
+    if (region != NULL && region->transport == NULL)
+    {
+        uint32_t rkey = 0;
+        region->transport = gt_rdma_register(engine->rdma_device, region->address, region->length,
+            &region->transport_key, &rkey, &error);
+    }
+    const int registered = region != NULL && region->transport != NULL;
+    if (registered)
+    {
+        *lkey = region->transport_key;
+    }
+    pthread_mutex_unlock(&engine->mutex);
+    return registered;
+}
+
+/* 1 when the transfer is now RDMA's (in flight, or already failed and completed), 0 when it takes TCP. */
+static int rdma_start_read(gt_engine *engine, transfer *t)
+{
+    if (!engine->config.rdma_reads || t->op != GT_OP_READ || t->has_token || t->length == 0 ||
+        engine->rdma_device_failed)
+    {
+        return 0;
+    }
+    rdma_path *path = rdma_path_get(engine, t->peer, t->segment_id);
+    if (path == NULL || path->inflight_count == RDMA_MAX_INFLIGHT ||
+        t->slices_total > RDMA_QUEUE_DEPTH - path->wrs_outstanding ||
+        t->remote_offset > path->remote.segment_length || t->length > path->remote.segment_length - t->remote_offset)
+    {
+        return 0; /* over TCP the node says what is wrong with the range */
+    }
+    uint32_t lkey = 0;
+    if (!rdma_local_key(engine, t, &lkey))
+    {
+        return 0;
+    }
+    gt_rdma_wr *wrs = malloc((size_t)t->slices_total * sizeof(gt_rdma_wr));
+    if (wrs == NULL)
+    {
+        return 0;
+    }
+    const gt_rdma_op op = { .opcode = GT_OP_READ, .local_address = (uint64_t)(uintptr_t)t->local, .lkey = lkey,
+        .remote_address = path->remote.segment_address + t->remote_offset, .rkey = path->remote.rkey,
+        .length = t->length };
+    const int n = gt_rdma_plan(&op, 1, engine->config.slice_bytes, RDMA_CHAIN_LENGTH, wrs, t->slices_total);
+    uint32_t slot = 0;
+    while (slot < RDMA_MAX_INFLIGHT && path->inflight[slot] != NULL)
+    {
+        slot++;
+    }
+    if (n <= 0 || slot == RDMA_MAX_INFLIGHT)
+    {
+        free(wrs);
+        return 0;
+    }
+    for (int i = 0; i < n; i++)
+    {
+        wrs[i].wr_id = ((uint64_t)slot << 32) | (uint32_t)i;
+    }
+    t->rdma = path;
+    t->rdma_slot = slot;
+    t->rdma_wrs = (uint32_t)n;
+    t->rdma_deadline_ms = gt_now_ms() + engine->config.transfer_timeout_ms;
+    t->slices_issued = t->slices_total;
+    t->in_lanes = 1;
+    path->inflight[slot] = t;
+    path->inflight_count++;
+    path->wrs_outstanding += (uint32_t)n;
+    engine->rdma_inflight++;
+    gt_error error;
+    const int posted = gt_rdma_post(path->link, wrs, (uint32_t)n, &error);
+    free(wrs);
+    if (posted != GT_OK)
+    {
+        rdma_path_break(engine, path, GT_TRANSFER_FAIL); /* some chains may be on the wire: the QP goes first */
+    }
+    return 1;
+}
+
+/* Completions of every path with READs in flight: a READ is done when its last WR completed (RC completes in order). */
+static void rdma_poll_paths(gt_engine *engine)
+{
+    if (engine->rdma_inflight == 0)
+    {
+        return;
+    }
+    const uint32_t count = __atomic_load_n(&engine->peer_count, __ATOMIC_ACQUIRE);
+    for (uint32_t i = 0; i < count; i++)
+    {
+        peer *p = engine->peers[i];
+        for (uint32_t j = 0; j < p->rdma_path_count; j++)
+        {
+            rdma_path *path = p->rdma_paths[j];
+            while (path->ready && path->inflight_count > 0)
+            {
+                uint64_t ids[32];
+                int32_t statuses[32];
+                const int n = gt_rdma_poll(path->link, ids, statuses, 32);
+                if (n < 0)
+                {
+                    rdma_path_break(engine, path, GT_TRANSFER_FAIL);
+                    break;
+                }
+                if (n == 0)
+                {
+                    break;
+                }
+                for (int k = 0; k < n && path->ready; k++)
+                {
+                    const uint32_t slot = (uint32_t)(ids[k] >> 32);
+                    transfer *t = slot < RDMA_MAX_INFLIGHT ? path->inflight[slot] : NULL;
+                    if (t == NULL)
+                    {
+                        continue;
+                    }
+                    if (statuses[k] != GT_OK)
+                    {
+                        t->status = statuses[k];
+                        rdma_path_break(engine, path, GT_TRANSFER_FAIL);
+                    }
+                    else if ((uint32_t)ids[k] == t->rdma_wrs - 1)
+                    {
+                        rdma_finish(engine, path, slot, GT_OK);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* READs past their deadline time out; their path goes down with them (nothing else stops the device writing). */
+static void rdma_check_timeouts(gt_engine *engine, const uint64_t now, uint64_t *next_deadline)
+{
+    if (engine->rdma_inflight == 0)
+    {
+        return;
+    }
+    const uint32_t count = __atomic_load_n(&engine->peer_count, __ATOMIC_ACQUIRE);
+    for (uint32_t i = 0; i < count; i++)
+    {
+        peer *p = engine->peers[i];
+        for (uint32_t j = 0; j < p->rdma_path_count; j++)
+        {
+            rdma_path *path = p->rdma_paths[j];
+            int overdue = 0;
+            for (uint32_t slot = 0; slot < RDMA_MAX_INFLIGHT; slot++)
+            {
+                transfer *t = path->inflight[slot];
+                if (t != NULL && t->rdma_deadline_ms <= now)
+                {
+                    t->status = GT_RPC_TIMEOUT;
+                    overdue = 1;
+                }
+                else if (t != NULL && t->rdma_deadline_ms < *next_deadline)
+                {
+                    *next_deadline = t->rdma_deadline_ms;
+                }
+            }
+            if (overdue)
+            {
+                rdma_path_break(engine, path, GT_TRANSFER_FAIL);
+            }
+        }
+    }
+}
+
 static void check_timeouts(gt_engine *engine, const uint64_t now, uint64_t *next_deadline)
 {
     const uint32_t count = __atomic_load_n(&engine->peer_count, __ATOMIC_ACQUIRE);
@@ -1823,11 +2187,17 @@ int gt_engine_poll(gt_engine *engine, gt_completion *out, const int max, const i
     }
     drain_incoming(engine);
     for_each_lane_doomed(engine);
+    rdma_poll_paths(engine);
     uint64_t now = gt_now_ms();
     uint64_t next_deadline = UINT64_MAX;
     check_timeouts(engine, now, &next_deadline);
+    rdma_check_timeouts(engine, now, &next_deadline);
     for_each_lane_doomed(engine);
     int wait = engine->completions_count > 0 ? 0 : timeout_ms;
+    if (engine->rdma_inflight > 0 && (wait < 0 || wait > 1))
+    {
+        wait = 1; /* completion queues are polled, not waited on: look again within a millisecond */
+    }
     if (next_deadline != UINT64_MAX && wait != 0)
     {
         const uint64_t until = next_deadline > now ? next_deadline - now : 0;
@@ -1893,6 +2263,8 @@ int gt_engine_poll(gt_engine *engine, gt_completion *out, const int max, const i
         }
     }
     drain_incoming(engine);
+    for_each_lane_doomed(engine);
+    rdma_poll_paths(engine);
     for_each_lane_doomed(engine);
     return copy_completions(engine, out, max);
 }
@@ -1967,6 +2339,19 @@ void gt_engine_destroy(gt_engine *engine)
         {
             REMEMBER(t);
         }
+        for (uint32_t j = 0; j < p->rdma_path_count; j++)
+        {
+            rdma_path *path = p->rdma_paths[j];
+            rdma_path_close(path); /* the QP first: no more bytes land anywhere */
+            for (uint32_t slot = 0; slot < RDMA_MAX_INFLIGHT; slot++)
+            {
+                if (path->inflight[slot] != NULL)
+                {
+                    REMEMBER(path->inflight[slot]);
+                }
+            }
+            free(path);
+        }
         for (uint32_t j = 0; j < p->lanes_count; j++)
         {
             lane *l = p->lanes[j];
@@ -2029,7 +2414,15 @@ void gt_engine_destroy(gt_engine *engine)
     }
     free(seen);
     free(engine->completions);
+    for (uint32_t slot = 1; slot <= engine->regions.count; slot++)
+    {
+        if (engine->regions.regions[slot].used && engine->regions.regions[slot].transport != NULL)
+        {
+            gt_rdma_deregister(engine->rdma_device, engine->regions.regions[slot].transport);
+        }
+    }
     gt_regions_free(&engine->regions);
+    gt_rdma_device_close(engine->rdma_device);
     close(engine->epoll_fd);
     close(engine->event_fd);
     pthread_mutex_destroy(&engine->mutex);

@@ -18,6 +18,7 @@
 #define GT_OPC_WRITE 0x02
 #define GT_OPC_PING 0x03
 #define GT_OPC_COMMIT 0x04
+#define GT_OPC_RDMA_CONNECT 0x05 /* payload: a 64-byte QP-information record (gt_rdma.h) */
 #define GT_OPC_READV 0x10
 #define GT_OPC_RESPONSE_BIT 0x80
 
@@ -146,7 +147,8 @@ typedef struct gt_region
     uint64_t length;
     uint32_t generation;
     int used;
-    void *transport; /* RDMA: the ibv_mr of the region; NULL on TCP */
+    void *transport; /* RDMA: the registration of the region (gt_rdma_register), made on first use; NULL on TCP */
+    uint32_t transport_key; /* its lkey */
 } gt_region;
 
 typedef struct gt_region_table

@@ -4,8 +4,10 @@
 #endif
 #include "gt_rdma.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 
 /* ---------------------------------------------------------------- QP information */
 
@@ -43,7 +45,8 @@ int gt_qp_info_decode(const uint8_t in[GT_QP_INFO_LENGTH], gt_qp_info *info)
     }
     const uint32_t qp_num = gt_get_u32(in + 12);
     const uint32_t psn = gt_get_u32(in + 16);
-    if (qp_num > 0xFFFFFFu || psn > 0xFFFFFFu || qp_num == 0)
+    if (qp_num > 0xFFFFFFu || psn > 0xFFFFFFu || qp_num == 0 || in[6] < GT_QP_INFO_MIN_MTU ||
+        in[6] > GT_QP_INFO_MAX_MTU)
     {
         return GT_INVALID_PARAMS;
     }
@@ -224,50 +227,152 @@ int gt_rdma_plan(const gt_rdma_op *ops, const uint32_t count, const uint32_t max
     return (int)n;
 }
 
+/* ---------------------------------------------------------------- the exchange, client side */
+
+static int send_all(const int fd, const uint8_t *bytes, size_t length)
+{
+    while (length > 0)
+    {
+        const ssize_t sent = send(fd, bytes, length, MSG_NOSIGNAL);
+        if (sent < 0 && errno == EINTR)
+        {
+            continue;
+        }
+        if (sent <= 0)
+        {
+            return 0;
+        }
+        bytes += sent;
+        length -= (size_t)sent;
+    }
+    return 1;
+}
+
+static int receive_all(const int fd, uint8_t *bytes, size_t length)
+{
+    while (length > 0)
+    {
+        const ssize_t got = recv(fd, bytes, length, 0);
+        if (got < 0 && errno == EINTR)
+        {
+            continue;
+        }
+        if (got <= 0)
+        {
+            return 0;
+        }
+        bytes += got;
+        length -= (size_t)got;
+    }
+    return 1;
+}
+
+int gt_rdma_exchange(const int fd, const uint64_t request_id, const uint32_t segment_id, const gt_qp_info *local,
+    gt_qp_info *remote, gt_error *error)
+{
+    memset(remote, 0, sizeof(*remote));
+    uint8_t frame[GT_HEADER_LENGTH + GT_QP_INFO_LENGTH];
+    gt_header h;
+    memset(&h, 0, sizeof(h));
+    h.opcode = GT_OPC_RDMA_CONNECT;
+    h.request_id = request_id;
+    h.segment_id = segment_id;
+    h.length = GT_QP_INFO_LENGTH;
+    gt_header_encode(frame, &h);
+    gt_qp_info mine = *local;
+    mine.segment_id = segment_id;
+    mine.rkey = 0;
+    mine.segment_address = 0;
+    mine.segment_length = 0;
+    gt_qp_info_encode(frame + GT_HEADER_LENGTH, &mine);
+    if (!send_all(fd, frame, sizeof(frame)))
+    {
+        return gt_fail(error, GT_TRANSFER_FAIL, "cannot send the RDMA_CONNECT: %s", strerror(errno));
+    }
+    uint8_t answer[GT_HEADER_LENGTH];
+    if (!receive_all(fd, answer, sizeof(answer)))
+    {
+        return gt_fail(error, GT_TRANSFER_FAIL, "no answer to the RDMA_CONNECT");
+    }
+    gt_header a;
+    if (gt_header_decode(answer, GT_QP_INFO_LENGTH, &a) != GT_DECODE_OK ||
+        a.opcode != (GT_OPC_RDMA_CONNECT | GT_OPC_RESPONSE_BIT) || a.request_id != request_id ||
+        a.segment_id != segment_id || a.offset != 0 || !gt_status_is_known(a.status) ||
+        a.length != (a.status == GT_OK ? GT_QP_INFO_LENGTH : 0u))
+    {
+        return gt_fail(error, GT_TRANSFER_FAIL, "malformed answer to the RDMA_CONNECT");
+    }
+    if (a.status != GT_OK)
+    {
+        return gt_fail(error, a.status, "the node refused the RDMA_CONNECT for segment %u: status %d", segment_id,
+            a.status);
+    }
+    uint8_t record[GT_QP_INFO_LENGTH];
+    if (!receive_all(fd, record, sizeof(record)))
+    {
+        return gt_fail(error, GT_TRANSFER_FAIL, "the answer to the RDMA_CONNECT was cut short");
+    }
+    if (gt_qp_info_decode(record, remote) != GT_OK || remote->segment_id != segment_id ||
+        remote->segment_length == 0 || remote->segment_address == 0)
+    {
+        memset(remote, 0, sizeof(*remote));
+        return gt_fail(error, GT_TRANSFER_FAIL, "the node's QP information does not decode or names no segment");
+    }
+    return GT_OK;
+}
+
 /* ---------------------------------------------------------------- verbs */
 
 #ifdef GT_HAVE_VERBS
 #include <dlfcn.h>
-#include <infiniband/verbs.h>
 #include <pthread.h>
 
-/* libibverbs entry points, resolved once with dlopen so that the library loads without it. */
-typedef struct verbs_api
+struct gt_rdma_device
 {
-    void *library;
-    struct ibv_device **(*get_device_list)(int *);
-    void (*free_device_list)(struct ibv_device **);
-    struct ibv_context *(*open_device)(struct ibv_device *);
-    int (*close_device)(struct ibv_context *);
-    struct ibv_pd *(*alloc_pd)(struct ibv_context *);
-    int (*dealloc_pd)(struct ibv_pd *);
-    struct ibv_mr *(*reg_mr)(struct ibv_pd *, void *, size_t, int);
-    int (*dereg_mr)(struct ibv_mr *);
-    struct ibv_cq *(*create_cq)(struct ibv_context *, int, void *, struct ibv_comp_channel *, int);
-    int (*destroy_cq)(struct ibv_cq *);
-    struct ibv_qp *(*create_qp)(struct ibv_pd *, struct ibv_qp_init_attr *);
-    int (*destroy_qp)(struct ibv_qp *);
-    int (*modify_qp)(struct ibv_qp *, struct ibv_qp_attr *, int);
-    int (*query_port)(struct ibv_context *, uint8_t, struct ibv_port_attr *);
-    int (*query_gid)(struct ibv_context *, uint8_t, int, union ibv_gid *);
-    char error[GT_ERROR_MESSAGE_LENGTH];
-    int loaded;
-} verbs_api;
+    const gt_verbs_api *api;
+    struct ibv_context *context;
+    struct ibv_pd *pd;
+    uint8_t port;
+    struct ibv_port_attr port_attr;
+    union ibv_gid gid;
+};
 
-static verbs_api api;
-static pthread_once_t api_once = PTHREAD_ONCE_INIT;
-
-static void load_api(void)
+struct gt_rdma_link
 {
-    api.library = dlopen("libibverbs.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (api.library == NULL)
+    gt_rdma_device *device;
+    struct ibv_cq *cq;
+    struct ibv_qp *qp;
+    gt_qp_info local;
+};
+
+/* libibverbs, resolved once with dlopen so that the library loads without it. */
+static gt_verbs_api library_api;
+static char library_error[GT_ERROR_MESSAGE_LENGTH];
+static int library_loaded;
+static pthread_once_t library_once = PTHREAD_ONCE_INIT;
+
+static int library_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+    return ibv_post_send(qp, wr, bad);
+}
+
+static int library_poll_cq(struct ibv_cq *cq, const int count, struct ibv_wc *wc)
+{
+    return ibv_poll_cq(cq, count, wc);
+}
+
+static void load_library(void)
+{
+    void *library = dlopen("libibverbs.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (library == NULL)
     {
-        snprintf(api.error, sizeof(api.error), "libibverbs.so.1 cannot be loaded: %s", dlerror());
+        snprintf(library_error, sizeof(library_error), "libibverbs.so.1 cannot be loaded: %s", dlerror());
         return;
     }
 #define RESOLVE(field_, name_) \
-    do { *(void **)&api.field_ = dlsym(api.library, name_); \
-        if (api.field_ == NULL) { snprintf(api.error, sizeof(api.error), "libibverbs lacks %s", name_); return; } \
+    do { *(void **)&library_api.field_ = dlsym(library, name_); \
+        if (library_api.field_ == NULL) \
+        { snprintf(library_error, sizeof(library_error), "libibverbs lacks %s", name_); return; } \
     } while (0)
     RESOLVE(get_device_list, "ibv_get_device_list");
     RESOLVE(free_device_list, "ibv_free_device_list");
@@ -285,25 +390,54 @@ static void load_api(void)
     RESOLVE(query_port, "ibv_query_port");
     RESOLVE(query_gid, "ibv_query_gid");
 #undef RESOLVE
-    api.loaded = 1;
+    library_api.post_send = library_post_send;
+    library_api.poll_cq = library_poll_cq;
+    library_loaded = 1;
+}
+
+#ifdef GT_TESTING
+static const gt_verbs_api *installed_api;
+
+void gt_rdma_use_api(const gt_verbs_api *api)
+{
+    __atomic_store_n(&installed_api, api, __ATOMIC_RELEASE);
+}
+#endif
+
+/* The entry points to use: a test's table when one is installed, else libibverbs (NULL with the reason). */
+static const gt_verbs_api *verbs(gt_error *error)
+{
+#ifdef GT_TESTING
+    const gt_verbs_api *test_api = __atomic_load_n(&installed_api, __ATOMIC_ACQUIRE);
+    if (test_api != NULL)
+    {
+        return test_api;
+    }
+#endif
+    pthread_once(&library_once, load_library);
+    if (!library_loaded)
+    {
+        gt_fail(error, GT_UNAVAILABLE, "%s", library_error);
+        return NULL;
+    }
+    return &library_api;
 }
 
 int gt_rdma_probe(gt_error *error)
 {
-    pthread_once(&api_once, load_api);
-    if (!api.loaded)
+    const gt_verbs_api *api = verbs(error);
+    if (api == NULL)
     {
-        gt_fail(error, GT_UNAVAILABLE, "%s", api.error);
         return 0;
     }
     int devices = 0;
-    struct ibv_device **list = api.get_device_list(&devices);
+    struct ibv_device **list = api->get_device_list(&devices);
     if (list == NULL)
     {
         gt_fail(error, GT_UNAVAILABLE, "ibv_get_device_list failed (no RDMA subsystem in this kernel?)");
         return 0;
     }
-    api.free_device_list(list);
+    api->free_device_list(list);
     if (devices == 0)
     {
         gt_fail(error, GT_UNAVAILABLE, "no RDMA device found (libibverbs loaded, 0 devices)");
@@ -312,52 +446,113 @@ int gt_rdma_probe(gt_error *error)
     return 1;
 }
 
-/*
- * One reliable-connected queue pair to one peer with its protection domain and completion queue. Brought up with
- * the peer's gt_qp_info (exchanged over the TCP control connection), then driven by gt_rdma_plan's work requests.
- */
-typedef struct gt_rdma_link
+int gt_rdma_device_open(gt_rdma_device **out, gt_error *error)
 {
-    struct ibv_context *context;
-    struct ibv_pd *pd;
-    struct ibv_cq *cq;
-    struct ibv_qp *qp;
-    uint8_t port;
-    struct ibv_port_attr port_attr;
-    union ibv_gid gid;
-} gt_rdma_link;
-
-int gt_rdma_link_open(gt_rdma_link *link, uint32_t queue_depth, gt_qp_info *local, gt_error *error);
-int gt_rdma_link_connect(gt_rdma_link *link, const gt_qp_info *remote, const gt_qp_info *local, gt_error *error);
-void *gt_rdma_register(gt_rdma_link *link, void *address, uint64_t length, uint32_t *lkey, uint32_t *rkey);
-int gt_rdma_post(gt_rdma_link *link, const gt_rdma_wr *wrs, uint32_t count, gt_error *error);
-int gt_rdma_poll(gt_rdma_link *link, uint64_t *wr_ids, int32_t *statuses, int max);
-void gt_rdma_link_close(gt_rdma_link *link);
-
-int gt_rdma_link_open(gt_rdma_link *link, const uint32_t queue_depth, gt_qp_info *local, gt_error *error)
-{
-    memset(link, 0, sizeof(*link));
-    if (!gt_rdma_probe(error))
+    *out = NULL;
+    const gt_verbs_api *api = verbs(error);
+    if (api == NULL)
     {
         return GT_UNAVAILABLE;
     }
     int devices = 0;
-    struct ibv_device **list = api.get_device_list(&devices);
+    struct ibv_device **list = api->get_device_list(&devices);
     if (list == NULL || devices == 0)
     {
+        if (list != NULL)
+        {
+            api->free_device_list(list);
+        }
         return gt_fail(error, GT_UNAVAILABLE, "no RDMA device found");
     }
-    link->context = api.open_device(list[0]);
-    api.free_device_list(list);
-    link->port = 1;
-    if (link->context == NULL || api.query_port(link->context, link->port, &link->port_attr) != 0 ||
-        api.query_gid(link->context, link->port, 0, &link->gid) != 0)
+    gt_rdma_device *device = calloc(1, sizeof(gt_rdma_device));
+    if (device == NULL)
     {
-        gt_rdma_link_close(link);
+        api->free_device_list(list);
+        return gt_fail(error, GT_INTERNAL_ERROR, "out of memory");
+    }
+    device->api = api;
+    device->port = 1;
+    device->context = api->open_device(list[0]);
+    api->free_device_list(list);
+    if (device->context == NULL || api->query_port(device->context, device->port, &device->port_attr) != 0 ||
+        api->query_gid(device->context, device->port, 0, &device->gid) != 0)
+    {
+        gt_rdma_device_close(device);
         return gt_fail(error, GT_UNAVAILABLE, "cannot open the first RDMA device or query its port 1");
     }
-    link->pd = api.alloc_pd(link->context);
-    link->cq = link->pd == NULL ? NULL : api.create_cq(link->context, (int)queue_depth * 2, NULL, NULL, 0);
+    if (device->port_attr.state != IBV_PORT_ACTIVE)
+    {
+        gt_rdma_device_close(device);
+        return gt_fail(error, GT_UNAVAILABLE, "port 1 of the first RDMA device is not active");
+    }
+    device->pd = api->alloc_pd(device->context);
+    if (device->pd == NULL)
+    {
+        gt_rdma_device_close(device);
+        return gt_fail(error, GT_UNAVAILABLE, "cannot allocate a protection domain");
+    }
+    *out = device;
+    return GT_OK;
+}
+
+void gt_rdma_device_close(gt_rdma_device *device)
+{
+    if (device == NULL)
+    {
+        return;
+    }
+    if (device->pd != NULL)
+    {
+        device->api->dealloc_pd(device->pd);
+    }
+    if (device->context != NULL)
+    {
+        device->api->close_device(device->context);
+    }
+    free(device);
+}
+
+void *gt_rdma_register(gt_rdma_device *device, void *address, const uint64_t length, uint32_t *lkey, uint32_t *rkey,
+    gt_error *error)
+{
+    struct ibv_mr *mr = device->api->reg_mr(device->pd, address, length,
+        IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE);
+    if (mr == NULL)
+    {
+        gt_fail(error, GT_UNAVAILABLE, "cannot register %llu bytes for RDMA (locked-memory limit?): %s",
+            (unsigned long long)length, strerror(errno));
+        return NULL;
+    }
+    *lkey = mr->lkey;
+    *rkey = mr->rkey;
+    return mr;
+}
+
+void gt_rdma_deregister(gt_rdma_device *device, void *registration)
+{
+    if (registration != NULL)
+    {
+        device->api->dereg_mr(registration);
+    }
+}
+
+int gt_rdma_link_open(gt_rdma_device *device, const uint32_t queue_depth, gt_rdma_link **out, gt_qp_info *local,
+    gt_error *error)
+{
+    *out = NULL;
+    memset(local, 0, sizeof(*local));
+    if (queue_depth == 0 || queue_depth > 4096)
+    {
+        return gt_fail(error, GT_INVALID_PARAMS, "queue depth must be in 1..4096, was %u", queue_depth);
+    }
+    const gt_verbs_api *api = device->api;
+    gt_rdma_link *link = calloc(1, sizeof(gt_rdma_link));
+    if (link == NULL)
+    {
+        return gt_fail(error, GT_INTERNAL_ERROR, "out of memory");
+    }
+    link->device = device;
+    link->cq = api->create_cq(device->context, (int)queue_depth * 2, NULL, NULL, 0);
     struct ibv_qp_init_attr init;
     memset(&init, 0, sizeof(init));
     init.send_cq = link->cq;
@@ -368,35 +563,38 @@ int gt_rdma_link_open(gt_rdma_link *link, const uint32_t queue_depth, gt_qp_info
     init.cap.max_send_sge = 1;
     init.cap.max_recv_sge = 1;
     init.sq_sig_all = 0;
-    link->qp = link->cq == NULL ? NULL : api.create_qp(link->pd, &init);
+    link->qp = link->cq == NULL ? NULL : api->create_qp(device->pd, &init);
     if (link->qp == NULL)
     {
         gt_rdma_link_close(link);
-        return gt_fail(error, GT_UNAVAILABLE, "cannot create the protection domain, completion queue or RC QP");
+        return gt_fail(error, GT_UNAVAILABLE, "cannot create the completion queue or the RC queue pair");
     }
     struct ibv_qp_attr attr;
     memset(&attr, 0, sizeof(attr));
     attr.qp_state = IBV_QPS_INIT;
     attr.pkey_index = 0;
-    attr.port_num = link->port;
+    attr.port_num = device->port;
     attr.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE;
-    if (api.modify_qp(link->qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) != 0)
+    if (api->modify_qp(link->qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) != 0)
     {
         gt_rdma_link_close(link);
         return gt_fail(error, GT_TRANSFER_FAIL, "cannot move the QP to INIT");
     }
-    memset(local, 0, sizeof(*local));
-    local->lid = link->port_attr.lid;
-    local->port = link->port;
-    local->mtu = (uint8_t)link->port_attr.active_mtu;
-    local->qp_num = link->qp->qp_num;
-    local->psn = (uint32_t)(gt_now_ms() * 2654435761u) & 0xFFFFFFu;
-    memcpy(local->gid, link->gid.raw, 16);
+    local->lid = device->port_attr.lid;
+    local->port = device->port;
+    local->mtu = (uint8_t)device->port_attr.active_mtu;
+    local->qp_num = link->qp->qp_num & 0xFFFFFFu;
+    local->psn = (uint32_t)((gt_now_ms() + (uintptr_t)link) * 2654435761u) & 0xFFFFFFu;
+    memcpy(local->gid, device->gid.raw, 16);
+    link->local = *local;
+    *out = link;
     return GT_OK;
 }
 
-int gt_rdma_link_connect(gt_rdma_link *link, const gt_qp_info *remote, const gt_qp_info *local, gt_error *error)
+int gt_rdma_link_connect(gt_rdma_link *link, const gt_qp_info *remote, gt_error *error)
 {
+    const gt_verbs_api *api = link->device->api;
+    const gt_qp_info *local = &link->local;
     struct ibv_qp_attr attr;
     memset(&attr, 0, sizeof(attr));
     attr.qp_state = IBV_QPS_RTR;
@@ -406,12 +604,12 @@ int gt_rdma_link_connect(gt_rdma_link *link, const gt_qp_info *remote, const gt_
     attr.max_dest_rd_atomic = 16;
     attr.min_rnr_timer = 12;
     attr.ah_attr.dlid = remote->lid;
-    attr.ah_attr.port_num = link->port;
+    attr.ah_attr.port_num = link->device->port;
     attr.ah_attr.is_global = 1; /* RoCE needs the GRH; InfiniBand accepts it */
     memcpy(attr.ah_attr.grh.dgid.raw, remote->gid, 16);
     attr.ah_attr.grh.sgid_index = 0;
     attr.ah_attr.grh.hop_limit = 64;
-    if (api.modify_qp(link->qp, &attr, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+    if (api->modify_qp(link->qp, &attr, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
         IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER) != 0)
     {
         return gt_fail(error, GT_TRANSFER_FAIL, "cannot move the QP to RTR");
@@ -423,24 +621,12 @@ int gt_rdma_link_connect(gt_rdma_link *link, const gt_qp_info *remote, const gt_
     attr.rnr_retry = 7;
     attr.sq_psn = local->psn;
     attr.max_rd_atomic = 16;
-    if (api.modify_qp(link->qp, &attr, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+    if (api->modify_qp(link->qp, &attr, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
         IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC) != 0)
     {
         return gt_fail(error, GT_TRANSFER_FAIL, "cannot move the QP to RTS");
     }
     return GT_OK;
-}
-
-void *gt_rdma_register(gt_rdma_link *link, void *address, const uint64_t length, uint32_t *lkey, uint32_t *rkey)
-{
-    struct ibv_mr *mr = api.reg_mr(link->pd, address, length,
-        IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE);
-    if (mr != NULL)
-    {
-        *lkey = mr->lkey;
-        *rkey = mr->rkey;
-    }
-    return mr;
 }
 
 int gt_rdma_post(gt_rdma_link *link, const gt_rdma_wr *wrs, const uint32_t count, gt_error *error)
@@ -474,7 +660,7 @@ int gt_rdma_post(gt_rdma_link *link, const gt_rdma_wr *wrs, const uint32_t count
             n++;
         }
         struct ibv_send_wr *bad = NULL;
-        if (ibv_post_send(link->qp, chain, &bad) != 0)
+        if (link->device->api->post_send(link->qp, chain, &bad) != 0)
         {
             return gt_fail(error, GT_TRANSFER_FAIL, "ibv_post_send refused work request %llu",
                 bad == NULL ? 0ull : (unsigned long long)bad->wr_id);
@@ -486,34 +672,32 @@ int gt_rdma_post(gt_rdma_link *link, const gt_rdma_wr *wrs, const uint32_t count
 int gt_rdma_poll(gt_rdma_link *link, uint64_t *wr_ids, int32_t *statuses, const int max)
 {
     struct ibv_wc wc[32];
-    const int n = ibv_poll_cq(link->cq, max < 32 ? max : 32, wc);
+    const int n = link->device->api->poll_cq(link->cq, max < 32 ? max : 32, wc);
     for (int i = 0; i < n; i++)
     {
         wr_ids[i] = wc[i].wr_id;
-        statuses[i] = wc[i].status == IBV_WC_SUCCESS ? GT_OK : GT_TRANSFER_FAIL;
+        statuses[i] = wc[i].status == IBV_WC_SUCCESS ? GT_OK :
+            wc[i].status == IBV_WC_REM_ACCESS_ERR ? GT_INVALID_PARAMS : GT_TRANSFER_FAIL;
     }
     return n < 0 ? GT_TRANSFER_FAIL : n;
 }
 
 void gt_rdma_link_close(gt_rdma_link *link)
 {
+    if (link == NULL)
+    {
+        return;
+    }
+    const gt_verbs_api *api = link->device->api;
     if (link->qp != NULL)
     {
-        api.destroy_qp(link->qp);
+        api->destroy_qp(link->qp);
     }
     if (link->cq != NULL)
     {
-        api.destroy_cq(link->cq);
+        api->destroy_cq(link->cq);
     }
-    if (link->pd != NULL)
-    {
-        api.dealloc_pd(link->pd);
-    }
-    if (link->context != NULL)
-    {
-        api.close_device(link->context);
-    }
-    memset(link, 0, sizeof(*link));
+    free(link);
 }
 
 #else
@@ -523,6 +707,55 @@ int gt_rdma_probe(gt_error *error)
     gt_fail(error, GT_UNAVAILABLE, "this build of the native transfer library has no RDMA transport "
         "(libibverbs-dev headers were missing when it was compiled)");
     return 0;
+}
+
+int gt_rdma_device_open(gt_rdma_device **device, gt_error *error)
+{
+    *device = NULL;
+    gt_rdma_probe(error);
+    return GT_UNAVAILABLE;
+}
+
+void gt_rdma_device_close(gt_rdma_device *device)
+{
+}
+
+void *gt_rdma_register(gt_rdma_device *device, void *address, const uint64_t length, uint32_t *lkey, uint32_t *rkey,
+    gt_error *error)
+{
+    gt_rdma_probe(error);
+    return NULL;
+}
+
+void gt_rdma_deregister(gt_rdma_device *device, void *registration)
+{
+}
+
+int gt_rdma_link_open(gt_rdma_device *device, const uint32_t queue_depth, gt_rdma_link **link, gt_qp_info *local,
+    gt_error *error)
+{
+    *link = NULL;
+    gt_rdma_probe(error);
+    return GT_UNAVAILABLE;
+}
+
+int gt_rdma_link_connect(gt_rdma_link *link, const gt_qp_info *remote, gt_error *error)
+{
+    return gt_rdma_probe(error) ? GT_OK : GT_UNAVAILABLE;
+}
+
+int gt_rdma_post(gt_rdma_link *link, const gt_rdma_wr *wrs, const uint32_t count, gt_error *error)
+{
+    return gt_rdma_probe(error) ? GT_OK : GT_UNAVAILABLE;
+}
+
+int gt_rdma_poll(gt_rdma_link *link, uint64_t *wr_ids, int32_t *statuses, const int max)
+{
+    return GT_UNAVAILABLE;
+}
+
+void gt_rdma_link_close(gt_rdma_link *link)
+{
 }
 
 #endif

@@ -2,7 +2,8 @@
  * The native TCP transfer server: serves a storage node's segments over the frame protocol of docs/protocol.md with
  * the checks of the Java FrameHandler, in its order, before any byte moves (decode, status, access token, segment,
  * range; the ledger through the owner's on_write/on_commit callbacks). WRITE payloads are received straight into
- * segment memory, READ and READV payloads sent straight from it.
+ * segment memory, READ and READV payloads sent straight from it. An RDMA_CONNECT that passes its checks brings up a
+ * queue pair of the node for the segment (only while no token key is installed) that lives as long as the connection.
  *
  * Threading: the server has io_threads event loops, each run by one thread (gt_server_run_loop, or gt_server_run for
  * all of them). Loop 0 also accepts and spreads the connections over the loops round-robin; a connection then belongs
@@ -15,6 +16,7 @@
 #define _GNU_SOURCE
 #endif
 #include "gt_internal.h"
+#include "gt_rdma.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -41,13 +43,15 @@
 #define MAX_SEGMENTS 4096
 #define LATENCY_SAMPLES 256
 #define MAX_IO_THREADS 256
+#define MAX_RDMA_LINKS 16 /* queue pairs one connection may bring up */
 
 enum receive_state
 {
     RECEIVE_HEADER,
     RECEIVE_WRITE,
     RECEIVE_COMMIT,
-    RECEIVE_READV
+    RECEIVE_READV,
+    RECEIVE_RDMA_CONNECT
 };
 
 enum item_kind
@@ -97,7 +101,7 @@ struct connection
     uint8_t *write_at;
     uint64_t remaining;
     int32_t write_status;
-    /* COMMIT payload or READV entries: buffer NULL means discard */
+    /* COMMIT payload, READV entries or a QP-information record: buffer NULL means discard */
     uint8_t *buffer;
     uint32_t buffer_fill;
     uint8_t request_bytes[GT_HEADER_LENGTH];
@@ -111,6 +115,9 @@ struct connection
     uint64_t queued_bytes;
     int reading_paused;
     int want_out;
+    /* the node's queue pairs brought up by this connection's RDMA_CONNECTs, destroyed with it */
+    gt_rdma_link *rdma_links[MAX_RDMA_LINKS];
+    uint32_t rdma_link_count;
     connection *next;
     connection *prev;
 };
@@ -160,6 +167,8 @@ struct gt_server
     uint32_t loop_count;
     server_loop *loops;
     uint32_t next_loop;                   /* loop 0 only */
+    gt_rdma_device *rdma_device;          /* under mutex: opened by the first RDMA_CONNECT that gets that far */
+    gt_mr_table rdma_registrations;       /* under mutex: the segments registered on it (handle: the MR) */
 };
 
 #define STAT_ADD(server_, field_, value_) __atomic_add_fetch(&(server_)->stats.field_, (value_), __ATOMIC_RELAXED)
@@ -227,6 +236,7 @@ int gt_server_create(const gt_server_config *config, const gt_server_callbacks *
     server->listen_fd = -1;
     server->generation = 1; /* every loop copies the (empty) tables before its first frame */
     pthread_mutex_init(&server->mutex, NULL);
+    gt_mr_table_init(&server->rdma_registrations);
     server->loop_count = config->io_threads == 0 ? 1 : config->io_threads;
     server->loops = calloc(server->loop_count, sizeof(server_loop));
     if (server->loops == NULL)
@@ -332,6 +342,24 @@ int gt_server_set_segments(gt_server *server, const uint32_t *ids, const uint64_
         server->segments[i].size = sizes[i];
     }
     server->segment_count = count;
+    /* A segment that left the table loses its RDMA registration before the owner may free its memory: one-sided
+     * operations on it then fail with a remote access error at the client. */
+    for (uint32_t i = server->rdma_registrations.count; i-- > 0;)
+    {
+        const gt_mr_entry *entry = &server->rdma_registrations.entries[i];
+        int kept = 0;
+        for (int j = 0; j < count && !kept; j++)
+        {
+            kept = (uint64_t)(uintptr_t)server->segments[j].address == entry->address &&
+                server->segments[j].size == entry->length;
+        }
+        if (!kept)
+        {
+            gt_mr_entry removed;
+            gt_mr_table_remove(&server->rdma_registrations, entry->address, &removed);
+            gt_rdma_deregister(server->rdma_device, removed.handle);
+        }
+    }
     __atomic_add_fetch(&server->generation, 1, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&server->mutex);
     return GT_OK;
@@ -753,6 +781,142 @@ static void finish_readv(gt_server *server, connection *c)
     free(lengths);
 }
 
+/*
+ * The node's side of the QP-information exchange (docs/protocol.md, "RDMA: queue-pair information"): the status of
+ * the answer, and the node's record in local when it is 0. Checked in the order of every frame: the request itself
+ * (status, offset, a 64-byte record that decodes and names the header's segment), then access, then the segment, then
+ * the device. One-sided operations bypass the per-frame token check, so a node with a token key hands out no remote
+ * key at all (ACCESS_DENIED): RDMA is for trusted networks with data tokens off.
+ */
+/*
+ * A queue pair of the node for connection c towards the client's remote, reaching segment_id: the device is opened
+ * and the segment registered on first use (under the tables' mutex, against the owner's table itself, so that a
+ * segment being removed is never registered), the QP brought up to RTS outside it. GT_OK with local filled in,
+ * SEGMENT_NOT_FOUND when the segment just left, UNAVAILABLE without a device or registration, TRANSFER_FAIL when the
+ * QP does not come up.
+ */
+static int rdma_bring_up(gt_server *server, connection *c, const uint32_t segment_id, const gt_qp_info *remote,
+    gt_qp_info *local)
+{
+    gt_error error;
+    pthread_mutex_lock(&server->mutex);
+    const segment_entry *segment = NULL;
+    for (int i = 0; i < server->segment_count; i++)
+    {
+        if (server->segments[i].id == segment_id)
+        {
+            segment = &server->segments[i];
+            break;
+        }
+    }
+    if (segment == NULL)
+    {
+        pthread_mutex_unlock(&server->mutex);
+        return GT_SEGMENT_NOT_FOUND;
+    }
+    const uint64_t base = (uint64_t)(uintptr_t)segment->address;
+    const uint64_t size = segment->size;
+    if (server->rdma_device == NULL && gt_rdma_device_open(&server->rdma_device, &error) != GT_OK)
+    {
+        pthread_mutex_unlock(&server->mutex);
+        return GT_UNAVAILABLE;
+    }
+    const gt_mr_entry *registration = gt_mr_table_find(&server->rdma_registrations, base, size);
+    if (registration == NULL || registration->address != base || registration->length != size)
+    {
+        gt_mr_entry entry = { .address = base, .length = size };
+        entry.handle = gt_rdma_register(server->rdma_device, segment->address, size, &entry.lkey, &entry.rkey,
+            &error);
+        if (entry.handle == NULL || gt_mr_table_add(&server->rdma_registrations, &entry) != GT_OK)
+        {
+            gt_rdma_deregister(server->rdma_device, entry.handle);
+            pthread_mutex_unlock(&server->mutex);
+            return GT_UNAVAILABLE;
+        }
+        registration = gt_mr_table_find(&server->rdma_registrations, base, size);
+    }
+    const uint32_t rkey = registration->rkey;
+    gt_rdma_link *link = NULL;
+    const int opened = gt_rdma_link_open(server->rdma_device, 1, &link, local, &error);
+    pthread_mutex_unlock(&server->mutex);
+    if (opened != GT_OK)
+    {
+        return opened == GT_UNAVAILABLE ? GT_UNAVAILABLE : GT_TRANSFER_FAIL;
+    }
+    if (gt_rdma_link_connect(link, remote, &error) != GT_OK)
+    {
+        gt_rdma_link_close(link);
+        memset(local, 0, sizeof(*local));
+        return GT_TRANSFER_FAIL;
+    }
+    c->rdma_links[c->rdma_link_count++] = link;
+    local->segment_id = segment_id;
+    local->rkey = rkey;
+    local->segment_address = base;
+    local->segment_length = size;
+    return GT_OK;
+}
+
+static int rdma_connect_status(server_loop *loop, connection *c, const gt_header *h, const uint8_t *record,
+    gt_qp_info *local)
+{
+    memset(local, 0, sizeof(*local));
+    gt_qp_info remote;
+    if (h->status != 0 || h->offset != 0 || record == NULL || gt_qp_info_decode(record, &remote) != GT_OK ||
+        remote.segment_id != h->segment_id)
+    {
+        return GT_INVALID_PARAMS;
+    }
+    if (loop->has_key)
+    {
+        return GT_ACCESS_DENIED;
+    }
+    int found = 0;
+    for (int i = 0; i < loop->segment_count; i++)
+    {
+        if (loop->segments[i].id == h->segment_id)
+        {
+            found = 1;
+            break;
+        }
+    }
+    if (!found)
+    {
+        return GT_SEGMENT_NOT_FOUND;
+    }
+    if (c->rdma_link_count == MAX_RDMA_LINKS)
+    {
+        return GT_UNAVAILABLE;
+    }
+    return rdma_bring_up(loop->server, c, h->segment_id, &remote, local);
+}
+
+static void finish_rdma_connect(gt_server *server, connection *c)
+{
+    const gt_header *h = &c->header;
+    gt_qp_info local;
+    const int status = rdma_connect_status(c->loop, c, h, c->buffer, &local);
+    free(c->buffer);
+    c->buffer = NULL;
+    c->state = RECEIVE_HEADER;
+    if (status != GT_OK)
+    {
+        respond(server, c, GT_OPC_RDMA_CONNECT | GT_OPC_RESPONSE_BIT, h->request_id, h->segment_id, status, 0, 0);
+        return;
+    }
+    uint8_t *answer = malloc(GT_QP_INFO_LENGTH);
+    if (answer == NULL)
+    {
+        respond(server, c, GT_OPC_RDMA_CONNECT | GT_OPC_RESPONSE_BIT, h->request_id, h->segment_id,
+            GT_INTERNAL_ERROR, 0, 0);
+        return;
+    }
+    gt_qp_info_encode(answer, &local);
+    respond(server, c, GT_OPC_RDMA_CONNECT | GT_OPC_RESPONSE_BIT, h->request_id, h->segment_id, 0, 0,
+        GT_QP_INFO_LENGTH);
+    send_memory(c, NULL, GT_QP_INFO_LENGTH, answer);
+}
+
 /* A complete header is in c->header_bytes: decode it, check it, and set up what its payload needs. */
 static void on_header(gt_server *server, connection *c)
 {
@@ -822,6 +986,17 @@ static void on_header(gt_server *server, connection *c)
             if (c->remaining == 0)
             {
                 finish_commit(server, c);
+            }
+            break;
+        case GT_OPC_RDMA_CONNECT:
+            c->last_write_large = 0;
+            c->remaining = h->length;
+            c->buffer_fill = 0;
+            c->buffer = h->length == GT_QP_INFO_LENGTH ? malloc(GT_QP_INFO_LENGTH) : NULL;
+            c->state = RECEIVE_RDMA_CONNECT;
+            if (c->remaining == 0)
+            {
+                finish_rdma_connect(server, c);
             }
             break;
         case GT_OPC_READV:
@@ -912,6 +1087,10 @@ static int receive_payload(gt_server *server, connection *c)
         else if (c->state == RECEIVE_COMMIT)
         {
             finish_commit(server, c);
+        }
+        else if (c->state == RECEIVE_RDMA_CONNECT)
+        {
+            finish_rdma_connect(server, c);
         }
         else
         {
@@ -1015,6 +1194,10 @@ static void close_connection(gt_server *server, connection *c, const char *reaso
     }
     free(c->items);
     free(c->buffer);
+    for (uint32_t i = 0; i < c->rdma_link_count; i++)
+    {
+        gt_rdma_link_close(c->rdma_links[i]);
+    }
     if (c->prev != NULL)
     {
         c->prev->next = c->next;
@@ -1277,6 +1460,12 @@ void gt_server_destroy(gt_server *server)
         pthread_mutex_destroy(&loop->mutex);
     }
     free(server->loops);
+    for (uint32_t i = 0; i < server->rdma_registrations.count; i++)
+    {
+        gt_rdma_deregister(server->rdma_device, server->rdma_registrations.entries[i].handle);
+    }
+    gt_mr_table_free(&server->rdma_registrations);
+    gt_rdma_device_close(server->rdma_device);
     if (server->listen_fd >= 0)
     {
         close(server->listen_fd);

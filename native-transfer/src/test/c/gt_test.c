@@ -2,8 +2,11 @@
  * C tests of the native transfer library: codecs (frame header, SHA-256/HMAC, access tokens, QP information),
  * bookkeeping (memory regions, memory registrations, work-request batching), and the TCP client and server over
  * loopback (every byte verified, tokens, malformed and truncated frames, timeouts, admission, late COMMIT, READV
- * vectors against the server and against scripted answers) plus a
- * short soak with mixed sizes. Run plain, under ASan/UBSan and under valgrind by the build.
+ * vectors against the server and against scripted answers), the RDMA_CONNECT exchange against the server, the RDMA
+ * transport end to end over the in-process fake verbs of gt_fake_verbs.c (queue pairs brought up over TCP, one-sided
+ * READ and WRITE, error completions), the client engine's one-sided READs over the fake, plus a short soak with
+ * mixed sizes. Run plain, under ASan/UBSan and under
+ * valgrind by the build.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -11,6 +14,7 @@
 #include "granary_transfer.h"
 #include "gt_internal.h"
 #include "gt_rdma.h"
+#include "gt_fake_verbs.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -235,7 +239,8 @@ static void header_round_trips_and_rejects_bad_frames(void)
     bytes[4] = 1;
     bytes[0] = 0;
     CHECK(gt_header_decode(bytes, 1u << 20, &back) == GT_DECODE_BAD_MAGIC);
-    CHECK(gt_opcode_is_response(0x81) && gt_opcode_is_response(0x90) && !gt_opcode_is_response(0x85));
+    CHECK(gt_opcode_is_response(0x81) && gt_opcode_is_response(0x90) && gt_opcode_is_response(0x85) &&
+        !gt_opcode_is_response(0x86) && !gt_opcode_is_request(0x06));
     CHECK(gt_status_is_known(-1801) && !gt_status_is_known(-5) && !gt_status_is_known(3));
 }
 
@@ -306,6 +311,11 @@ static void qp_info_round_trips_and_rejects_garbage(void)
     CHECK(gt_qp_info_decode(bad, &back) == GT_INVALID_PARAMS);
     memcpy(bad, bytes, sizeof(bad));
     bad[63] = 1; /* padding */
+    CHECK(gt_qp_info_decode(bad, &back) == GT_INVALID_PARAMS);
+    memcpy(bad, bytes, sizeof(bad));
+    bad[6] = 0; /* not an ibv_mtu */
+    CHECK(gt_qp_info_decode(bad, &back) == GT_INVALID_PARAMS);
+    bad[6] = 6;
     CHECK(gt_qp_info_decode(bad, &back) == GT_INVALID_PARAMS);
     memcpy(bad, bytes, sizeof(bad));
     gt_put_u64(bad + 44, UINT64_MAX - 10); /* address + length wraps */
@@ -852,6 +862,581 @@ static void malformed_frames_close_the_connection(void)
     node_stop(&node);
     CHECK(node.closes_with_reason >= 5);
 }
+
+/* A client's QP-information record asking for segment_id. */
+static void client_qp_record(uint8_t out[GT_QP_INFO_LENGTH], const uint32_t segment_id)
+{
+    gt_qp_info info;
+    memset(&info, 0, sizeof(info));
+    info.port = 1;
+    info.mtu = 5;
+    info.qp_num = 0x1234;
+    info.psn = 0x4321;
+    info.segment_id = segment_id;
+    gt_qp_info_encode(out, &info);
+}
+
+/* Sends an RDMA_CONNECT frame with payload and reads the answer (and its record when it carries one); 1 on success. */
+static int rdma_connect_raw(const int fd, const uint64_t request_id, const uint32_t segment_id, const int32_t status,
+    const uint8_t *payload, const uint32_t length, gt_header *answer, uint8_t record[GT_QP_INFO_LENGTH])
+{
+    gt_header h;
+    memset(&h, 0, sizeof(h));
+    h.opcode = GT_OPC_RDMA_CONNECT;
+    h.request_id = request_id;
+    h.segment_id = segment_id;
+    h.status = status;
+    h.length = length;
+    uint8_t frame[GT_HEADER_LENGTH];
+    gt_header_encode(frame, &h);
+    if (send(fd, frame, sizeof(frame), MSG_NOSIGNAL) != sizeof(frame) ||
+        (length > 0 && send(fd, payload, length, MSG_NOSIGNAL) != (ssize_t)length))
+    {
+        return 0;
+    }
+    uint8_t bytes[GT_HEADER_LENGTH];
+    if (recv(fd, bytes, sizeof(bytes), MSG_WAITALL) != sizeof(bytes) ||
+        gt_header_decode(bytes, 1u << 20, answer) != GT_DECODE_OK ||
+        answer->opcode != (GT_OPC_RDMA_CONNECT | GT_OPC_RESPONSE_BIT) || answer->request_id != request_id ||
+        answer->segment_id != segment_id || answer->offset != 0)
+    {
+        return 0;
+    }
+    if (answer->status == 0)
+    {
+        return answer->length == GT_QP_INFO_LENGTH &&
+            recv(fd, record, GT_QP_INFO_LENGTH, MSG_WAITALL) == GT_QP_INFO_LENGTH;
+    }
+    return answer->length == 0;
+}
+
+/* The node's side of the QP-information exchange on a node without an RDMA device (this machine). */
+static void rdma_connect_is_checked_and_refused_without_a_device(void)
+{
+    gt_error error;
+    if (gt_rdma_available(&error))
+    {
+        printf("     skipped: an RDMA device is present\n");
+        return;
+    }
+    test_node node;
+    CHECK(node_start(&node));
+    const int fd = raw_connect(gt_server_port(node.server));
+    CHECK(fd >= 0);
+    uint8_t record[GT_QP_INFO_LENGTH];
+    uint8_t answer_record[GT_QP_INFO_LENGTH];
+    uint8_t big[GT_QP_INFO_LENGTH * 3];
+    gt_header answer;
+    client_qp_record(record, SEGMENT_ID);
+    memset(big, 0, sizeof(big));
+    memcpy(big, record, sizeof(record));
+
+    /* malformed: no payload, short, long (discarded whole), garbage, wrong segment in the record, a status */
+    CHECK(rdma_connect_raw(fd, 1, SEGMENT_ID, 0, NULL, 0, &answer, answer_record));
+    CHECK(answer.status == GT_INVALID_PARAMS);
+    CHECK(rdma_connect_raw(fd, 2, SEGMENT_ID, 0, record, 63, &answer, answer_record));
+    CHECK(answer.status == GT_INVALID_PARAMS);
+    CHECK(rdma_connect_raw(fd, 3, SEGMENT_ID, 0, big, sizeof(big), &answer, answer_record));
+    CHECK(answer.status == GT_INVALID_PARAMS);
+    uint8_t bad[GT_QP_INFO_LENGTH];
+    memcpy(bad, record, sizeof(bad));
+    bad[4] = 2; /* version */
+    CHECK(rdma_connect_raw(fd, 4, SEGMENT_ID, 0, bad, sizeof(bad), &answer, answer_record));
+    CHECK(answer.status == GT_INVALID_PARAMS);
+    memcpy(bad, record, sizeof(bad));
+    gt_put_u32(bad + 12, 0); /* QP number 0 */
+    CHECK(rdma_connect_raw(fd, 5, SEGMENT_ID, 0, bad, sizeof(bad), &answer, answer_record));
+    CHECK(answer.status == GT_INVALID_PARAMS);
+    CHECK(rdma_connect_raw(fd, 6, SEGMENT_ID + 1, 0, record, sizeof(record), &answer, answer_record));
+    CHECK(answer.status == GT_INVALID_PARAMS);
+    CHECK(rdma_connect_raw(fd, 7, SEGMENT_ID, 5, record, sizeof(record), &answer, answer_record));
+    CHECK(answer.status == GT_INVALID_PARAMS);
+
+    /* an unknown segment, then the real one on a node without a device */
+    uint8_t unknown[GT_QP_INFO_LENGTH];
+    client_qp_record(unknown, 77);
+    CHECK(rdma_connect_raw(fd, 8, 77, 0, unknown, sizeof(unknown), &answer, answer_record));
+    CHECK(answer.status == GT_SEGMENT_NOT_FOUND);
+    CHECK(rdma_connect_raw(fd, 9, SEGMENT_ID, 0, record, sizeof(record), &answer, answer_record));
+    CHECK(answer.status == GT_UNAVAILABLE);
+
+    /* with data tokens on, no remote key is handed out at all */
+    uint8_t key[GT_KEY_LENGTH];
+    memset(key, 7, sizeof(key));
+    gt_server_set_token_key(node.server, key, &error);
+    CHECK(rdma_connect_raw(fd, 10, SEGMENT_ID, 0, record, sizeof(record), &answer, answer_record));
+    CHECK(answer.status == GT_ACCESS_DENIED);
+    CHECK(rdma_connect_raw(fd, 11, 77, 0, unknown, sizeof(unknown), &answer, answer_record));
+    CHECK(answer.status == GT_ACCESS_DENIED);
+    gt_server_set_token_key(node.server, NULL, &error);
+
+    /* the connection is still in step: a PING answers */
+    gt_header h;
+    memset(&h, 0, sizeof(h));
+    h.opcode = GT_OPC_PING;
+    h.request_id = 12;
+    uint8_t frame[GT_HEADER_LENGTH];
+    gt_header_encode(frame, &h);
+    CHECK(send(fd, frame, sizeof(frame), 0) == sizeof(frame));
+    CHECK(recv(fd, frame, sizeof(frame), MSG_WAITALL) == sizeof(frame));
+    CHECK(gt_header_decode(frame, 1u << 20, &answer) == GT_DECODE_OK && answer.opcode == 0x83 &&
+        answer.request_id == 12);
+    close(fd);
+    gt_server_stats stats;
+    gt_server_get_stats(node.server, &stats);
+    CHECK(stats.protocol_errors == 0 && stats.error_responses == 11);
+    node_stop(&node);
+}
+
+/* One scripted answer to gt_rdma_exchange over a socket pair: the status the client reports for it. */
+static int exchange_answered_with(const gt_header *answer, const uint8_t *record, const size_t record_length)
+{
+    int pair[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, pair) != 0)
+    {
+        return 12345;
+    }
+    uint8_t bytes[GT_HEADER_LENGTH + GT_QP_INFO_LENGTH];
+    gt_header_encode(bytes, answer);
+    memcpy(bytes + GT_HEADER_LENGTH, record, record_length);
+    ssize_t ignored = send(pair[1], bytes, GT_HEADER_LENGTH + record_length, 0);
+    (void)ignored;
+    shutdown(pair[1], SHUT_WR);
+    gt_qp_info local = { .port = 1, .mtu = 5, .qp_num = 0x77, .psn = 3 };
+    gt_qp_info remote;
+    gt_error error;
+    const int status = gt_rdma_exchange(pair[0], 9, SEGMENT_ID, &local, &remote, &error);
+    uint8_t request[GT_HEADER_LENGTH + GT_QP_INFO_LENGTH];
+    gt_header h;
+    gt_qp_info sent;
+    /* what the client sent: an RDMA_CONNECT for the segment with its record naming it */
+    if (recv(pair[1], request, sizeof(request), MSG_WAITALL) != (ssize_t)sizeof(request) ||
+        gt_header_decode(request, 1u << 20, &h) != GT_DECODE_OK || h.opcode != GT_OPC_RDMA_CONNECT ||
+        h.request_id != 9 || h.segment_id != SEGMENT_ID || h.length != GT_QP_INFO_LENGTH ||
+        gt_qp_info_decode(request + GT_HEADER_LENGTH, &sent) != GT_OK || sent.segment_id != SEGMENT_ID ||
+        sent.qp_num != 0x77)
+    {
+        close(pair[0]);
+        close(pair[1]);
+        return 12346;
+    }
+    close(pair[0]);
+    close(pair[1]);
+    return status;
+}
+
+/* The client's half of the exchange checks the node's answer like any response. */
+static void rdma_exchange_checks_the_answer(void)
+{
+    gt_qp_info node_info = { .port = 1, .mtu = 5, .qp_num = 0x55, .psn = 8, .segment_id = SEGMENT_ID, .rkey = 0x99,
+        .segment_address = 0x10000, .segment_length = 4096 };
+    uint8_t record[GT_QP_INFO_LENGTH];
+    gt_qp_info_encode(record, &node_info);
+    gt_header a;
+    memset(&a, 0, sizeof(a));
+    a.opcode = GT_OPC_RDMA_CONNECT | GT_OPC_RESPONSE_BIT;
+    a.request_id = 9;
+    a.segment_id = SEGMENT_ID;
+    a.length = GT_QP_INFO_LENGTH;
+    CHECK(exchange_answered_with(&a, record, sizeof(record)) == GT_OK);
+    gt_header wrong = a;
+    wrong.request_id = 10;
+    CHECK(exchange_answered_with(&wrong, record, sizeof(record)) == GT_TRANSFER_FAIL);
+    wrong = a;
+    wrong.opcode = GT_OPC_READ | GT_OPC_RESPONSE_BIT;
+    CHECK(exchange_answered_with(&wrong, record, sizeof(record)) == GT_TRANSFER_FAIL);
+    wrong = a;
+    wrong.segment_id = SEGMENT_ID + 1;
+    CHECK(exchange_answered_with(&wrong, record, sizeof(record)) == GT_TRANSFER_FAIL);
+    wrong = a;
+    wrong.length = 0; /* OK without the record */
+    CHECK(exchange_answered_with(&wrong, record, 0) == GT_TRANSFER_FAIL);
+    CHECK(exchange_answered_with(&a, record, 20) == GT_TRANSFER_FAIL); /* cut short */
+    wrong = a;
+    wrong.status = GT_ACCESS_DENIED;
+    wrong.length = 0;
+    CHECK(exchange_answered_with(&wrong, record, 0) == GT_ACCESS_DENIED);
+    wrong.status = -12345; /* unknown status */
+    CHECK(exchange_answered_with(&wrong, record, 0) == GT_TRANSFER_FAIL);
+    wrong.status = GT_ACCESS_DENIED;
+    wrong.length = GT_QP_INFO_LENGTH; /* a refusal with a payload */
+    CHECK(exchange_answered_with(&wrong, record, sizeof(record)) == GT_TRANSFER_FAIL);
+    uint8_t bad[GT_QP_INFO_LENGTH];
+    memcpy(bad, record, sizeof(bad));
+    bad[60] = 1;
+    CHECK(exchange_answered_with(&a, bad, sizeof(bad)) == GT_TRANSFER_FAIL);
+    node_info.segment_id = SEGMENT_ID + 1; /* the record names another segment */
+    gt_qp_info_encode(bad, &node_info);
+    CHECK(exchange_answered_with(&a, bad, sizeof(bad)) == GT_TRANSFER_FAIL);
+    node_info.segment_id = SEGMENT_ID;
+    node_info.segment_length = 0;
+    gt_qp_info_encode(bad, &node_info);
+    CHECK(exchange_answered_with(&a, bad, sizeof(bad)) == GT_TRANSFER_FAIL);
+    CHECK(exchange_answered_with(&a, record, 0) == GT_TRANSFER_FAIL); /* no record at all */
+}
+
+#ifdef GT_HAVE_VERBS
+/* Polls link until want completions arrived (the fake completes at post time; a device would take a while). */
+static int rdma_await(gt_rdma_link *link, uint64_t *wr_ids, int32_t *statuses, const int want)
+{
+    int have = 0;
+    const uint64_t until = gt_now_ms() + 5000;
+    while (have < want && gt_now_ms() < until)
+    {
+        const int n = gt_rdma_poll(link, wr_ids + have, statuses + have, want - have);
+        if (n < 0)
+        {
+            return have;
+        }
+        have += n;
+    }
+    return have;
+}
+
+/* Plans and posts ops on link and waits for every signalled WR; the status of each op (its last WR's) in statuses. */
+static int rdma_run(gt_rdma_link *link, const gt_rdma_op *ops, const uint32_t count, int32_t *statuses)
+{
+    gt_rdma_wr wrs[128];
+    gt_error error;
+    const int n = gt_rdma_plan(ops, count, 64u << 10, 4, wrs, 128);
+    if (n <= 0 || gt_rdma_post(link, wrs, (uint32_t)n, &error) != GT_OK)
+    {
+        return 0;
+    }
+    int signalled = 0;
+    for (int i = 0; i < n; i++)
+    {
+        signalled += wrs[i].signaled;
+    }
+    uint64_t ids[128];
+    int32_t got[128];
+    if (rdma_await(link, ids, got, signalled) != signalled)
+    {
+        return 0;
+    }
+    for (uint32_t op = 0; op < count; op++)
+    {
+        statuses[op] = 12345;
+    }
+    for (int i = 0; i < signalled; i++)
+    {
+        const uint32_t op = (uint32_t)(ids[i] >> 32);
+        if (op >= count)
+        {
+            return 0;
+        }
+        if (statuses[op] == 12345 || statuses[op] == GT_OK)
+        {
+            statuses[op] = got[i]; /* an op fails with its first failed WR */
+        }
+    }
+    return 1;
+}
+
+static gt_rdma_op rdma_op(const uint8_t opcode, const uint8_t *local, const uint32_t lkey, const gt_qp_info *remote,
+    const uint64_t remote_offset, const uint64_t length)
+{
+    gt_rdma_op op = { .opcode = opcode, .local_address = (uint64_t)(uintptr_t)local, .lkey = lkey,
+        .remote_address = remote->segment_address + remote_offset, .rkey = remote->rkey, .length = length };
+    return op;
+}
+
+/*
+ * The RDMA transport end to end on the fake device: a native server with an "RDMA device" answers the exchange over
+ * real TCP, the client brings its QP up with the answer and moves bytes one-sided in both directions (every byte
+ * checked), and the failures come back as completions: a bad remote key, a range beyond the segment, work flushed
+ * after an error, a segment the node dropped. Tokens on, an unknown segment and a node without a device refuse the
+ * exchange. Every verbs object is gone afterwards.
+ */
+static void rdma_moves_every_byte_over_fake_verbs(void)
+{
+    gt_error error;
+    CHECK(fake_verbs_install(0));
+    test_node node;
+    CHECK(node_start(&node));
+    const int fd = raw_connect(gt_server_port(node.server));
+    CHECK(fd >= 0);
+    gt_qp_info local = { .port = 1, .mtu = IBV_MTU_4096, .qp_num = 0x99, .psn = 1 };
+    gt_qp_info remote;
+    CHECK(gt_rdma_exchange(fd, 1, SEGMENT_ID, &local, &remote, &error) == GT_UNAVAILABLE); /* no device */
+    fake_verbs_install(1);
+    CHECK(gt_rdma_available(&error) == 1);
+
+    gt_rdma_device *device = NULL;
+    CHECK(gt_rdma_device_open(&device, &error) == GT_OK);
+    const size_t local_bytes = 2u << 20;
+    uint8_t *memory = aligned_alloc(4096, local_bytes);
+    CHECK(memory != NULL);
+    fill_pattern(memory, local_bytes, 9);
+    fill_pattern(node.segment, SEGMENT_BYTES, 3);
+    uint32_t lkey = 0;
+    uint32_t unused_rkey = 0;
+    void *registration = gt_rdma_register(device, memory, local_bytes, &lkey, &unused_rkey, &error);
+    CHECK(registration != NULL);
+    gt_rdma_link *link = NULL;
+    CHECK(gt_rdma_link_open(device, 16, &link, &local, &error) == GT_OK);
+    CHECK(fake_verbs_qp_state(local.qp_num) == IBV_QPS_INIT && local.mtu == IBV_MTU_4096 && local.lid == 7);
+    gt_rdma_op early = { .opcode = GT_OP_WRITE, .local_address = (uint64_t)(uintptr_t)memory, .lkey = lkey,
+        .remote_address = 1, .rkey = 1, .length = 8 };
+    gt_rdma_wr early_wr;
+    CHECK(gt_rdma_plan(&early, 1, 4096, 4, &early_wr, 1) == 1);
+    CHECK(gt_rdma_post(link, &early_wr, 1, &error) == GT_TRANSFER_FAIL); /* INIT: not ready to send */
+
+    /* the exchange over the TCP connection, then INIT -> RTR -> RTS */
+    CHECK(gt_rdma_exchange(fd, 2, SEGMENT_ID, &local, &remote, &error) == GT_OK);
+    CHECK(remote.segment_id == SEGMENT_ID && remote.segment_address == (uint64_t)(uintptr_t)node.segment);
+    CHECK(remote.segment_length == SEGMENT_BYTES && remote.rkey != 0 && remote.qp_num != local.qp_num);
+    CHECK(memcmp(remote.gid, local.gid, 16) == 0 && remote.port == 1);
+    CHECK(fake_verbs_qp_state(remote.qp_num) == IBV_QPS_RTS);
+    CHECK(gt_rdma_link_connect(link, &remote, &error) == GT_OK);
+    CHECK(fake_verbs_qp_state(local.qp_num) == IBV_QPS_RTS);
+    CHECK(gt_rdma_link_connect(link, &remote, &error) == GT_TRANSFER_FAIL); /* RTS -> RTR is no transition */
+
+    /* a batch in both directions, sliced into 64 KiB WRs and chains of 4 */
+    uint8_t *expected = malloc(SEGMENT_BYTES);
+    CHECK(expected != NULL);
+    memcpy(expected, node.segment, SEGMENT_BYTES);
+    gt_rdma_op ops[4] = {
+        rdma_op(GT_OP_WRITE, memory, lkey, &remote, 4096, 300000),
+        rdma_op(GT_OP_READ, memory + (1u << 20), lkey, &remote, 1u << 20, 200000),
+        rdma_op(GT_OP_READ, memory + (1536u << 10), lkey, &remote, SEGMENT_BYTES - 5000, 5000),
+        rdma_op(GT_OP_WRITE, memory + 777, lkey, &remote, SEGMENT_BYTES - 1, 1),
+    };
+    int32_t statuses[4];
+    CHECK(rdma_run(link, ops, 4, statuses));
+    CHECK(statuses[0] == GT_OK && statuses[1] == GT_OK && statuses[2] == GT_OK && statuses[3] == GT_OK);
+    /* in order: the READ of the tail saw the last byte before the WRITE after it */
+    CHECK(memcmp(memory + (1536u << 10), expected + SEGMENT_BYTES - 5000, 5000) == 0);
+    memcpy(expected + 4096, memory, 300000);
+    expected[SEGMENT_BYTES - 1] = memory[777];
+    CHECK(memcmp(node.segment, expected, SEGMENT_BYTES) == 0);
+    CHECK(memcmp(memory + (1u << 20), expected + (1u << 20), 200000) == 0);
+
+    /* a bad remote key: a remote access error, the QP goes to ERROR and later work is flushed, nothing lands */
+    gt_rdma_op bad_key = rdma_op(GT_OP_READ, memory, lkey, &remote, 0, 4096);
+    bad_key.rkey = remote.rkey + 1000;
+    CHECK(rdma_run(link, &bad_key, 1, statuses) && statuses[0] == GT_INVALID_PARAMS);
+    CHECK(fake_verbs_qp_state(local.qp_num) == IBV_QPS_ERR);
+    gt_rdma_op flushed = rdma_op(GT_OP_WRITE, memory, lkey, &remote, 0, 4096);
+    CHECK(rdma_run(link, &flushed, 1, statuses) && statuses[0] == GT_TRANSFER_FAIL);
+    CHECK(memcmp(node.segment, expected, SEGMENT_BYTES) == 0);
+    gt_rdma_link_close(link);
+
+    /* a second QP on the same connection: a range past the segment's end fails whole, before any byte moves */
+    CHECK(gt_rdma_link_open(device, 16, &link, &local, &error) == GT_OK);
+    CHECK(gt_rdma_exchange(fd, 3, SEGMENT_ID, &local, &remote, &error) == GT_OK);
+    CHECK(gt_rdma_link_connect(link, &remote, &error) == GT_OK);
+    gt_rdma_op beyond = rdma_op(GT_OP_WRITE, memory, lkey, &remote, SEGMENT_BYTES - 100, 200);
+    CHECK(rdma_run(link, &beyond, 1, statuses) && statuses[0] == GT_INVALID_PARAMS);
+    CHECK(memcmp(node.segment, expected, SEGMENT_BYTES) == 0);
+    gt_rdma_link_close(link);
+
+    /* a third: works until the node drops the segment, whose registration goes with it */
+    CHECK(gt_rdma_link_open(device, 16, &link, &local, &error) == GT_OK);
+    CHECK(gt_rdma_exchange(fd, 4, SEGMENT_ID, &local, &remote, &error) == GT_OK);
+    CHECK(gt_rdma_link_connect(link, &remote, &error) == GT_OK);
+    gt_rdma_op again = rdma_op(GT_OP_READ, memory, lkey, &remote, 8192, 65536 * 3 + 5);
+    CHECK(rdma_run(link, &again, 1, statuses) && statuses[0] == GT_OK);
+    CHECK(memcmp(memory, expected + 8192, 65536 * 3 + 5) == 0);
+    CHECK(gt_server_set_segments(node.server, NULL, NULL, NULL, 0, &error) == GT_OK);
+    CHECK(rdma_run(link, &again, 1, statuses) && statuses[0] == GT_INVALID_PARAMS);
+    gt_rdma_link_close(link);
+    const uint32_t id = SEGMENT_ID;
+    const uint64_t address = (uint64_t)(uintptr_t)node.segment;
+    const uint64_t size = SEGMENT_BYTES;
+    CHECK(gt_server_set_segments(node.server, &id, &address, &size, 1, &error) == GT_OK);
+
+    /* refusals: an unknown segment, then data tokens on; the connection stays in step */
+    CHECK(gt_rdma_link_open(device, 16, &link, &local, &error) == GT_OK);
+    CHECK(gt_rdma_exchange(fd, 5, SEGMENT_ID + 1, &local, &remote, &error) == GT_SEGMENT_NOT_FOUND);
+    uint8_t key[GT_KEY_LENGTH];
+    memset(key, 3, sizeof(key));
+    gt_server_set_token_key(node.server, key, &error);
+    CHECK(gt_rdma_exchange(fd, 6, SEGMENT_ID, &local, &remote, &error) == GT_ACCESS_DENIED);
+    gt_server_set_token_key(node.server, NULL, &error);
+    CHECK(gt_rdma_exchange(fd, 7, SEGMENT_ID, &local, &remote, &error) == GT_OK);
+    gt_rdma_link_close(link);
+
+    /* one connection brings up at most 16 node QPs (four are up: those of the exchanges above) */
+    CHECK(gt_rdma_link_open(device, 16, &link, &local, &error) == GT_OK);
+    int accepted = 0;
+    int refused = 0;
+    for (uint64_t request = 100; request < 120; request++)
+    {
+        const int status = gt_rdma_exchange(fd, request, SEGMENT_ID, &local, &remote, &error);
+        accepted += status == GT_OK;
+        refused += status == GT_UNAVAILABLE;
+    }
+    CHECK(accepted == 16 - 4 && refused == 20 - accepted);
+    gt_rdma_link_close(link);
+
+    close(fd);
+    gt_rdma_deregister(device, registration);
+    gt_rdma_device_close(device);
+    node_stop(&node);
+    CHECK(fake_verbs_live() == 0); /* the node's QPs, registrations and device went with it */
+    fake_verbs_uninstall();
+    free(expected);
+    free(memory);
+}
+/* An engine with RDMA reads on, against the node of a test (one lane, 64 KiB slices). */
+static gt_engine *rdma_engine(const uint64_t timeout_ms)
+{
+    gt_engine_config config;
+    gt_engine_config_defaults(&config);
+    config.slice_bytes = 64u << 10;
+    config.lanes_per_peer = 1;
+    config.transfer_timeout_ms = timeout_ms;
+    config.rdma_reads = 1;
+    gt_engine *engine = NULL;
+    gt_error error;
+    return gt_engine_create(&config, &engine, &error) == GT_OK ? engine : NULL;
+}
+
+/* Frames the node served over TCP (RDMA_CONNECTs included); a one-sided READ adds none. */
+static uint64_t tcp_requests(const test_node *node)
+{
+    gt_server_stats stats;
+    gt_server_get_stats(node->server, &stats);
+    return stats.requests;
+}
+
+/*
+ * The client engine with rdma_reads on the fake device: READs without a token go one-sided (every byte checked, the
+ * node serving no READ frame), one exchange per segment; WRITEs and tokened READs stay on TCP; a range past the
+ * segment goes over TCP for the node's answer; a failed completion fails the READ and sends the segment back to TCP,
+ * so does a READ that times out on a peer that stopped answering; a node with tokens on refuses the exchange and
+ * without a device everything takes TCP. Nothing is left behind in the fake.
+ */
+static void engine_reads_one_sided_over_fake_verbs(void)
+{
+    gt_error error;
+    CHECK(fake_verbs_install(0));
+    test_node node;
+    CHECK(node_start(&node));
+    fill_pattern(node.segment, SEGMENT_BYTES, 21);
+    const size_t local_bytes = 4u << 20;
+    uint8_t *memory = aligned_alloc(4096, local_bytes);
+    CHECK(memory != NULL);
+    gt_completion done[8];
+
+    /* no device: TCP */
+    gt_engine *engine = rdma_engine(5000);
+    CHECK(engine != NULL);
+    uint32_t peer = 0;
+    uint32_t region = 0;
+    CHECK(gt_engine_connect(engine, "127.0.0.1", gt_server_port(node.server), &peer, &error) == GT_OK);
+    CHECK(gt_engine_register_memory(engine, memory, local_bytes, &region, &error) == GT_OK);
+    gt_op read = op_of(1, peer, GT_OP_READ, region, 0, 100000, 4096);
+    CHECK(gt_engine_submit(engine, &read, 1, &error) == 1);
+    CHECK(await(engine, done, 1, 5000) == 1 && done[0].status == GT_OK);
+    CHECK(memcmp(memory, node.segment + 4096, 100000) == 0);
+    CHECK(tcp_requests(&node) == 2); /* 100000 bytes in two 64 KiB slices, no exchange */
+    gt_engine_destroy(engine);
+
+    fake_verbs_install(1);
+    engine = rdma_engine(5000);
+    CHECK(engine != NULL);
+    CHECK(gt_engine_connect(engine, "127.0.0.1", gt_server_port(node.server), &peer, &error) == GT_OK);
+    CHECK(gt_engine_register_memory(engine, memory, local_bytes, &region, &error) == GT_OK);
+    memset(memory, 0, local_bytes);
+    const uint64_t before = tcp_requests(&node);
+    gt_op reads[4] = {
+        op_of(11, peer, GT_OP_READ, region, 0, 100, 0),
+        op_of(12, peer, GT_OP_READ, region, 4096, 300000, 1u << 20),
+        op_of(13, peer, GT_OP_READ, region, 1u << 20, 2u << 20, 3u << 20), /* 32 WRs, two chains of 16 */
+        op_of(14, peer, GT_OP_READ, region, 3u << 20, 5000, SEGMENT_BYTES - 5000),
+    };
+    CHECK(gt_engine_submit(engine, reads, 4, &error) == 4);
+    CHECK(await(engine, done, 4, 5000) == 4);
+    for (int i = 0; i < 4; i++)
+    {
+        CHECK(status_of(done, 4, 11 + (uint64_t)i) == GT_OK);
+        CHECK(memcmp(memory + reads[i].local_offset, node.segment + reads[i].remote_offset, reads[i].length) == 0);
+    }
+    CHECK(tcp_requests(&node) == before + 1); /* the exchange, and no READ frame */
+
+    /* a WRITE takes TCP (the ledger sees it); a one-sided READ then sees its bytes */
+    fill_pattern(memory, 70000, 5);
+    gt_op write = op_of(20, peer, GT_OP_WRITE, region, 0, 70000, 12345);
+    CHECK(gt_engine_submit(engine, &write, 1, &error) == 1);
+    CHECK(await(engine, done, 1, 5000) == 1 && done[0].status == GT_OK);
+    CHECK(node.writes == 2 && memcmp(node.segment + 12345, memory, 70000) == 0);
+    const uint64_t after_write = tcp_requests(&node);
+    gt_op back = op_of(21, peer, GT_OP_READ, region, 1u << 20, 70000, 12345);
+    CHECK(gt_engine_submit(engine, &back, 1, &error) == 1);
+    CHECK(await(engine, done, 1, 5000) == 1 && done[0].status == GT_OK);
+    CHECK(memcmp(memory + (1u << 20), memory, 70000) == 0 && tcp_requests(&node) == after_write);
+
+    /* past the segment's end: over TCP, where the node answers INVALID_PARAMS */
+    gt_op beyond = op_of(22, peer, GT_OP_READ, region, 0, 8192, SEGMENT_BYTES - 4096);
+    CHECK(gt_engine_submit(engine, &beyond, 1, &error) == 1);
+    CHECK(await(engine, done, 1, 5000) == 1 && done[0].status == GT_INVALID_PARAMS);
+    CHECK(tcp_requests(&node) == after_write + 1);
+
+    /* the node drops the segment: the one-sided READ fails with a remote access error, then the segment takes TCP */
+    CHECK(gt_server_set_segments(node.server, NULL, NULL, NULL, 0, &error) == GT_OK);
+    gt_op dropped = op_of(23, peer, GT_OP_READ, region, 0, 4096, 0);
+    CHECK(gt_engine_submit(engine, &dropped, 1, &error) == 1);
+    CHECK(await(engine, done, 1, 5000) == 1 && done[0].status == GT_INVALID_PARAMS);
+    const uint32_t id = SEGMENT_ID;
+    const uint64_t address = (uint64_t)(uintptr_t)node.segment;
+    const uint64_t size = SEGMENT_BYTES;
+    CHECK(gt_server_set_segments(node.server, &id, &address, &size, 1, &error) == GT_OK);
+    const uint64_t before_tcp = tcp_requests(&node);
+    dropped.user_data = 24;
+    CHECK(gt_engine_submit(engine, &dropped, 1, &error) == 1);
+    CHECK(await(engine, done, 1, 5000) == 1 && done[0].status == GT_OK);
+    CHECK(tcp_requests(&node) == before_tcp + 1 && memcmp(memory, node.segment, 4096) == 0);
+    CHECK(gt_engine_region_count(engine) == 1);
+    gt_engine_destroy(engine);
+
+    /* a peer that stops answering: the READ times out, its QP goes, and the next READ takes TCP */
+    engine = rdma_engine(300);
+    CHECK(engine != NULL);
+    CHECK(gt_engine_connect(engine, "127.0.0.1", gt_server_port(node.server), &peer, &error) == GT_OK);
+    CHECK(gt_engine_register_memory(engine, memory, local_bytes, &region, &error) == GT_OK);
+    fake_verbs_stall(1);
+    read = op_of(25, peer, GT_OP_READ, region, 0, 4096, 0);
+    CHECK(gt_engine_submit(engine, &read, 1, &error) == 1);
+    CHECK(await(engine, done, 1, 5000) == 1 && done[0].status == GT_RPC_TIMEOUT);
+    fake_verbs_stall(0);
+    const uint64_t before_fallback = tcp_requests(&node);
+    read.user_data = 26;
+    CHECK(gt_engine_submit(engine, &read, 1, &error) == 1);
+    CHECK(await(engine, done, 1, 5000) == 1 && done[0].status == GT_OK);
+    CHECK(tcp_requests(&node) == before_fallback + 1);
+    gt_engine_destroy(engine);
+
+    /* tokens on at the node: the exchange is refused, the READ goes over TCP (and is refused there without one) */
+    uint8_t key[GT_KEY_LENGTH];
+    memset(key, 9, sizeof(key));
+    gt_server_set_token_key(node.server, key, &error);
+    engine = rdma_engine(5000);
+    CHECK(engine != NULL);
+    CHECK(gt_engine_connect(engine, "127.0.0.1", gt_server_port(node.server), &peer, &error) == GT_OK);
+    CHECK(gt_engine_register_memory(engine, memory, local_bytes, &region, &error) == GT_OK);
+    read = op_of(30, peer, GT_OP_READ, region, 0, 4096, 0);
+    CHECK(gt_engine_submit(engine, &read, 1, &error) == 1);
+    CHECK(await(engine, done, 1, 5000) == 1 && done[0].status == GT_ACCESS_DENIED);
+    gt_engine_destroy(engine);
+
+    node_stop(&node);
+    CHECK(fake_verbs_live() == 0);
+    fake_verbs_uninstall();
+    free(memory);
+}
+#else
+static void rdma_moves_every_byte_over_fake_verbs(void)
+{
+    printf("     skipped: this build has no verbs transport\n");
+}
+
+static void engine_reads_one_sided_over_fake_verbs(void)
+{
+    printf("     skipped: this build has no verbs transport\n");
+}
+#endif
 
 typedef struct silent_server
 {
@@ -1616,6 +2201,10 @@ int main(void)
     RUN(tokens_are_checked_before_bytes_move);
     RUN(commit_follows_its_write_and_may_come_later);
     RUN(malformed_frames_close_the_connection);
+    RUN(rdma_connect_is_checked_and_refused_without_a_device);
+    RUN(rdma_exchange_checks_the_answer);
+    RUN(rdma_moves_every_byte_over_fake_verbs);
+    RUN(engine_reads_one_sided_over_fake_verbs);
     RUN(timeouts_and_admission_complete_without_answers);
     RUN(stale_idle_connection_is_replaced_once);
     RUN(small_reads_leave_as_vectors);

@@ -74,9 +74,11 @@ public final class TransferEngines
     }
 
     /**
-     * The RDMA data path (QP set-up over the TCP control connection, one-sided READ/WRITE) is built and its
-     * device-independent parts are tested, but it was never run against a device: until it is, a device does not
-     * make AUTO choose it, and asking for it says so (docs/operations.md, "RDMA").
+     * The RDMA transport is built: the RDMA_CONNECT exchange over a transfer connection, node-side queue pairs in the
+     * native server, one-sided READ/WRITE, and one-sided READs in the native engine (its C-level rdma_reads). Its
+     * whole control flow runs in the C tests against fake verbs, but it was never run against a device, and the JNI
+     * binding does not turn rdma_reads on: until both change, a device does not make AUTO choose it, and asking for
+     * it says so (docs/operations.md, "RDMA").
      */
     static final boolean RDMA_ENGINE_READY = false;
 
@@ -84,7 +86,7 @@ public final class TransferEngines
     {
         final String cause = NativeTransfer.rdmaUnavailabilityCause();
         return "transport " + TransportKind.RDMA.name().toLowerCase(Locale.ROOT) + " is not available: " +
-            (cause != null ? cause : "the RDMA engine is built but not enabled in this release (never run on a " +
-            "device)") + "; use --transport native or java";
+            (cause != null ? cause : "the RDMA engine is built and tested against fake verbs only, never run on a " +
+            "device, and not enabled in this release") + "; use --transport native or java";
     }
 }

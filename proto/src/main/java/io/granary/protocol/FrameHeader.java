@@ -67,7 +67,8 @@ public final class FrameHeader
     public static boolean carriesPayload(final int opcode, final int status)
     {
         return opcode == Opcode.WRITE || opcode == Opcode.COMMIT || opcode == Opcode.READV ||
-            ((opcode == Opcode.READ_RESPONSE || opcode == Opcode.READV_RESPONSE) && status == 0);
+            opcode == Opcode.RDMA_CONNECT || ((opcode == Opcode.READ_RESPONSE || opcode == Opcode.READV_RESPONSE ||
+            opcode == Opcode.RDMA_CONNECT_RESPONSE) && status == 0);
     }
 
     /** Writes the header (64 bytes) at the writer index of {@code out}. */

@@ -9,6 +9,11 @@ public final class Opcode
     /** Records a written extent as complete in the node's ledger; the payload is a {@link CommitRecord}. */
     public static final int COMMIT = 0x04;
     /**
+     * The RDMA queue-pair information exchange: the payload is a 64-byte {@link QpInfo} naming the segment; a
+     * successful response carries the node's record for it (docs/protocol.md, "RDMA: queue-pair information").
+     */
+    public static final int RDMA_CONNECT = 0x05;
+    /**
      * A vector of small READs in one frame: the payload is {@code n} 64-byte READ request headers; the response
      * payload is {@code n} int32 statuses, then the bytes of every entry whose status is 0, in entry order.
      */
@@ -19,6 +24,7 @@ public final class Opcode
     public static final int PING_RESPONSE = PING | RESPONSE_BIT;
     public static final int COMMIT_RESPONSE = COMMIT | RESPONSE_BIT;
     public static final int READV_RESPONSE = READV | RESPONSE_BIT;
+    public static final int RDMA_CONNECT_RESPONSE = RDMA_CONNECT | RESPONSE_BIT;
 
     private Opcode()
     {
@@ -26,13 +32,14 @@ public final class Opcode
 
     public static boolean isRequest(final int opcode)
     {
-        return opcode == READ || opcode == WRITE || opcode == PING || opcode == COMMIT || opcode == READV;
+        return opcode == READ || opcode == WRITE || opcode == PING || opcode == COMMIT || opcode == READV ||
+            opcode == RDMA_CONNECT;
     }
 
     public static boolean isResponse(final int opcode)
     {
         return opcode == READ_RESPONSE || opcode == WRITE_RESPONSE || opcode == PING_RESPONSE ||
-            opcode == COMMIT_RESPONSE || opcode == READV_RESPONSE;
+            opcode == COMMIT_RESPONSE || opcode == READV_RESPONSE || opcode == RDMA_CONNECT_RESPONSE;
     }
 
     public static String name(final int opcode)
@@ -44,11 +51,13 @@ public final class Opcode
             case PING: return "PING";
             case COMMIT: return "COMMIT";
             case READV: return "READV";
+            case RDMA_CONNECT: return "RDMA_CONNECT";
             case READ_RESPONSE: return "READ_RESPONSE";
             case WRITE_RESPONSE: return "WRITE_RESPONSE";
             case PING_RESPONSE: return "PING_RESPONSE";
             case COMMIT_RESPONSE: return "COMMIT_RESPONSE";
             case READV_RESPONSE: return "READV_RESPONSE";
+            case RDMA_CONNECT_RESPONSE: return "RDMA_CONNECT_RESPONSE";
             default: return "UNKNOWN(0x" + Integer.toHexString(opcode) + ")";
         }
     }

@@ -141,7 +141,7 @@ class FrameHeaderTest
     @Test
     void shouldRejectUnknownOpcodes()
     {
-        for (final int opcode : new int[] {0x00, 0x05, 0x7F, 0x80, 0x85, 0xFF})
+        for (final int opcode : new int[] {0x00, 0x06, 0x7F, 0x80, 0x86, 0xFF})
         {
             buffer.clear();
             sample().encode(buffer);

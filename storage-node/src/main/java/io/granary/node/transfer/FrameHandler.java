@@ -8,6 +8,7 @@ import io.granary.protocol.FrameDescriptor;
 import io.granary.protocol.FrameHeader;
 import io.granary.protocol.HeaderAssembler;
 import io.granary.protocol.Opcode;
+import io.granary.protocol.QpInfo;
 import io.granary.transfer.tcp.InPlaceReceiveAllocator;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
@@ -19,15 +20,18 @@ import org.slf4j.LoggerFactory;
 import java.util.LinkedHashMap;
 import java.util.Map;
 
+import static io.granary.proto.ErrorCode.ACCESS_DENIED_VALUE;
 import static io.granary.proto.ErrorCode.INVALID_PARAMS_VALUE;
 import static io.granary.proto.ErrorCode.SEGMENT_NOT_FOUND_VALUE;
+import static io.granary.proto.ErrorCode.UNAVAILABLE_IN_CURRENT_STATUS_VALUE;
 
 /**
  * Serves the frames of one client connection: a state machine that reads a 64-byte header, checks the
  * access token, segment and range before any byte moves, streams WRITE payloads straight into segment memory and
  * sends READ payloads from it without copying. A WRITE first removes the ledger entries its range overlaps; a
  * COMMIT (checked like a WRITE of its extent, token included) records its extent in the segment's ledger unless a
- * WRITE of that extent failed on this connection. Runs on the connection's event loop only.
+ * WRITE of that extent failed on this connection. An RDMA_CONNECT is checked and answered UNAVAILABLE: this server
+ * has no RDMA transport (the native server's answer where no device exists). Runs on the connection's event loop only.
  */
 final class FrameHandler extends ChannelInboundHandlerAdapter implements InPlaceReceiveAllocator.Receiver
 {
@@ -37,6 +41,7 @@ final class FrameHandler extends ChannelInboundHandlerAdapter implements InPlace
     private final SegmentRegistry registry;
     private final int maxFrameBytes;
     private final FrameHeader header = new FrameHeader();
+    private final AccessTokenVerifier verifier;
     private final AccessTokenVerifier.Checker tokens;
     private HeaderAssembler headers;
     private boolean broken;
@@ -83,6 +88,14 @@ final class FrameHandler extends ChannelInboundHandlerAdapter implements InPlace
     private ByteBuf vectorEntries;
     private final boolean receiveInPlace;
 
+    // The RDMA_CONNECT whose record is arriving; rdmaRecord null means discard (not a 64-byte record).
+    private long rdmaRemaining;
+    private byte[] rdmaRecord;
+    private int rdmaFilled;
+    private long rdmaRequestId;
+    private int rdmaSegmentId;
+    private boolean rdmaHeaderValid;
+
     /** @param receiveInPlace let WRITE payloads land in segment memory straight from the socket (not with TLS). */
     FrameHandler(
         final TransferServer server,
@@ -94,7 +107,8 @@ final class FrameHandler extends ChannelInboundHandlerAdapter implements InPlace
         this.registry = registry;
         this.maxFrameBytes = maxFrameBytes;
         this.receiveInPlace = receiveInPlace && MemoryCopier.ZERO_COPY_READS;
-        this.tokens = server.tokenVerifier().newChecker();
+        this.verifier = server.tokenVerifier();
+        this.tokens = verifier.newChecker();
     }
 
     @Override
@@ -175,6 +189,11 @@ final class FrameHandler extends ChannelInboundHandlerAdapter implements InPlace
                     consumeVectorEntries(ctx, in);
                     continue;
                 }
+                if (rdmaRemaining > 0)
+                {
+                    consumeRdmaRecord(ctx, in);
+                    continue;
+                }
 
                 int result = headers.decodeNext(in, header, maxFrameBytes);
                 if (result == HeaderAssembler.NEED_MORE)
@@ -226,6 +245,10 @@ final class FrameHandler extends ChannelInboundHandlerAdapter implements InPlace
 
             case Opcode.READV:
                 onReadv(ctx);
+                break;
+
+            case Opcode.RDMA_CONNECT:
+                onRdmaConnect(ctx);
                 break;
 
             default:
@@ -402,6 +425,78 @@ final class FrameHandler extends ChannelInboundHandlerAdapter implements InPlace
         {
             entries.release();
         }
+    }
+
+    /** An RDMA_CONNECT header: its payload (a QP-information record) is collected, then answered. */
+    private void onRdmaConnect(final ChannelHandlerContext ctx)
+    {
+        lastWriteLarge = false;
+        rdmaRequestId = header.requestId;
+        rdmaSegmentId = header.segmentId;
+        rdmaHeaderValid = header.status == 0 && header.offset == 0;
+        rdmaRemaining = header.length;
+        rdmaFilled = 0;
+        rdmaRecord = header.length == QpInfo.LENGTH ? new byte[QpInfo.LENGTH] : null;
+        if (rdmaRemaining == 0)
+        {
+            finishRdmaConnect(ctx);
+        }
+    }
+
+    private void consumeRdmaRecord(final ChannelHandlerContext ctx, final ByteBuf in)
+    {
+        final int count = (int)Math.min(rdmaRemaining, in.readableBytes());
+        if (rdmaRecord != null)
+        {
+            in.readBytes(rdmaRecord, rdmaFilled, count);
+            rdmaFilled += count;
+        }
+        else
+        {
+            in.skipBytes(count);
+        }
+        rdmaRemaining -= count;
+        if (rdmaRemaining == 0)
+        {
+            finishRdmaConnect(ctx);
+        }
+    }
+
+    private void finishRdmaConnect(final ChannelHandlerContext ctx)
+    {
+        final int status = rdmaConnectStatus(rdmaHeaderValid, rdmaSegmentId, rdmaRecord, verifier, registry);
+        rdmaRecord = null;
+        server.onErrorResponse();
+        respond(ctx, Opcode.RDMA_CONNECT_RESPONSE, rdmaRequestId, rdmaSegmentId, status, 0, 0);
+    }
+
+    /**
+     * The answer to an RDMA_CONNECT, in the native server's order (docs/protocol.md, "RDMA: queue-pair information"):
+     * INVALID_PARAMS for a nonzero status or offset or a record that is not 64 bytes, does not decode or names another
+     * segment than the header; ACCESS_DENIED while data tokens are on (one-sided operations would bypass them);
+     * SEGMENT_NOT_FOUND; and UNAVAILABLE for a well-formed request, since this server has no RDMA transport.
+     */
+    private static int rdmaConnectStatus(
+        final boolean headerValid,
+        final int segmentId,
+        final byte[] record,
+        final AccessTokenVerifier verifier,
+        final SegmentRegistry registry)
+    {
+        final QpInfo remote = record == null ? null : QpInfo.decode(record, 0, record.length);
+        if (!headerValid || remote == null || remote.segmentId() != segmentId)
+        {
+            return INVALID_PARAMS_VALUE;
+        }
+        if (verifier.tokensRequired())
+        {
+            return ACCESS_DENIED_VALUE;
+        }
+        if (registry.get(segmentId) == null)
+        {
+            return SEGMENT_NOT_FOUND_VALUE;
+        }
+        return UNAVAILABLE_IN_CURRENT_STATUS_VALUE;
     }
 
     /**

@@ -346,13 +346,14 @@ class TransferServerFuzzTest
     }
 
     /**
-     * Any byte but COMMIT and READV, whose payloads this model does not follow (TransferServerTest covers malformed
-     * vectors, TransferServerCommitTest malformed COMMITs).
+     * Any byte but COMMIT, RDMA_CONNECT and READV, whose payloads this model does not follow (TransferServerTest
+     * covers malformed vectors, TransferServerCommitTest malformed COMMITs, RdmaConnectTest malformed exchanges).
      */
     private int randomOpcodeButReadv()
     {
-        final int opcode = random.nextInt(254); // 256 values less the two skipped
-        final int skipCommit = opcode >= Opcode.COMMIT ? opcode + 1 : opcode;
+        final int opcode = random.nextInt(253); // 256 values less the three skipped
+        // COMMIT and RDMA_CONNECT are adjacent (0x04, 0x05)
+        final int skipCommit = opcode >= Opcode.COMMIT ? opcode + 2 : opcode;
         return skipCommit >= Opcode.READV ? skipCommit + 1 : skipCommit;
     }
 
