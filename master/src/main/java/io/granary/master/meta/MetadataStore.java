@@ -337,7 +337,12 @@ public final class MetadataStore implements SnapshotSource
         objectCount.decrementAndGet();
         if (m.group != null)
         {
+            final boolean wasUnfinished = !m.complete; // m.removed is already set: isReadable() would say false
             m.group.members.remove(m);
+            if (wasUnfinished)
+            {
+                announceGroupCompletedLocked(m.group);
+            }
             owner.dropGroupIfEmpty(m.group);
         }
         if (m.homeShard == m.ownerShard)
@@ -1997,6 +2002,28 @@ public final class MetadataStore implements SnapshotSource
             m.storedSeq = journal.stored(m.tenant, m.keyBytes, m.group == null ? null : m.group.groupId, m.sizeBytes,
                 m.group != null && groupReadableLocked(m.group));
         }
+    }
+
+    /**
+     * An unfinished member left group {@code g} (revoked, preempted, abandoned, or lost with its node): when every
+     * member left is readable, the group just became complete without a STORED saying so, so the member announced
+     * last is announced again, now with {@code group_complete} (a consumer's view is unchanged by it). Owner lock held.
+     */
+    private void announceGroupCompletedLocked(final GroupMeta g)
+    {
+        if (events == null || !groupReadableLocked(g))
+        {
+            return;
+        }
+        ObjectMeta last = null;
+        for (final ObjectMeta member : g.members)
+        {
+            if (last == null || member.storedSeq > last.storedSeq)
+            {
+                last = member;
+            }
+        }
+        storedLocked(last);
     }
 
     /** Records that a readable {@code m} stops being readable; owner lock held, before it is detached. */

@@ -16,6 +16,7 @@ import io.granary.proto.MasterServiceGrpc;
 import io.granary.proto.MountSegmentRequest;
 import io.granary.proto.PutEndRequest;
 import io.granary.proto.PutOptions;
+import io.granary.proto.PutRevokeRequest;
 import io.granary.proto.PutStartRequest;
 import io.granary.proto.RemoveAllRequest;
 import io.granary.proto.RemoveByRegexRequest;
@@ -225,6 +226,46 @@ class EventStreamTest
         assertThat(live.get(1).getGroupComplete()).as("rank1 still being written").isFalse();
         assertThat(live.get(2).getKey()).isEqualTo("block-7/rank1");
         assertThat(live.get(2).getGroupComplete()).isTrue();
+    }
+
+    @Test
+    void shouldAnnounceAGroupCompletedByTheRevokeOfItsLastUnfinishedMember() throws Exception
+    {
+        start(c -> c);
+        mount("n1", MIB, false);
+        final EventStreamRecorder events = subscribeFromStart();
+        final PutOptions grouped = PutOptions.newBuilder().setGroupId("block-9").build();
+        putStart("default", "block-9/rank0", 100, grouped);
+        putStart("default", "block-9/rank1", 100, grouped);
+        putStart("default", "block-9/rank2", 100, grouped);
+        putEnd("default", "block-9/rank0");
+        putEnd("default", "block-9/rank1");
+        events.awaitSequence(3);
+        assertThat(events.liveEvents().subList(1, 3)).extracting(KvEvent::getGroupComplete).containsExactly(false,
+            false);
+
+        // rank2 is revoked: the two members left are readable, so the group is now complete.
+        assertThat(stub.putRevoke(PutRevokeRequest.newBuilder().setTenant("default").setClientId("c")
+            .setKey("block-9/rank2").build()).getCode()).isZero();
+        events.awaitSequence(4);
+        final KvEvent completed = events.liveEvents().get(3);
+        assertThat(completed.getType()).isEqualTo(KvEventType.KV_EVENT_STORED);
+        assertThat(completed.getKey()).as("the member announced last, again").isEqualTo("block-9/rank1");
+        assertThat(completed.getGroupId()).isEqualTo("block-9");
+        assertThat(completed.getGroupComplete()).isTrue();
+        assertThat(events.view()).isEqualTo(present("default"));
+
+        // A group whose unfinished member is revoked while another is still unfinished stays silent.
+        putStart("default", "block-10/rank0", 100, PutOptions.newBuilder().setGroupId("block-10").build());
+        putStart("default", "block-10/rank1", 100, PutOptions.newBuilder().setGroupId("block-10").build());
+        assertThat(stub.putRevoke(PutRevokeRequest.newBuilder().setTenant("default").setClientId("c")
+            .setKey("block-10/rank0").build()).getCode()).isZero();
+        putEnd("default", "block-10/rank1");
+        events.awaitSequence(5);
+        final KvEvent only = events.liveEvents().get(4);
+        assertThat(only.getKey()).isEqualTo("block-10/rank1");
+        assertThat(only.getGroupComplete()).isTrue();
+        assertThat(master.eventJournal().nextSequence()).as("nothing else was published").isEqualTo(5);
     }
 
     @Test
