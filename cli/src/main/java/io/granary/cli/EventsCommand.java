@@ -191,6 +191,10 @@ final class EventsCommand implements Callable<Integer>
             {
                 line.append(" group=").append(e.groupId()).append(e.groupComplete() ? " (group complete)" : "");
             }
+            if (e.parentKey() != null)
+            {
+                line.append(" parent=").append(e.parentKey());
+            }
         }
         return line.toString();
     }
@@ -205,6 +209,7 @@ final class EventsCommand implements Callable<Integer>
         fields.put("key", e.key());
         fields.put("group", e.groupId());
         fields.put("groupComplete", e.groupComplete());
+        fields.put("parent", e.parentKey());
         fields.put("medium", e.medium());
         fields.put("valueLength", e.valueLength());
         fields.put("timestampMs", e.timestampMs());

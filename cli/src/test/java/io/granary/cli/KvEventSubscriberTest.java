@@ -258,15 +258,17 @@ class KvEventSubscriberTest
             client.put("cli/a", new byte[10]);
             client.put("cli/b", ByteBuffer.wrap(new byte[20]), PutOptions.builder().groupId("grp").build());
             client.remove("cli/a");
+            client.put("cli/c", ByteBuffer.wrap(new byte[30]), PutOptions.builder().parent("cli/b").build());
             final CliRun run = CliRun.run("events", "--master", cluster.masterAddress(), "--from", "0",
-                "--count", "4", "--duration", "20s");
+                "--count", "5", "--duration", "20s");
             assertThat(run.exitCode()).as(run.toString()).isZero();
             final List<String> lines = run.out().lines().filter(l -> !l.startsWith("--")).collect(Collectors.toList());
             assertThat(lines).containsExactly(
                 "#0 CLEARED MASTER_START *",
                 "#1 STORED default cli/a 10B CPU",
                 "#2 STORED default cli/b 20B CPU group=grp (group complete)",
-                "#3 REMOVED REMOVED default cli/a 10B CPU");
+                "#3 REMOVED REMOVED default cli/a 10B CPU",
+                "#4 STORED default cli/c 30B CPU parent=cli/b");
             assertThat(run.out()).contains("-- in sync at sequence");
 
             final CliRun snapshot = CliRun.run("events", "--master", cluster.masterAddress(), "--snapshot", "--from",

@@ -29,7 +29,9 @@ public final class KvEvent
     private final boolean groupComplete;
     private final long timestampMs;
     private final boolean fromSnapshot;
+    private final String parentKey;
 
+    /** An event without a parent key; see the full constructor. */
     public KvEvent(
         final long sequence,
         final Type type,
@@ -43,6 +45,25 @@ public final class KvEvent
         final long timestampMs,
         final boolean fromSnapshot)
     {
+        this(sequence, type, reason, tenant, key, groupId, medium, valueLength, groupComplete, timestampMs,
+            fromSnapshot, null);
+    }
+
+    /** @param parentKey the key (same tenant) of the object this one continues, or null. */
+    public KvEvent(
+        final long sequence,
+        final Type type,
+        final Reason reason,
+        final String tenant,
+        final String key,
+        final String groupId,
+        final String medium,
+        final long valueLength,
+        final boolean groupComplete,
+        final long timestampMs,
+        final boolean fromSnapshot,
+        final String parentKey)
+    {
         this.sequence = sequence;
         this.type = type;
         this.reason = reason;
@@ -54,6 +75,16 @@ public final class KvEvent
         this.groupComplete = groupComplete;
         this.timestampMs = timestampMs;
         this.fromSnapshot = fromSnapshot;
+        this.parentKey = parentKey;
+    }
+
+    /**
+     * STORED only: the key (same tenant) of the object this one continues, as its put named it
+     * ({@code PutOptions.parent}) when that object existed at the put; null otherwise.
+     */
+    public String parentKey()
+    {
+        return parentKey;
     }
 
     /** Sequence number in the master incarnation (epoch); 0 for snapshot entries. */

@@ -395,7 +395,7 @@ public final class KvEventSubscriber implements AutoCloseable
     {
         return new KvEvent(e.getSequence(), type(e.getType()), reason(e.getReason()), e.getTenant(), e.getKey(),
             e.getGroupId().isEmpty() ? null : e.getGroupId(), e.getMedium(), e.getValueLength(), e.getGroupComplete(),
-            e.getTimestampMs(), fromSnapshot);
+            e.getTimestampMs(), fromSnapshot, e.getParentKey().isEmpty() ? null : e.getParentKey());
     }
 
     private static KvEvent.Type type(final KvEventType type)

@@ -23,7 +23,7 @@ public final class EventJournal
     public static final String MEDIUM = "CPU";
     /** Returned by {@link #read} for a sequence the ring no longer holds. */
     public static final KvEventRecord OVERWRITTEN = new KvEventRecord(
-        -1, KvEventType.KV_EVENT_UNKNOWN, KvEventReason.KV_REASON_NONE, "", KvEventRecord.NO_KEY, null, 0, false, 0);
+        -1, KvEventType.KV_EVENT_UNKNOWN, KvEventReason.KV_REASON_NONE, "", KvEventRecord.NO_KEY, null, 0, false, 0, null);
 
     private final AtomicReferenceArray<KvEventRecord> ring;
     private final int mask;
@@ -78,21 +78,33 @@ public final class EventJournal
     public long stored(
         final String tenant, final byte[] key, final String groupId, final long valueLength, final boolean groupComplete)
     {
+        return stored(tenant, key, groupId, valueLength, groupComplete, null);
+    }
+
+    /** As {@link #stored(String, byte[], String, long, boolean)}, naming the parent's key (same tenant) or null. */
+    public long stored(
+        final String tenant,
+        final byte[] key,
+        final String groupId,
+        final long valueLength,
+        final boolean groupComplete,
+        final byte[] parentKeyOrNull)
+    {
         return append(KvEventType.KV_EVENT_STORED, KvEventReason.KV_REASON_NONE, tenant, key, groupId, valueLength,
-            groupComplete);
+            groupComplete, parentKeyOrNull);
     }
 
     /** A readable object stopped being readable. @return its sequence. */
     public long removed(
         final String tenant, final byte[] key, final String groupId, final long valueLength, final KvEventReason reason)
     {
-        return append(KvEventType.KV_EVENT_REMOVED, reason, tenant, key, groupId, valueLength, false);
+        return append(KvEventType.KV_EVENT_REMOVED, reason, tenant, key, groupId, valueLength, false, null);
     }
 
     /** Every key of {@code tenant} ("" = of every tenant) is to be forgotten. @return its sequence. */
     public long cleared(final String tenant, final KvEventReason reason)
     {
-        return append(KvEventType.KV_EVENT_CLEARED, reason, tenant, KvEventRecord.NO_KEY, null, 0, false);
+        return append(KvEventType.KV_EVENT_CLEARED, reason, tenant, KvEventRecord.NO_KEY, null, 0, false, null);
     }
 
     private long append(
@@ -102,11 +114,12 @@ public final class EventJournal
         final byte[] key,
         final String groupId,
         final long valueLength,
-        final boolean groupComplete)
+        final boolean groupComplete,
+        final byte[] parentKey)
     {
         final long sequence = nextSequence.getAndIncrement();
         final KvEventRecord event = new KvEventRecord(
-            sequence, type, reason, tenant, key, groupId, valueLength, groupComplete, clock.epochMillis());
+            sequence, type, reason, tenant, key, groupId, valueLength, groupComplete, clock.epochMillis(), parentKey);
         final int slot = (int)sequence & mask;
         while (true)
         {

@@ -1,5 +1,6 @@
 package io.granary.master.events;
 
+import com.google.protobuf.ByteString;
 import com.google.protobuf.UnsafeByteOperations;
 import io.granary.proto.EventBatch;
 import io.granary.proto.EventBatchKind;
@@ -168,13 +169,15 @@ final class EventSubscription
         final int shards = snapshots.shardCount();
         while (snapshotShard < shards && chunk.size() < dispatcher.snapshotChunkKeys)
         {
-            snapshots.scanShard(snapshotShard++, tenant, (t, key, group, length) -> chunk.add(KvEvent.newBuilder()
+            snapshots.scanShard(snapshotShard++, tenant, (t, key, group, length, parent) -> chunk.add(KvEvent
+                .newBuilder()
                 .setType(KvEventType.KV_EVENT_STORED)
                 .setTenant(t)
                 .setKeyBytes(UnsafeByteOperations.unsafeWrap(key))
                 .setGroupId(group == null ? "" : group)
                 .setMedium(EventJournal.MEDIUM)
                 .setValueLength(length)
+                .setParentKeyBytes(parent == null ? ByteString.EMPTY : UnsafeByteOperations.unsafeWrap(parent))
                 .build()));
         }
         final boolean end = snapshotShard >= shards;
@@ -276,6 +279,10 @@ final class EventSubscription
             if (e.groupId != null)
             {
                 b.setGroupId(e.groupId);
+            }
+            if (e.parentKeyBytes != null)
+            {
+                b.setParentKeyBytes(UnsafeByteOperations.unsafeWrap(e.parentKeyBytes));
             }
         }
         return b.build();

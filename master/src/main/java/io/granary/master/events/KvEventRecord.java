@@ -24,6 +24,8 @@ public final class KvEventRecord
     final long valueLength;
     final boolean groupComplete;
     final long timestampMs;
+    /** STORED only: the parent's key bytes (same tenant), or null. */
+    final byte[] parentKeyBytes;
 
     KvEventRecord(
         final long sequence,
@@ -34,7 +36,8 @@ public final class KvEventRecord
         final String groupId,
         final long valueLength,
         final boolean groupComplete,
-        final long timestampMs)
+        final long timestampMs,
+        final byte[] parentKeyBytes)
     {
         this.sequence = sequence;
         this.type = type;
@@ -45,6 +48,7 @@ public final class KvEventRecord
         this.valueLength = valueLength;
         this.groupComplete = groupComplete;
         this.timestampMs = timestampMs;
+        this.parentKeyBytes = parentKeyBytes;
     }
 
     public long sequence()
@@ -97,6 +101,12 @@ public final class KvEventRecord
     public long timestampMs()
     {
         return timestampMs;
+    }
+
+    /** The UTF-8 key of the object this one continues (same tenant), or null; do not modify. */
+    public byte[] parentKeyBytes()
+    {
+        return parentKeyBytes;
     }
 
     /** Whether a subscriber scoped to {@code tenantOrNull} (null = every tenant) sees this event. */

@@ -10,7 +10,7 @@ public interface SnapshotSource
     @FunctionalInterface
     interface Sink
     {
-        void onObject(String tenant, byte[] keyBytes, String groupIdOrNull, long valueLength);
+        void onObject(String tenant, byte[] keyBytes, String groupIdOrNull, long valueLength, byte[] parentKeyOrNull);
     }
 
     int shardCount();

@@ -51,6 +51,9 @@ public final class MetadataStore implements SnapshotSource
 {
     private static final Logger LOG = LoggerFactory.getLogger(MetadataStore.class);
 
+    /** The parent-key out-parameter of puts without a parent (linkParent never writes it for them). */
+    private static final byte[][] NO_PARENT = new byte[1][];
+
     /** Settings the store decides by; durations in nanoseconds. */
     public static final class Settings
     {
@@ -331,6 +334,7 @@ public final class MetadataStore implements SnapshotSource
         {
             ParentLinks.removeChild(m.parentUnit);
             m.parentUnit = null; // a removed object keeps nothing of its ancestors reachable
+            m.parentKeyBytes = null;
         }
         final MetadataShard owner = shards[m.ownerShard];
         owner.ownedObjects--;
@@ -522,7 +526,8 @@ public final class MetadataStore implements SnapshotSource
         }
 
         // Linked before placement, so that the eviction this put may trigger never takes its parent as a leaf.
-        final Object parentUnit = linkParent(tenant, options.getParentKey(), key, options.getGroupId());
+        final byte[][] parentKey = options.getParentKey().isEmpty() ? NO_PARENT : new byte[1][]; // NO_PARENT: unwritten
+        final Object parentUnit = linkParent(tenant, options.getParentKey(), key, options.getGroupId(), parentKey);
         final int wanted = Math.max(1, options.getReplicas());
         List<ReplicaRecord> placed =
             placement.place(registry.liveSegments(), wanted, valueLength, options.getPreferredSegment(), avoidNodes);
@@ -578,6 +583,7 @@ public final class MetadataStore implements SnapshotSource
             final ObjectMeta m = new ObjectMeta(tenant, keyBytes, hash, h, o, valueLength, clientId, now,
                 options.getHardPin(), group, replicas, softPinTtl[0], version, false);
             m.parentUnit = parentUnit;
+            m.parentKeyBytes = parentUnit == null ? null : parentKey[0];
             if (versionOut != null)
             {
                 versionOut[0] = version;
@@ -615,7 +621,9 @@ public final class MetadataStore implements SnapshotSource
      * (complete or not). Not a parent: none named, the object itself, or a member of the object's own group.
      * Takes only the parent's owner lock. @return the unit now counting one more child, or null.
      */
-    private Object linkParent(final String tenant, final String parentKey, final String key, final String groupId)
+    /** Links a put to its parent's unit; {@code parentKeyOut[0]} gets the parent's key bytes when linked. */
+    private Object linkParent(
+        final String tenant, final String parentKey, final String key, final String groupId, final byte[][] parentKeyOut)
     {
         if (parentKey.isEmpty() || parentKey.equals(key))
         {
@@ -635,6 +643,7 @@ public final class MetadataStore implements SnapshotSource
             }
             final Object unit = ParentLinks.unitOf(parent);
             ParentLinks.addChild(unit);
+            parentKeyOut[0] = parent.keyBytes;
             parentLinks.increment();
             return unit;
         }
@@ -2000,7 +2009,7 @@ public final class MetadataStore implements SnapshotSource
         if (journal != null)
         {
             m.storedSeq = journal.stored(m.tenant, m.keyBytes, m.group == null ? null : m.group.groupId, m.sizeBytes,
-                m.group != null && groupReadableLocked(m.group));
+                m.group != null && groupReadableLocked(m.group), m.parentKeyBytes);
         }
     }
 
@@ -2062,7 +2071,8 @@ public final class MetadataStore implements SnapshotSource
                 if (m.ownerShard == shard.index && m.isReadable() &&
                     (tenantOrNull == null || tenantOrNull.equals(m.tenant)))
                 {
-                    sink.onObject(m.tenant, m.keyBytes, m.group == null ? null : m.group.groupId, m.sizeBytes);
+                    sink.onObject(m.tenant, m.keyBytes, m.group == null ? null : m.group.groupId, m.sizeBytes,
+                        m.parentKeyBytes);
                 }
             });
             for (final Map.Entry<String, Map<String, GroupMeta>> byTenant : shard.groupsByTenant.entrySet())
@@ -2077,7 +2087,7 @@ public final class MetadataStore implements SnapshotSource
                     {
                         if (m.homeShard != shard.index && m.isReadable())
                         {
-                            sink.onObject(m.tenant, m.keyBytes, g.groupId, m.sizeBytes);
+                            sink.onObject(m.tenant, m.keyBytes, g.groupId, m.sizeBytes, m.parentKeyBytes);
                         }
                     }
                 }

@@ -45,6 +45,8 @@ public final class ObjectMeta
      * PutStart, whose child count it holds one of; null for none, and cleared when this object leaves the store.
      */
     Object parentUnit;
+    /** The parent's key bytes (same tenant) while parentUnit is set at the put, for KV events; null = none. */
+    byte[] parentKeyBytes;
     /** Live objects naming this (ungrouped) object as their parent; changed atomically by {@link ParentLinks}. */
     volatile int childRefs;
     /** Sequence of the last STORED event announcing this object (see EventJournal); -1 = none. */

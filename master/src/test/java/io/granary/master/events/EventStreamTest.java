@@ -41,6 +41,7 @@ import java.util.stream.Collectors;
 
 import static io.granary.proto.ErrorCode.*;
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.tuple;
 
 /**
  * KV events end to end over gRPC: a real master (manual clock, no housekeeping thread), real streams, and the
@@ -226,6 +227,35 @@ class EventStreamTest
         assertThat(live.get(1).getGroupComplete()).as("rank1 still being written").isFalse();
         assertThat(live.get(2).getKey()).isEqualTo("block-7/rank1");
         assertThat(live.get(2).getGroupComplete()).isTrue();
+    }
+
+    @Test
+    void shouldNameTheParentOfAStoredObjectLiveAndInSnapshots() throws Exception
+    {
+        start(c -> c);
+        mount("n1", MIB, false);
+        final EventStreamRecorder events = subscribeFromStart();
+        put("default", "block-0", 100);
+        putStart("default", "block-1", 100, PutOptions.newBuilder().setParentKey("block-0").build());
+        putEnd("default", "block-1");
+        putStart("default", "orphan", 100, PutOptions.newBuilder().setParentKey("never-stored").build());
+        putEnd("default", "orphan");
+        events.awaitSequence(4);
+
+        final List<KvEvent> live = events.liveEvents();
+        assertThat(live.get(1).getParentKey()).as("block-0 has no parent").isEmpty();
+        assertThat(live.get(2).getKey()).isEqualTo("block-1");
+        assertThat(live.get(2).getParentKey()).isEqualTo("block-0");
+        assertThat(live.get(3).getParentKey()).as("a parent that did not exist is not named").isEmpty();
+
+        final EventStreamRecorder fresh = EventStreamRecorder.subscribe(channel,
+            everyTenant().setFromSequence(0).setSnapshot(true).build());
+        fresh.await("the snapshot", () -> fresh.snapshots() == 1, WAIT);
+        final List<KvEvent> snapshot = fresh.batches().stream().filter(b -> b.getKind() == EventBatchKind.EVENT_BATCH_SNAPSHOT)
+            .flatMap(b -> b.getEventsList().stream()).collect(Collectors.toList());
+        assertThat(snapshot).extracting(KvEvent::getKey, KvEvent::getParentKey).containsExactlyInAnyOrder(
+            tuple("block-0", ""), tuple("block-1", "block-0"),
+            tuple("orphan", ""));
     }
 
     @Test

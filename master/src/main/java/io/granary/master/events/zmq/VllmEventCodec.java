@@ -72,14 +72,22 @@ public final class VllmEventCodec
             return encoded.size();
         }
 
-        public Batch stored(final String tenant, final byte[] key, final String groupOrNull)
+        /** @param parentKeyOrNull the key (same tenant) of the object this one continues: its parent_block_hash. */
+        public Batch stored(final String tenant, final byte[] key, final String groupOrNull, final byte[] parentKeyOrNull)
         {
             try (MessageBufferPacker p = MessagePack.newDefaultBufferPacker())
             {
                 p.packArrayHeader(9);
                 p.packString(BLOCK_STORED);
                 p.packArrayHeader(1).packLong(blockHash(tenant, key));
-                p.packNil();                      // parent_block_hash
+                if (parentKeyOrNull == null)
+                {
+                    p.packNil();                  // parent_block_hash: none
+                }
+                else
+                {
+                    p.packLong(blockHash(tenant, parentKeyOrNull));
+                }
                 p.packArrayHeader(0);             // token_ids: Granary does not know the tokens
                 p.packInt(0);                     // block_size
                 p.packNil();                      // lora_id

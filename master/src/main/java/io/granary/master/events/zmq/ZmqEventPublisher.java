@@ -221,7 +221,7 @@ public final class ZmqEventPublisher implements AutoCloseable
             switch (e.type())
             {
                 case KV_EVENT_STORED:
-                    batch.stored(e.tenant(), e.keyBytes(), e.groupId());
+                    batch.stored(e.tenant(), e.keyBytes(), e.groupId(), e.parentKeyBytes());
                     break;
                 case KV_EVENT_REMOVED:
                     batch.removed(e.tenant(), e.keyBytes());
@@ -245,7 +245,8 @@ public final class ZmqEventPublisher implements AutoCloseable
         final VllmEventCodec.Batch[] current = {codec.batch(clock.epochMillis())};
         for (int shard = 0; shard < snapshots.shardCount(); shard++)
         {
-            snapshots.scanShard(shard, null, (tenant, key, group, length) -> current[0].stored(tenant, key, group));
+            snapshots.scanShard(shard, null, (tenant, key, group, length, parent) ->
+                current[0].stored(tenant, key, group, parent));
             if (current[0].size() >= BATCH_MAX_EVENTS)
             {
                 publish(current[0]);

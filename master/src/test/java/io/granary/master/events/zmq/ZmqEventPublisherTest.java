@@ -72,8 +72,14 @@ class ZmqEventPublisherTest
 
     private void put(final String tenant, final String key, final String group)
     {
+        put(tenant, key, group, "");
+    }
+
+    private void put(final String tenant, final String key, final String group, final String parent)
+    {
         assertThat(stub.putStart(PutStartRequest.newBuilder().setTenant(tenant).setClientId("c").setKey(key)
-            .setValueLength(100).setOptions(PutOptions.newBuilder().setGroupId(group)).build()).getCode()).isZero();
+            .setValueLength(100).setOptions(PutOptions.newBuilder().setGroupId(group).setParentKey(parent)).build())
+            .getCode()).isZero();
         assertThat(stub.putEnd(PutEndRequest.newBuilder().setTenant(tenant).setClientId("c").setKey(key).build())
             .getCode()).isZero();
     }
@@ -225,6 +231,7 @@ class ZmqEventPublisherTest
         // The REMOVED is journaled before the CLEARED of RemoveAll, so it is always published as such before the
         // resync; a resync publishes the present keys, which may come last (the publisher may read the CLEARED late).
         put("t2", "grouped", "g1");
+        put("t2", "child", "", "grouped");
         assertThat(stub.remove(RemoveRequest.newBuilder().setKey("warm0").build()).getCode()).isZero();
         assertThat(stub.removeAll(RemoveAllRequest.newBuilder().setTenant("nobody").build()).getCount()).isZero();
         final long hashOfGrouped = codec.blockHash("t2", "grouped".getBytes(StandardCharsets.UTF_8));
@@ -258,6 +265,13 @@ class ZmqEventPublisherTest
         assertThat(identity.get(0).asStringValue().asString()).isEqualTo("t2");
         assertThat(identity.get(1).asStringValue().asString()).isEqualTo("grouped");
         assertThat(identity.get(2).asStringValue().asString()).isEqualTo("g1");
+        final long hashOfChild = codec.blockHash("t2", "child".getBytes(StandardCharsets.UTF_8));
+        final ArrayValue child = replayed.stream().flatMap(b -> b.events().stream())
+            .filter(e -> e.get(0).asStringValue().asString().equals("BlockStored") &&
+                e.get(1).asArrayValue().get(0).asIntegerValue().toLong() == hashOfChild)
+            .findFirst().orElseThrow();
+        assertThat(child.get(2).asIntegerValue().toLong()).as("parent_block_hash: the parent key's block hash")
+            .isEqualTo(hashOfGrouped);
         final ArrayValue removed = replayed.stream().flatMap(b -> b.events().stream())
             .filter(e -> e.get(0).asStringValue().asString().equals("BlockRemoved")).findFirst().orElseThrow();
         assertThat(removed.size()).isEqualTo(3);
