@@ -2130,12 +2130,12 @@ public final class MetadataStore implements SnapshotSource
      */
     private Replica readReplica(final ReplicaRecord r, final long nowMs)
     {
-        final Replica proto = completeProto(r);
         final ReplicaTokens tokens = replicaTokens;
         if (tokens == null)
         {
-            return proto;
+            return completeProto(r);
         }
+        // With tokens the answer is the token-bearing message alone: no token-less copy is kept beside it.
         final long expirySec = AccessTokenCodec.expirySec(nowMs + settings.leaseTtlNs / 1_000_000L, nowMs);
         if (r.readTokenProto == null || r.readTokenExpirySec != expirySec)
         {

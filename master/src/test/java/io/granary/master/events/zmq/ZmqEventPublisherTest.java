@@ -44,7 +44,7 @@ class ZmqEventPublisherTest
 {
     private MasterServer master;
     private ManagedChannel channel;
-    private MasterServiceGrpc.MasterServiceBlockingStub stub;
+    private MasterServiceGrpc.MasterServiceBlockingStub stubWithoutDeadline;
     private ZContext zmq;
     private final VllmEventCodec codec = new VllmEventCodec();
 
@@ -56,10 +56,16 @@ class ZmqEventPublisherTest
             .eventsZmqEndpoint("tcp://127.0.0.1:*").eventsZmqReplayEndpoint("tcp://127.0.0.1:*")
             .eventsZmqTopic("kv-events"));
         channel = ManagedChannelBuilder.forAddress("127.0.0.1", master.grpcPort()).usePlaintext().build();
-        stub = MasterServiceGrpc.newBlockingStub(channel).withDeadlineAfter(30, TimeUnit.SECONDS);
-        stub.mountSegment(MountSegmentRequest.newBuilder().setNodeId("n").setNodeName("n").setEndpoint("127.0.0.1:1")
+        stubWithoutDeadline = MasterServiceGrpc.newBlockingStub(channel);
+        stub().mountSegment(MountSegmentRequest.newBuilder().setNodeId("n").setNodeName("n").setEndpoint("127.0.0.1:1")
             .setSegment(SegmentInfo.newBuilder().setSegmentId(1).setName("n/seg0").setSizeBytes(1 << 20)).build());
         zmq = new ZContext();
+    }
+
+    /** A stub whose deadline starts now (a deadline set once would run out over the whole test). */
+    private MasterServiceGrpc.MasterServiceBlockingStub stub()
+    {
+        return stubWithoutDeadline.withDeadlineAfter(30, TimeUnit.SECONDS);
     }
 
     @AfterEach
@@ -77,10 +83,10 @@ class ZmqEventPublisherTest
 
     private void put(final String tenant, final String key, final String group, final String parent)
     {
-        assertThat(stub.putStart(PutStartRequest.newBuilder().setTenant(tenant).setClientId("c").setKey(key)
+        assertThat(stub().putStart(PutStartRequest.newBuilder().setTenant(tenant).setClientId("c").setKey(key)
             .setValueLength(100).setOptions(PutOptions.newBuilder().setGroupId(group).setParentKey(parent)).build())
             .getCode()).isZero();
-        assertThat(stub.putEnd(PutEndRequest.newBuilder().setTenant(tenant).setClientId("c").setKey(key).build())
+        assertThat(stub().putEnd(PutEndRequest.newBuilder().setTenant(tenant).setClientId("c").setKey(key).build())
             .getCode()).isZero();
     }
 
@@ -88,7 +94,7 @@ class ZmqEventPublisherTest
     private Set<Long> presentHashes(final String tenant)
     {
         final Set<Long> hashes = new HashSet<>();
-        stub.listKeys(ListKeysRequest.newBuilder().setTenant(tenant).build()).getKeysList().stream()
+        stub().listKeys(ListKeysRequest.newBuilder().setTenant(tenant).build()).getKeysList().stream()
             .filter(k -> k.getStatus() == ReplicaStatus.REPLICA_STATUS_COMPLETE)
             .forEach(k -> hashes.add(codec.blockHash(tenant, k.getKey().getBytes(StandardCharsets.UTF_8))));
         return hashes;
@@ -204,21 +210,31 @@ class ZmqEventPublisherTest
     @Test
     void shouldPublishVllmFramedBatchesOnPubAndReplayThemFromASequence() throws Exception
     {
-        final ZMQ.Socket sub = zmq.createSocket(SocketType.SUB);
-        sub.setReceiveTimeOut(100);
-        sub.connect(master.zmqEventPublisher().endpoint());
-        sub.subscribe("kv-events".getBytes(StandardCharsets.UTF_8));
-
-        // PUB drops what it sends before the subscription arrives: put until the SUB socket hears something.
+        // PUB drops what it sends before the subscription arrives: put until the SUB socket hears something. A SUB
+        // socket that hears nothing for 5 s while the publisher keeps sending is replaced, as a consumer would
+        // reconnect (seen once on this build machine: a SUB that never heard a publisher that sent 300 batches).
+        ZMQ.Socket sub = subscriber();
         byte[] topic = null;
         int puts = 0;
-        final long hearDeadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(60);
+        final long hearDeadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        long subscribedAt = System.nanoTime();
+        long batchesAtSubscribe = master.zmqEventPublisher().batches();
         while (topic == null)
         {
             assertThat(System.nanoTime() - hearDeadline).as("the SUB socket heard nothing in 60 s (%d puts)", puts)
                 .isNegative();
             put("default", "warm" + puts++, "");
             topic = sub.recv();
+            if (topic == null && System.nanoTime() - subscribedAt > TimeUnit.SECONDS.toNanos(5))
+            {
+                assertThat(master.zmqEventPublisher().batches()).as("the publisher kept publishing")
+                    .isGreaterThan(batchesAtSubscribe);
+                System.out.printf("ZmqEventPublisherTest: SUB heard nothing in 5 s (%d puts); replaced%n", puts);
+                zmq.destroySocket(sub);
+                sub = subscriber();
+                subscribedAt = System.nanoTime();
+                batchesAtSubscribe = master.zmqEventPublisher().batches();
+            }
         }
         assertThat(new String(topic, StandardCharsets.UTF_8)).isEqualTo("kv-events");
         assertThat(sub.hasReceiveMore()).isTrue();
@@ -232,8 +248,8 @@ class ZmqEventPublisherTest
         // resync; a resync publishes the present keys, which may come last (the publisher may read the CLEARED late).
         put("t2", "grouped", "g1");
         put("t2", "child", "", "grouped");
-        assertThat(stub.remove(RemoveRequest.newBuilder().setKey("warm0").build()).getCode()).isZero();
-        assertThat(stub.removeAll(RemoveAllRequest.newBuilder().setTenant("nobody").build()).getCount()).isZero();
+        assertThat(stub().remove(RemoveRequest.newBuilder().setKey("warm0").build()).getCode()).isZero();
+        assertThat(stub().removeAll(RemoveAllRequest.newBuilder().setTenant("nobody").build()).getCount()).isZero();
         final long hashOfGrouped = codec.blockHash("t2", "grouped".getBytes(StandardCharsets.UTF_8));
         final Set<Long> expected = presentHashes("default");
         expected.addAll(presentHashes("t2"));
@@ -283,6 +299,15 @@ class ZmqEventPublisherTest
         assertThat(master.zmqEventPublisher().replays()).as("replay requests answered").isGreaterThanOrEqualTo(2);
         assertThat(master.zmqEventPublisher().resyncs()).as("RemoveAll of a tenant resyncs").isEqualTo(1);
         assertThat(master.scrapeMetrics()).contains("granary_master_events_zmq_batches_total");
+    }
+
+    private ZMQ.Socket subscriber()
+    {
+        final ZMQ.Socket sub = zmq.createSocket(SocketType.SUB);
+        sub.setReceiveTimeOut(100);
+        sub.connect(master.zmqEventPublisher().endpoint());
+        sub.subscribe("kv-events".getBytes(StandardCharsets.UTF_8));
+        return sub;
     }
 
     /**
