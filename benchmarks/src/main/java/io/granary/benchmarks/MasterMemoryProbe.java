@@ -15,12 +15,13 @@ import java.util.Locale;
 
 /**
  * Heap the master's metadata needs per object: a metadata store (the master's own, no RPC in front) with data tokens
- * on and one mounted segment takes {@code objects} complete 4 KiB objects of one replica each, with keys shaped like
+ * on and {@code replicas} mounted segments takes {@code objects} complete 4 KiB objects of {@code replicas} replicas
+ * each (1 by default), with keys shaped like
  * the prefix helper's (44 bytes); the used heap after full GCs is measured before and after, and again after one
  * read of every object (a read caches the replica's READ-token answer).
  *
  * <pre>
- * java -Xmx4g -cp benchmarks/target/benchmarks.jar io.granary.benchmarks.MasterMemoryProbe [objects]
+ * java -Xmx4g -cp benchmarks/target/benchmarks.jar io.granary.benchmarks.MasterMemoryProbe [objects] [replicas]
  * </pre>
  * The figure is for sizing a master's heap (docs/operations.md); keys of other lengths add or remove their bytes.
  */
@@ -33,13 +34,18 @@ public final class MasterMemoryProbe
     public static void main(final String[] args)
     {
         final int objects = args.length > 0 ? Integer.parseInt(args[0]) : 1_000_000;
+        final int replicaCount = args.length > 1 ? Integer.parseInt(args[1]) : 1;
         final SegmentRegistry registry = new SegmentRegistry(Clock.SYSTEM,
             (id, name, size) -> new SegmentAllocation(id, name, new TlsfExtentAllocator(size, 64)));
         final MetadataStore store = new MetadataStore(new MetadataStore.Settings(), Clock.SYSTEM, registry);
         final AccessTokenCodec codec = new AccessTokenCodec(AccessTokenCodec.newRandomKey());
         store.replicaTokens((replica, opcode, expirySec) ->
             codec.sign(opcode, replica.segment().segmentId(), replica.offset(), replica.length(), expirySec));
-        registry.mount("node-1", "node-1", "10.0.0.1:7001", 1, "node-1/seg0", 1L << 40);
+        for (int n = 1; n <= replicaCount; n++)
+        {
+            registry.mount("node-" + n, "node-" + n, "10.0.0." + n + ":7001", n, "node-" + n + "/seg0", 1L << 40);
+        }
+        final PutOptions options = PutOptions.newBuilder().setReplicas(replicaCount).build();
 
         final long empty = usedHeap();
         final List<Replica> replicas = new ArrayList<>();
@@ -47,8 +53,11 @@ public final class MasterMemoryProbe
         {
             final String key = key(i);
             replicas.clear();
-            check(store.putStart("default", "client-1", key, 4096, PutOptions.getDefaultInstance(), replicas),
-                "PutStart");
+            check(store.putStart("default", "client-1", key, 4096, options, replicas), "PutStart");
+            if (replicas.size() != replicaCount)
+            {
+                throw new IllegalStateException("PutStart placed " + replicas.size() + " replicas");
+            }
             check(store.putEnd("default", "client-1", key), "PutEnd");
         }
         final long stored = usedHeap();
@@ -59,8 +68,8 @@ public final class MasterMemoryProbe
             check(lookup.code, "GetReplicaList");
         }
         final long read = usedHeap();
-        System.out.printf(Locale.ROOT, "master heap per object (key 44 bytes, 1 replica, tokens on, %d objects): " +
-            "%.0f bytes stored, %.0f bytes after one read of each (the cached READ-token answer)%n", objects,
+        System.out.printf(Locale.ROOT, "master heap per object (key 44 bytes, %d replica(s), tokens on, %d objects): " +
+            "%.0f bytes stored, %.0f bytes after one read of each (the cached READ-token answer)%n", replicaCount, objects,
             (stored - empty) / (double)objects, (read - empty) / (double)objects);
         System.out.printf(Locale.ROOT, "(used heap: empty %.1f MiB, stored %.1f MiB, read %.1f MiB)%n",
             empty / 1048576.0, stored / 1048576.0, read / 1048576.0);
