@@ -51,9 +51,6 @@ public final class MetadataStore implements SnapshotSource
 {
     private static final Logger LOG = LoggerFactory.getLogger(MetadataStore.class);
 
-    /** The parent-key out-parameter of puts without a parent (linkParent never writes it for them). */
-    private static final byte[][] NO_PARENT = new byte[1][];
-
     /** Settings the store decides by; durations in nanoseconds. */
     public static final class Settings
     {
@@ -341,9 +338,8 @@ public final class MetadataStore implements SnapshotSource
         objectCount.decrementAndGet();
         if (m.group != null)
         {
-            final boolean wasUnfinished = !m.complete; // m.removed is already set: isReadable() would say false
             m.group.members.remove(m);
-            if (wasUnfinished)
+            if (!m.complete) // an unfinished member left (not isReadable(): m.removed is already set)
             {
                 announceGroupCompletedLocked(m.group);
             }
@@ -526,7 +522,7 @@ public final class MetadataStore implements SnapshotSource
         }
 
         // Linked before placement, so that the eviction this put may trigger never takes its parent as a leaf.
-        final byte[][] parentKey = options.getParentKey().isEmpty() ? NO_PARENT : new byte[1][]; // NO_PARENT: unwritten
+        final byte[][] parentKey = new byte[1][];
         final Object parentUnit = linkParent(tenant, options.getParentKey(), key, options.getGroupId(), parentKey);
         final int wanted = Math.max(1, options.getReplicas());
         List<ReplicaRecord> placed =
