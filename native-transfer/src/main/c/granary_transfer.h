@@ -56,7 +56,8 @@ typedef struct gt_engine_config
     uint32_t max_vector_entries;       /* small READs (<= 64 KiB) one READV frame carries, 1..1024; 1 = no READV */
     /*
      * 1: READs without a token go one-sided over RDMA where a device exists and the node agrees (RDMA_CONNECT),
-     * everything else over TCP; 0 (default): TCP only. Exercised against the C tests' fake verbs only.
+     * everything else over TCP; 0 (default): TCP only. Exercised against the fake verbs of the C tests and of the
+     * JNI test library (libgranary_transfer_fake_verbs.so), never against a device.
      */
     uint32_t rdma_reads;
 } gt_engine_config;
@@ -138,6 +139,9 @@ uint32_t gt_engine_region_count(gt_engine *engine);
 /* Transfers admitted so far, refused at once (queue and pending admissions full), timed out waiting; any thread. */
 void gt_engine_counters(gt_engine *engine, uint64_t *admitted, uint64_t *rejected_queue_full,
     uint64_t *rejected_admission_timeout);
+
+/* READs completed one-sided over RDMA with success, and READs that failed there (status other than GT_OK). */
+void gt_engine_rdma_counters(gt_engine *engine, uint64_t *reads, uint64_t *failed);
 
 /* Closes every connection; outstanding operations are dropped without completion (the caller fails them). */
 void gt_engine_destroy(gt_engine *engine);

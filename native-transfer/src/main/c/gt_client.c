@@ -224,6 +224,8 @@ struct gt_engine
     uint64_t admitted;             /* loop writes, any thread reads (relaxed atomics) */
     uint64_t rejected_queue_full;
     uint64_t rejected_admission_timeout;
+    uint64_t rdma_reads_done;      /* one-sided READs completed with GT_OK / otherwise; any thread reads them */
+    uint64_t rdma_reads_failed;
     lane *dirty_head;
     gt_rdma_device *rdma_device;   /* set once by the loop (first RDMA READ), before any registration is made */
     int rdma_device_failed;
@@ -1828,6 +1830,8 @@ static void rdma_finish(gt_engine *engine, rdma_path *path, const uint32_t slot,
     {
         t->status = status;
     }
+    __atomic_add_fetch(t->status == GT_OK ? &engine->rdma_reads_done : &engine->rdma_reads_failed, 1,
+        __ATOMIC_RELAXED);
     transfer_progress(engine, t);
 }
 
@@ -2295,6 +2299,12 @@ void gt_engine_counters(gt_engine *engine, uint64_t *admitted, uint64_t *rejecte
     *admitted = __atomic_load_n(&engine->admitted, __ATOMIC_RELAXED);
     *rejected_queue_full = __atomic_load_n(&engine->rejected_queue_full, __ATOMIC_RELAXED);
     *rejected_admission_timeout = __atomic_load_n(&engine->rejected_admission_timeout, __ATOMIC_RELAXED);
+}
+
+void gt_engine_rdma_counters(gt_engine *engine, uint64_t *reads, uint64_t *failed)
+{
+    *reads = __atomic_load_n(&engine->rdma_reads_done, __ATOMIC_RELAXED);
+    *failed = __atomic_load_n(&engine->rdma_reads_failed, __ATOMIC_RELAXED);
 }
 
 /* Frees a list of frames, with the entries of READVs among them. */

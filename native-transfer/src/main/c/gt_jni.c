@@ -14,6 +14,31 @@
 
 #define JNI_NAME(name_) Java_io_granary_transfer_natives_NativeTransferJni_##name_
 
+#ifdef GT_TESTING
+/*
+ * The JNI test library (make testlib: libgranary_transfer_fake_verbs.so, never packaged) routes the RDMA transport
+ * to the in-process fake verbs of src/test/c with one device from the moment it loads, so Java tests run the whole
+ * RDMA flow (exchange, queue pairs, one-sided READs, fallbacks) through the real binding.
+ */
+#include "gt_fake_verbs.h"
+
+JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM *vm, void *reserved)
+{
+    (void)vm;
+    (void)reserved;
+    fake_verbs_install(1);
+    return JNI_VERSION_1_8;
+}
+
+/* io.granary.transfer.natives.FakeVerbs (src/test/java): objects alive in the fake. */
+JNIEXPORT jint JNICALL Java_io_granary_transfer_natives_FakeVerbs_live(JNIEnv *env, jclass type)
+{
+    (void)env;
+    (void)type;
+    return fake_verbs_live();
+}
+#endif
+
 static void throw_state(JNIEnv *env, const gt_error *error)
 {
     char text[GT_ERROR_MESSAGE_LENGTH + 32];
@@ -52,7 +77,7 @@ JNIEXPORT jstring JNICALL JNI_NAME(rdmaUnavailabilityCause)(JNIEnv *env, jclass 
 
 JNIEXPORT jlong JNICALL JNI_NAME(engineCreate)(JNIEnv *env, jclass type, jint lanes, jint slice_bytes,
     jint max_queued, jint max_pending, jlong admission_timeout_ms, jlong transfer_timeout_ms,
-    jlong connect_timeout_ms, jint max_vector_entries)
+    jlong connect_timeout_ms, jint max_vector_entries, jboolean rdma_reads)
 {
     (void)type;
     gt_engine_config config;
@@ -74,6 +99,7 @@ JNIEXPORT jlong JNICALL JNI_NAME(engineCreate)(JNIEnv *env, jclass type, jint la
     config.transfer_timeout_ms = (uint64_t)transfer_timeout_ms;
     config.connect_timeout_ms = (uint64_t)connect_timeout_ms;
     config.max_vector_entries = (uint32_t)max_vector_entries;
+    config.rdma_reads = rdma_reads ? 1 : 0;
     if (gt_engine_create(&config, &engine, &error) != GT_OK)
     {
         throw_state(env, &error);
@@ -287,10 +313,12 @@ JNIEXPORT void JNICALL JNI_NAME(engineCounters)(JNIEnv *env, jclass type, jlong 
     {
         return;
     }
-    uint64_t values[4];
+    uint64_t values[6];
     gt_engine_counters(handle(engine), &values[0], &values[1], &values[2]);
     values[3] = gt_engine_region_count(handle(engine));
-    (*env)->SetLongArrayRegion(env, out, 0, (*env)->GetArrayLength(env, out) < 4 ? 3 : 4, (const jlong *)values);
+    gt_engine_rdma_counters(handle(engine), &values[4], &values[5]);
+    const jsize length = (*env)->GetArrayLength(env, out);
+    (*env)->SetLongArrayRegion(env, out, 0, length < 6 ? length : 6, (const jlong *)values);
 }
 
 JNIEXPORT void JNICALL JNI_NAME(engineDestroy)(JNIEnv *env, jclass type, jlong engine)

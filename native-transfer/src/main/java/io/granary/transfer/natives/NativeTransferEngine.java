@@ -60,8 +60,12 @@ public final class NativeTransferEngine implements TransferEngine, AdmissionStat
     private final LongAdder submitted = new LongAdder();
     private final LongAdder driven = new LongAdder();
     private final LongAdder rejectedUnavailable = new LongAdder();
-    /** Counters of the loops freed so far (admitted, queue full, admission timeout): they keep counting. */
-    private final long[] retiredCounters = new long[3];
+    /** engineCounters: admitted, queue full, admission timeout, regions now (not summed when retired), RDMA reads. */
+    private static final int COUNTERS = 6;
+    private static final int REGIONS_NOW = 3;
+    /** Counters of the loops freed so far: they keep counting. */
+    private final long[] retiredCounters = new long[COUNTERS];
+    private final boolean rdmaReads;
 
     /** One transfer in flight: its future and, for a heap buffer, the direct copy the bytes go through. */
     private static final class Pending
@@ -83,7 +87,23 @@ public final class NativeTransferEngine implements TransferEngine, AdmissionStat
      */
     public NativeTransferEngine(final TransferConfig config)
     {
+        this(config, false);
+    }
+
+    /**
+     * @param rdmaReads READs without an access token go one-sided over RDMA where this machine has a device and the
+     *                  node agrees to a queue pair for the segment (RDMA_CONNECT); every other transfer, and every
+     *                  READ the node refuses RDMA for, goes over TCP. {@link #kind()} is then RDMA.
+     * @throws IllegalStateException when rdmaReads is asked for and there is no RDMA device.
+     */
+    public NativeTransferEngine(final TransferConfig config, final boolean rdmaReads)
+    {
         NativeTransfer.ensureAvailability();
+        if (rdmaReads && !NativeTransfer.isRdmaAvailable())
+        {
+            throw new IllegalStateException("RDMA is not available: " + NativeTransfer.rdmaUnavailabilityCause());
+        }
+        this.rdmaReads = rdmaReads;
         if (config.tls().isEnabled())
         {
             throw new IllegalArgumentException("the native transport has no TLS; use --transport java with TLS");
@@ -100,7 +120,7 @@ public final class NativeTransferEngine implements TransferEngine, AdmissionStat
     @Override
     public TransportKind kind()
     {
-        return TransportKind.NATIVE;
+        return rdmaReads ? TransportKind.RDMA : TransportKind.NATIVE;
     }
 
     @Override
@@ -276,29 +296,41 @@ public final class NativeTransferEngine implements TransferEngine, AdmissionStat
     /** Memory regions the C engines hold now: one per transfer in flight, none once every transfer completed. */
     public long registeredRegions()
     {
-        return counters()[3];
+        return counters()[REGIONS_NOW];
     }
 
-    /** Admitted, refused at once, timed out, regions registered: summed over the shared, lent and idle engines. */
+    /** READs completed one-sided over RDMA with success so far (0 without {@code rdmaReads}). */
+    public long rdmaReads()
+    {
+        return counters()[4];
+    }
+
+    /** READs that failed on their RDMA path so far (a broken queue pair, a remote access error, a timeout). */
+    public long rdmaFailedReads()
+    {
+        return counters()[5];
+    }
+
+    /**
+     * Admitted, refused at once, timed out, regions registered, RDMA reads done and failed: summed over the shared,
+     * lent and idle engines.
+     */
     private long[] counters()
     {
-        final long[] sum = new long[4];
+        final long[] sum = new long[COUNTERS];
         final ReentrantReadWriteLock.ReadLock lock = lifecycle.readLock();
         lock.lock();
         try
         {
             synchronized (retiredCounters)
             {
-                for (int i = 0; i < 3; i++)
-                {
-                    sum[i] = retiredCounters[i];
-                }
+                System.arraycopy(retiredCounters, 0, sum, 0, COUNTERS);
             }
             if (closed)
             {
                 return sum;
             }
-            final long[] one = new long[4];
+            final long[] one = new long[COUNTERS];
             final ArrayList<Loop> loops = new ArrayList<>(lent);
             loops.addAll(idle);
             loops.add(shared);
@@ -307,7 +339,7 @@ public final class NativeTransferEngine implements TransferEngine, AdmissionStat
                 if (!loop.destroyed)
                 {
                     NativeTransferJni.engineCounters(loop.handle, one);
-                    for (int i = 0; i < 4; i++)
+                    for (int i = 0; i < COUNTERS; i++)
                     {
                         sum[i] += one[i];
                     }
@@ -432,7 +464,7 @@ public final class NativeTransferEngine implements TransferEngine, AdmissionStat
         {
             handle = NativeTransferJni.engineCreate(lanesPerPeer, config.sliceBytes(),
                 config.maxQueuedTransfersPerPeer(), config.maxPendingAdmissionsPerPeer(), config.admissionTimeoutMs(),
-                config.transferTimeoutMs(), config.connectTimeoutMs(), config.maxVectorEntries());
+                config.transferTimeoutMs(), config.connectTimeoutMs(), config.maxVectorEntries(), rdmaReads);
         }
 
         /** Under the lifecycle read lock. */
@@ -574,11 +606,12 @@ public final class NativeTransferEngine implements TransferEngine, AdmissionStat
             if (!destroyed)
             {
                 destroyed = true;
-                final long[] last = new long[4];
+                final long[] last = new long[COUNTERS];
                 NativeTransferJni.engineCounters(handle, last);
+                last[REGIONS_NOW] = 0; /* a freed engine holds none */
                 synchronized (retiredCounters)
                 {
-                    for (int i = 0; i < 3; i++)
+                    for (int i = 0; i < COUNTERS; i++)
                     {
                         retiredCounters[i] += last[i];
                     }

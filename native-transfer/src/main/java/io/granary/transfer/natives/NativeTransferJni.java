@@ -19,7 +19,10 @@ final class NativeTransferJni
     /** Null when an RDMA device can be used, else why not. */
     static native String rdmaUnavailabilityCause();
 
-    /** @param maxVectorEntries small READs one READV carries (1 = no READV); see TransferConfig#maxVectorEntries. */
+    /**
+     * @param maxVectorEntries small READs one READV carries (1 = no READV); see TransferConfig#maxVectorEntries.
+     * @param rdmaReads        READs without a token go one-sided over RDMA where a device exists and the node agrees.
+     */
     static native long engineCreate(
         int lanesPerPeer,
         int sliceBytes,
@@ -28,7 +31,8 @@ final class NativeTransferJni
         long admissionTimeoutMs,
         long transferTimeoutMs,
         long connectTimeoutMs,
-        int maxVectorEntries);
+        int maxVectorEntries,
+        boolean rdmaReads);
 
     /** A peer id (positive) for host:port, or a negative ErrorCode number. */
     static native int engineConnect(long engine, String host, int port);
@@ -70,7 +74,8 @@ final class NativeTransferJni
 
     /**
      * Fills {@code out[0..3)}: transfers admitted, refused with the queue full, timed out waiting for admission; and
-     * {@code out[3]}, when there, the memory regions registered now.
+     * {@code out[3]}, when there, the memory regions registered now; {@code out[4..6)}, when there, READs completed
+     * one-sided over RDMA with success and without.
      */
     static native void engineCounters(long engine, long[] out);
 

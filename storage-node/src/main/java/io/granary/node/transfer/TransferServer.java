@@ -151,8 +151,9 @@ public final class TransferServer implements AutoCloseable
 
     /**
      * @param transport {@link TransportKind#JAVA} (Netty), {@link TransportKind#NATIVE} (the C server of
-     *                  native-transfer: plain TCP only) or {@link TransportKind#AUTO} (native when its library loads
-     *                  and TLS is off, else Java).
+     *                  native-transfer: plain TCP, and RDMA_CONNECT answered where a device exists),
+     *                  {@link TransportKind#RDMA} (the same, refused without a device) or {@link TransportKind#AUTO}
+     *                  (native when its library loads and TLS is off, else Java).
      * @throws IllegalArgumentException when the TLS files are unusable.
      * @throws IllegalStateException when the requested transport is not available here.
      */
@@ -168,11 +169,10 @@ public final class TransferServer implements AutoCloseable
         final TlsSettings tls,
         final TransportKind transport)
     {
-        this.transport = TransferEngines.resolve(transport, tls.isEnabled());
-        if (this.transport == TransportKind.RDMA)
-        {
-            throw new IllegalStateException("a storage node serves RDMA only beside native TCP; use --transport native");
-        }
+        // RDMA is served by the native server: it answers RDMA_CONNECT with a queue pair on the segment whenever a
+        // device exists (with either kind asked for); resolving RDMA here only checks that there is one.
+        final TransportKind resolved = TransferEngines.resolve(transport, tls.isEnabled());
+        this.transport = resolved == TransportKind.RDMA ? TransportKind.NATIVE : resolved;
         this.sslContext = TlsContexts.serverContext(tls);
         this.metrics = metrics;
         this.tokenVerifier = tokenVerifier;
