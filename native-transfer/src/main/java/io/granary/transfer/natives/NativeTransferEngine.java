@@ -66,6 +66,8 @@ public final class NativeTransferEngine implements TransferEngine, AdmissionStat
     /** Counters of the loops freed so far: they keep counting. */
     private final long[] retiredCounters = new long[COUNTERS];
     private final boolean rdmaReads;
+    /** Racy on purpose: at worst a few threads log the same warning once each. */
+    private volatile boolean warnedTokenReads;
 
     /** One transfer in flight: its future and, for a heap buffer, the direct copy the bytes go through. */
     private static final class Pending
@@ -131,6 +133,12 @@ public final class NativeTransferEngine implements TransferEngine, AdmissionStat
             (request.op() == TransferRequest.Op.READ && request.local().isReadOnly()))
         {
             return CompletableFuture.completedFuture(INVALID_PARAMS_VALUE);
+        }
+        if (rdmaReads && token != null && request.op() == TransferRequest.Op.READ && !warnedTokenReads)
+        {
+            warnedTokenReads = true;
+            LOG.warn("transport rdma: READs carry data-plane access tokens, so they go over TCP (one-sided READs " +
+                "would bypass the tokens); run the master with --data-tokens false on a trusted network for RDMA");
         }
         final Loop own = current.get();
         final Loop loop = own != null ? own : shared;
