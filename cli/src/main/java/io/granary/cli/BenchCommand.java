@@ -11,6 +11,8 @@ import io.granary.client.PutOptions;
 import io.granary.common.Units;
 import io.granary.transfer.TransferEngines;
 import io.granary.transfer.TransportKind;
+import io.micrometer.core.instrument.FunctionCounter;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -143,6 +145,9 @@ final class BenchCommand implements Callable<Integer>
             + "master's default); false measures without.")
     private boolean dataTokens;
 
+    /** The client's metrics with --transport rdma (else null): the one-sided READ counters. */
+    private SimpleMeterRegistry rdmaMeters;
+
     @Option(names = "--keep", description = "Leave the keys in the cluster.")
     private boolean keep;
 
@@ -268,8 +273,23 @@ final class BenchCommand implements Callable<Integer>
     /** The client settings of the shared flags plus --checksums and --caller-driven. */
     private ClientConfig clientConfig(final String masterAddress)
     {
-        return clientOptions.config(spec.commandLine(), masterAddress).toBuilder().checksums(checksums)
-            .callerDriven(callerDriven).build();
+        final ClientConfig.Builder builder = clientOptions.config(spec.commandLine(), masterAddress).toBuilder()
+            .checksums(checksums).callerDriven(callerDriven);
+        if (clientOptions.transport == TransportKind.RDMA)
+        {
+            // Only for rdma (the client's metrics cost a little on every call): how many READs went one-sided.
+            rdmaMeters = new SimpleMeterRegistry();
+            builder.meterRegistry(rdmaMeters);
+        }
+        return builder.build();
+    }
+
+    /** With --transport rdma: READs of the client so far that completed one-sided over RDMA, with {@code outcome}. */
+    private long rdmaReads(final String outcome)
+    {
+        final FunctionCounter counter = rdmaMeters == null ? null :
+            rdmaMeters.find("granary.client.transfer.rdma.reads").tag("outcome", outcome).functionCounter();
+        return counter == null ? 0 : (long)counter.count();
     }
 
     private void require(final boolean condition, final String message)
@@ -404,6 +424,12 @@ final class BenchCommand implements Callable<Integer>
             {
                 notes.add(mixedNote(sizeLabel, p));
             }
+        }
+        if (rdmaMeters != null)
+        {
+            info.printf(Locale.ROOT, "rdma: %d READs completed one-sided so far, %d failed there (the rest went over " +
+                "TCP: WRITEs, READs with access tokens, segments a node refused RDMA for)%n", rdmaReads("ok"),
+                rdmaReads("failed"));
         }
         info.flush();
         out.flush();

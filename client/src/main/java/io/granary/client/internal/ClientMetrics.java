@@ -5,6 +5,7 @@ import io.granary.client.GranaryException;
 import io.granary.client.OpResult;
 import io.granary.transfer.AdmissionStats;
 import io.granary.transfer.TransferEngine;
+import io.granary.transfer.TransportKind;
 import io.granary.transfer.natives.NativeTransferEngine;
 import io.granary.transfer.tcp.CallerDrivenEngine;
 import io.micrometer.core.instrument.Counter;
@@ -85,6 +86,10 @@ final class ClientMetrics
             .baseUnit("bytes").tags("direction", "read", "tenant", tenant).register(registry);
     }
 
+    /** READs completed one-sided over RDMA (transport rdma only). */
+    public static final String RDMA_READS = "granary.client.transfer.rdma.reads";
+    private static final String RDMA_READS_HELP = "READs completed one-sided over RDMA (the rest went over TCP)";
+
     /** Exposes the engine's admission refusals (its own counters, read at scrape time) when it keeps them. */
     void bindEngine(final TransferEngine engine, final String tenant)
     {
@@ -109,10 +114,18 @@ final class ClientMetrics
         }
         else if (engine instanceof NativeTransferEngine)
         {
-            FunctionCounter.builder("granary.client.transfer.caller.driven", (NativeTransferEngine)engine,
+            final NativeTransferEngine natives = (NativeTransferEngine)engine;
+            FunctionCounter.builder("granary.client.transfer.caller.driven", natives,
                     NativeTransferEngine::drivenTransfers)
                 .description("Transfers the calling thread carried out itself (synchronous calls)")
                 .tags("tenant", tenant).register(registry);
+            if (natives.kind() == TransportKind.RDMA)
+            {
+                FunctionCounter.builder(RDMA_READS, natives, NativeTransferEngine::rdmaReads)
+                    .description(RDMA_READS_HELP).tags("outcome", "ok", "tenant", tenant).register(registry);
+                FunctionCounter.builder(RDMA_READS, natives, NativeTransferEngine::rdmaFailedReads)
+                    .description(RDMA_READS_HELP).tags("outcome", "failed", "tenant", tenant).register(registry);
+            }
         }
     }
 
