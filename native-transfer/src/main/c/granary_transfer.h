@@ -73,6 +73,20 @@ int gt_engine_register_memory(gt_engine *engine, void *address, uint64_t length,
 /* Forgets a region; the caller guarantees no operation on it is outstanding. */
 int gt_engine_unregister_memory(gt_engine *engine, uint32_t region);
 
+/*
+ * Long-lived registrations: the caller's buffers that many operations will use (an engine's KV-page pool). A pinned
+ * range is a region that gt_engine_find_pinned hands out for any operation inside it, so per-operation bookkeeping
+ * and, over RDMA, the memory registration (made on first one-sided use) are paid once, not per operation. At most
+ * GT_MAX_PINNED ranges, none overlapping another (GT_INVALID_PARAMS); unpin names the range's start and forgets
+ * it with its registration: the caller guarantees no operation on it is outstanding.
+ */
+#define GT_MAX_PINNED 64
+int gt_engine_pin_memory(gt_engine *engine, void *address, uint64_t length, uint32_t *region, gt_error *error);
+int gt_engine_unpin_memory(gt_engine *engine, const void *address);
+/* 1 and the region and offset when [address, address + length) lies inside a pinned range, else 0. */
+int gt_engine_find_pinned(gt_engine *engine, const void *address, uint64_t length, uint32_t *region,
+    uint64_t *offset);
+
 /* A peer handle for host:port (resolved here, connected lazily on first use, lanes reopened after a failure). */
 int gt_engine_connect(gt_engine *engine, const char *host, uint16_t port, uint32_t *peer, gt_error *error);
 

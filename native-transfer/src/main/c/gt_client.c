@@ -224,6 +224,8 @@ struct gt_engine
     uint64_t admitted;             /* loop writes, any thread reads (relaxed atomics) */
     uint64_t rejected_queue_full;
     uint64_t rejected_admission_timeout;
+    uint32_t pins[GT_MAX_PINNED];  /* under mutex: regions of gt_engine_pin_memory, kept across operations */
+    uint32_t pin_count;
     uint64_t rdma_reads_done;      /* one-sided READs completed with GT_OK / otherwise; any thread reads them */
     uint64_t rdma_reads_failed;
     lane *dirty_head;
@@ -339,6 +341,82 @@ int gt_engine_unregister_memory(gt_engine *engine, const uint32_t region)
     const int result = region_release(engine, region);
     pthread_mutex_unlock(&engine->mutex);
     return result;
+}
+
+int gt_engine_pin_memory(gt_engine *engine, void *address, const uint64_t length, uint32_t *region,
+    gt_error *error)
+{
+    if (address == NULL || length == 0)
+    {
+        return gt_fail(error, GT_INVALID_PARAMS, "cannot pin an empty range");
+    }
+    pthread_mutex_lock(&engine->mutex);
+    for (uint32_t i = 0; i < engine->pin_count; i++)
+    {
+        const gt_region *pinned = gt_regions_get(&engine->regions, engine->pins[i]);
+        if (pinned != NULL && (uint8_t *)address < pinned->address + pinned->length &&
+            pinned->address < (uint8_t *)address + length)
+        {
+            pthread_mutex_unlock(&engine->mutex);
+            return gt_fail(error, GT_INVALID_PARAMS, "%llu bytes at %p overlap memory pinned before",
+                (unsigned long long)length, address);
+        }
+    }
+    if (engine->pin_count == GT_MAX_PINNED)
+    {
+        pthread_mutex_unlock(&engine->mutex);
+        return gt_fail(error, GT_UNAVAILABLE, "at most %d ranges can be pinned", GT_MAX_PINNED);
+    }
+    const int result = gt_regions_add(&engine->regions, address, length, region);
+    if (result == GT_OK)
+    {
+        engine->pins[engine->pin_count++] = *region;
+    }
+    pthread_mutex_unlock(&engine->mutex);
+    if (result != GT_OK)
+    {
+        return gt_fail(error, result, "cannot pin %llu bytes at %p", (unsigned long long)length, address);
+    }
+    return GT_OK;
+}
+
+int gt_engine_unpin_memory(gt_engine *engine, const void *address)
+{
+    int result = GT_INVALID_PARAMS;
+    pthread_mutex_lock(&engine->mutex);
+    for (uint32_t i = 0; i < engine->pin_count; i++)
+    {
+        const gt_region *pinned = gt_regions_get(&engine->regions, engine->pins[i]);
+        if (pinned != NULL && pinned->address == (const uint8_t *)address)
+        {
+            result = region_release(engine, engine->pins[i]);
+            engine->pins[i] = engine->pins[--engine->pin_count];
+            break;
+        }
+    }
+    pthread_mutex_unlock(&engine->mutex);
+    return result;
+}
+
+int gt_engine_find_pinned(gt_engine *engine, const void *address, const uint64_t length, uint32_t *region,
+    uint64_t *offset)
+{
+    int found = 0;
+    pthread_mutex_lock(&engine->mutex);
+    for (uint32_t i = 0; i < engine->pin_count && !found; i++)
+    {
+        const gt_region *pinned = gt_regions_get(&engine->regions, engine->pins[i]);
+        const uint8_t *start = address;
+        if (pinned != NULL && start >= pinned->address && length <= pinned->length &&
+            (uint64_t)(start - pinned->address) <= pinned->length - length)
+        {
+            *region = engine->pins[i];
+            *offset = (uint64_t)(start - pinned->address);
+            found = 1;
+        }
+    }
+    pthread_mutex_unlock(&engine->mutex);
+    return found;
 }
 
 int gt_engine_connect(gt_engine *engine, const char *host, const uint16_t port, uint32_t *id, gt_error *error)

@@ -37,6 +37,14 @@ JNIEXPORT jint JNICALL Java_io_granary_transfer_natives_FakeVerbs_live(JNIEnv *e
     (void)type;
     return fake_verbs_live();
 }
+
+/* io.granary.transfer.natives.FakeVerbs: memory registrations made so far. */
+JNIEXPORT jint JNICALL Java_io_granary_transfer_natives_FakeVerbs_registrations(JNIEnv *env, jclass type)
+{
+    (void)env;
+    (void)type;
+    return fake_verbs_registrations();
+}
 #endif
 
 static void throw_state(JNIEnv *env, const gt_error *error)
@@ -205,7 +213,7 @@ JNIEXPORT jint JNICALL JNI_NAME(engineSubmit)(JNIEnv *env, jclass type, jlong en
         op.flags |= GT_OP_FLAG_COMMIT_LATER;
     }
     gt_error error = { 0, "" };
-    if (length > 0)
+    if (length > 0 && !gt_engine_find_pinned(e, local_address, (uint64_t)length, &op.region, &op.local_offset))
     {
         /* The caller's memory, registered for this operation alone and released when it completes. */
         if (gt_engine_register_memory(e, local_address, (uint64_t)length, &op.region, &error) !=
@@ -220,13 +228,40 @@ JNIEXPORT jint JNICALL JNI_NAME(engineSubmit)(JNIEnv *env, jclass type, jlong en
     free(commit_bytes);
     if (result < 0)
     {
-        if (length > 0)
+        if (op.flags & GT_OP_FLAG_RELEASE_REGION)
         {
             gt_engine_unregister_memory(e, op.region);
         }
         return result;
     }
     return GT_OK;
+}
+
+/* Pins a direct buffer's whole capacity (gt_engine_pin_memory): 0, or a negative ErrorCode number. */
+JNIEXPORT jint JNICALL JNI_NAME(enginePinMemory)(JNIEnv *env, jclass type, jlong engine, jobject buffer)
+{
+    (void)type;
+    uint8_t *address = buffer == NULL ? NULL : (*env)->GetDirectBufferAddress(env, buffer);
+    const jlong capacity = buffer == NULL ? -1 : (*env)->GetDirectBufferCapacity(env, buffer);
+    if (engine == 0 || address == NULL || capacity <= 0)
+    {
+        return GT_INVALID_PARAMS;
+    }
+    uint32_t region = 0;
+    gt_error error = { 0, "" };
+    return gt_engine_pin_memory(handle(engine), address, (uint64_t)capacity, &region, &error);
+}
+
+/* Forgets a pinned buffer: 0, or GT_INVALID_PARAMS when it was not pinned. */
+JNIEXPORT jint JNICALL JNI_NAME(engineUnpinMemory)(JNIEnv *env, jclass type, jlong engine, jobject buffer)
+{
+    (void)type;
+    uint8_t *address = buffer == NULL ? NULL : (*env)->GetDirectBufferAddress(env, buffer);
+    if (engine == 0 || address == NULL)
+    {
+        return GT_INVALID_PARAMS;
+    }
+    return gt_engine_unpin_memory(handle(engine), address);
 }
 
 JNIEXPORT jint JNICALL JNI_NAME(engineProvideCommit)(JNIEnv *env, jclass type, jlong engine, jlong user_data,

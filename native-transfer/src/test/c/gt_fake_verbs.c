@@ -53,6 +53,7 @@ static int live_pds;
 static int live_cqs;
 static uint32_t next_qp_num = 0x111;
 static uint32_t next_key = 0x1000;
+static int registrations_made; /* reg_mr calls that succeeded, ever */
 
 static int add_object(void **table, void *object)
 {
@@ -209,6 +210,7 @@ static struct ibv_mr *fake_reg_mr(struct ibv_pd *pd, void *address, const size_t
     pthread_mutex_lock(&fake_mutex);
     mr->mr.lkey = next_key++;
     mr->mr.rkey = next_key++;
+    registrations_made++;
     const int added = add_object((void **)fake_mrs, mr);
     pthread_mutex_unlock(&fake_mutex);
     if (!added)
@@ -553,6 +555,14 @@ void fake_verbs_stall(const int stalled)
     pthread_mutex_unlock(&fake_mutex);
 }
 
+int fake_verbs_registrations(void)
+{
+    pthread_mutex_lock(&fake_mutex);
+    const int made = registrations_made;
+    pthread_mutex_unlock(&fake_mutex);
+    return made;
+}
+
 int fake_verbs_live(void)
 {
     pthread_mutex_lock(&fake_mutex);
@@ -577,6 +587,11 @@ int fake_verbs_qp_state(const uint32_t qp_num)
 #else
 
 int fake_verbs_install(const int devices)
+{
+    return 0;
+}
+
+int fake_verbs_registrations(void)
 {
     return 0;
 }

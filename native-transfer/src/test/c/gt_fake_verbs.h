@@ -24,6 +24,9 @@ void fake_verbs_uninstall(void);
 /* Objects alive in the fake: contexts, protection domains, registrations, completion queues, queue pairs. */
 int fake_verbs_live(void);
 
+/* Memory registrations made so far (successful reg_mr calls), ever. */
+int fake_verbs_registrations(void);
+
 /* 1: posted work requests go nowhere and never complete (a peer that stopped answering); 0: back to normal. */
 void fake_verbs_stall(int stalled);
 

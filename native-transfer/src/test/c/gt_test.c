@@ -276,6 +276,45 @@ static void regions_resolve_only_inside_live_registrations(void)
     gt_regions_free(&table);
 }
 
+/* Long-lived registrations: found for ranges inside them only, never overlapping, bounded, forgotten by start. */
+static void pinned_memory_is_found_only_inside_its_range(void)
+{
+    gt_engine_config config;
+    gt_engine_config_defaults(&config);
+    gt_engine *engine = NULL;
+    gt_error error;
+    CHECK(gt_engine_create(&config, &engine, &error) == GT_OK);
+    static uint8_t memory[1 << 16];
+    uint32_t region = 0;
+    uint32_t found = 0;
+    uint64_t offset = 0;
+    CHECK(gt_engine_pin_memory(engine, memory + 4096, 8192, &region, &error) == GT_OK);
+    CHECK(gt_engine_region_count(engine) == 1);
+    CHECK(gt_engine_find_pinned(engine, memory + 4096, 8192, &found, &offset) == 1 && found == region &&
+        offset == 0);
+    CHECK(gt_engine_find_pinned(engine, memory + 8192, 100, &found, &offset) == 1 && offset == 4096);
+    CHECK(gt_engine_find_pinned(engine, memory + 4095, 2, &found, &offset) == 0);    /* starts before */
+    CHECK(gt_engine_find_pinned(engine, memory + 12287, 2, &found, &offset) == 0);   /* ends after */
+    CHECK(gt_engine_find_pinned(engine, memory + 4096, 8193, &found, &offset) == 0);
+    CHECK(gt_engine_find_pinned(engine, memory + 4096, UINT64_MAX, &found, &offset) == 0);
+    CHECK(gt_engine_pin_memory(engine, memory, 4097, &found, &error) == GT_INVALID_PARAMS); /* overlaps */
+    CHECK(gt_engine_pin_memory(engine, memory + 12287, 10, &found, &error) == GT_INVALID_PARAMS);
+    CHECK(gt_engine_pin_memory(engine, memory, 0, &found, &error) == GT_INVALID_PARAMS);
+    CHECK(gt_engine_pin_memory(engine, memory, 4096, &found, &error) == GT_OK);     /* adjacent: fine */
+    CHECK(gt_engine_unpin_memory(engine, memory + 4097) == GT_INVALID_PARAMS);      /* not a start */
+    CHECK(gt_engine_unpin_memory(engine, memory + 4096) == GT_OK);
+    CHECK(gt_engine_find_pinned(engine, memory + 8192, 100, &found, &offset) == 0);
+    CHECK(gt_engine_unpin_memory(engine, memory + 4096) == GT_INVALID_PARAMS);
+    CHECK(gt_engine_region_count(engine) == 1);
+    int refused = 0;
+    for (uint32_t i = 0; i < GT_MAX_PINNED + 2; i++)
+    {
+        refused += gt_engine_pin_memory(engine, memory + 4096 + i * 16, 16, &found, &error) == GT_UNAVAILABLE;
+    }
+    CHECK(refused == 3); /* one pin was there already */
+    gt_engine_destroy(engine);
+}
+
 static void qp_info_round_trips_and_rejects_garbage(void)
 {
     gt_qp_info info;
@@ -2193,6 +2232,7 @@ int main(void)
     RUN(token_verifies_only_what_it_grants);
     RUN(header_round_trips_and_rejects_bad_frames);
     RUN(regions_resolve_only_inside_live_registrations);
+    RUN(pinned_memory_is_found_only_inside_its_range);
     RUN(qp_info_round_trips_and_rejects_garbage);
     RUN(mr_table_finds_the_covering_registration);
     RUN(plan_splits_ops_into_signalled_chains);

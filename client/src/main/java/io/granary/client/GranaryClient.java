@@ -65,6 +65,27 @@ public interface GranaryClient extends AutoCloseable
      */
     int getInto(String key, ByteBuffer dst);
 
+    /**
+     * Registers a direct buffer that many gets and puts will use (for example an engine's pool of KV pages) with the
+     * transfer engine, as Mooncake's {@code registerLocalMemory}: transfers whose bytes lie inside it skip their own
+     * registration, and over RDMA (transport rdma) the buffer's memory registration is made once instead of per
+     * transfer. A speed-up only: every call works on unregistered buffers too. The client holds the buffer until
+     * {@link #unregisterBuffer}. At most 64 buffers, none overlapping another.
+     *
+     * @return true when the transport keeps the registration (native, rdma), false when it has nothing to gain
+     *         (java).
+     * @throws IllegalArgumentException for a heap or empty buffer, or one overlapping a registered buffer.
+     * @throws IllegalStateException when 64 buffers are registered, or the client is closed.
+     */
+    boolean registerBuffer(ByteBuffer buffer);
+
+    /**
+     * Forgets a buffer of {@link #registerBuffer}; no get or put on it may be in progress.
+     *
+     * @return false when it was not registered.
+     */
+    boolean unregisterBuffer(ByteBuffer buffer);
+
     /** The value length of {@code key}; asks for the replica list, so it grants a read lease like a get. */
     long size(String key);
 

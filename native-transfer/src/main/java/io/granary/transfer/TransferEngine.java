@@ -1,5 +1,6 @@
 package io.granary.transfer;
 
+import java.nio.ByteBuffer;
 import java.util.concurrent.CompletableFuture;
 
 /**
@@ -37,6 +38,31 @@ public interface TransferEngine extends AutoCloseable
 
     /** Starts one transfer; the future completes with an ErrorCode number (0 = OK). */
     CompletableFuture<Integer> submit(TransferRequest request);
+
+    /**
+     * Registers a direct buffer that many transfers will use (an inference engine's pool of KV pages): transfers
+     * whose local range lies inside it skip per-transfer registration, and over RDMA its memory registration is
+     * made once (on first one-sided use) instead of per transfer. Purely a speed-up: transfers are correct with or
+     * without it. Until {@link #unregisterMemory} the engine holds the buffer (so its memory stays allocated).
+     *
+     * @return true when this engine keeps the registration, false when it has nothing to gain from one (the Java
+     *         transports).
+     * @throws IllegalArgumentException for a heap or empty buffer, or one overlapping a registered buffer.
+     * @throws IllegalStateException when the engine holds as many registrations as it can.
+     */
+    default boolean registerMemory(final ByteBuffer buffer)
+    {
+        return false;
+    }
+
+    /**
+     * Forgets a buffer of {@link #registerMemory} (with its RDMA registration). No transfer on it may be
+     * outstanding. @return false when it was not registered.
+     */
+    default boolean unregisterMemory(final ByteBuffer buffer)
+    {
+        return false;
+    }
 
     /**
      * Lets the calling thread move its own bytes: until {@link Driver#close()}, the transfers this thread submits are

@@ -1421,6 +1421,18 @@ public final class GranaryClientImpl implements GranaryClient
     // ------------------------------------------------------------------------------------------- lifecycle
 
     @Override
+    public boolean registerBuffer(final ByteBuffer buffer)
+    {
+        return transfers.registerMemory(buffer);
+    }
+
+    @Override
+    public boolean unregisterBuffer(final ByteBuffer buffer)
+    {
+        return transfers.unregisterMemory(buffer);
+    }
+
+    @Override
     public void close()
     {
         if (!closed.compareAndSet(false, true))

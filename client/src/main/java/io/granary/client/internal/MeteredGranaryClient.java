@@ -354,6 +354,18 @@ final class MeteredGranaryClient implements GranaryClient
     }
 
     @Override
+    public boolean registerBuffer(final ByteBuffer buffer)
+    {
+        return client.registerBuffer(buffer);
+    }
+
+    @Override
+    public boolean unregisterBuffer(final ByteBuffer buffer)
+    {
+        return client.unregisterBuffer(buffer);
+    }
+
+    @Override
     public void close()
     {
         client.close();

@@ -6,6 +6,7 @@ import io.granary.transfer.TransferRequest;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import java.nio.ByteBuffer;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -29,6 +30,26 @@ final class TransferDispatcher implements AutoCloseable
     TransferDispatcher(final TransferEngine engine)
     {
         this.engine = engine;
+    }
+
+    /** {@link TransferEngine#registerMemory}. */
+    boolean registerMemory(final ByteBuffer buffer)
+    {
+        if (buffer == null || !buffer.isDirect() || buffer.capacity() == 0)
+        {
+            throw new IllegalArgumentException("only a non-empty direct buffer can be registered");
+        }
+        if (closed)
+        {
+            throw new IllegalStateException("the client is closed");
+        }
+        return engine.registerMemory(buffer);
+    }
+
+    /** {@link TransferEngine#unregisterMemory}. */
+    boolean unregisterMemory(final ByteBuffer buffer)
+    {
+        return engine.unregisterMemory(buffer);
     }
 
     /**

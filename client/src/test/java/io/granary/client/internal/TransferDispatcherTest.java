@@ -13,6 +13,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.function.Function;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 class TransferDispatcherTest
 {
@@ -42,6 +43,22 @@ class TransferDispatcherTest
     private static TransferRequest read(final String endpoint)
     {
         return TransferRequest.read(endpoint, 1, 0, ByteBuffer.allocate(8), 8);
+    }
+
+    @Test
+    void shouldCheckBuffersToRegisterWhateverTheEngineAndRefuseThemOnceClosed()
+    {
+        final TransferDispatcher dispatcher = new TransferDispatcher(engine(r -> new CompletableFuture<>()));
+        // A Java engine has nothing to gain from registrations: false, but bad buffers are refused all the same.
+        assertThat(dispatcher.registerMemory(ByteBuffer.allocateDirect(64))).isFalse();
+        assertThat(dispatcher.unregisterMemory(ByteBuffer.allocateDirect(64))).isFalse();
+        assertThatThrownBy(() -> dispatcher.registerMemory(ByteBuffer.allocate(64)))
+            .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("direct");
+        assertThatThrownBy(() -> dispatcher.registerMemory(ByteBuffer.allocateDirect(0)))
+            .isInstanceOf(IllegalArgumentException.class);
+        dispatcher.close();
+        assertThatThrownBy(() -> dispatcher.registerMemory(ByteBuffer.allocateDirect(64)))
+            .isInstanceOf(IllegalStateException.class).hasMessageContaining("closed");
     }
 
     @Test

@@ -7,6 +7,7 @@ import io.granary.transfer.TransferEngine;
 import io.granary.transfer.TransferRequest;
 import io.granary.transfer.TransportKind;
 import io.granary.transfer.tcp.NettyTransferEngine;
+import io.netty.util.internal.PlatformDependent;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -66,6 +67,12 @@ public final class NativeTransferEngine implements TransferEngine, AdmissionStat
     /** Counters of the loops freed so far: they keep counting. */
     private final long[] retiredCounters = new long[COUNTERS];
     private final boolean rdmaReads;
+    /** Most buffers {@link #registerMemory} holds (the C engine's GT_MAX_PINNED). */
+    public static final int MAX_REGISTERED_BUFFERS = 64;
+    /** Guards {@link #pinned} and {@link #liveLoops}: every live C engine pins every registered buffer. */
+    private final Object pinLock = new Object();
+    private final ArrayList<ByteBuffer> pinned = new ArrayList<>();
+    private final ArrayList<Loop> liveLoops = new ArrayList<>();
     /** Racy on purpose: at worst a few threads log the same warning once each. */
     private volatile boolean warnedTokenReads;
 
@@ -307,6 +314,80 @@ public final class NativeTransferEngine implements TransferEngine, AdmissionStat
         return counters()[REGIONS_NOW];
     }
 
+    @Override
+    public boolean registerMemory(final ByteBuffer buffer)
+    {
+        if (buffer == null || !buffer.isDirect() || buffer.capacity() == 0)
+        {
+            throw new IllegalArgumentException("only a non-empty direct buffer can be registered");
+        }
+        final long address = PlatformDependent.directBufferAddress(buffer);
+        synchronized (pinLock)
+        {
+            if (closed)
+            {
+                throw new IllegalStateException("the transfer engine is closed");
+            }
+            for (final ByteBuffer other : pinned)
+            {
+                final long start = PlatformDependent.directBufferAddress(other);
+                if (address < start + other.capacity() && start < address + buffer.capacity())
+                {
+                    throw new IllegalArgumentException("the buffer overlaps one registered before");
+                }
+            }
+            if (pinned.size() == MAX_REGISTERED_BUFFERS)
+            {
+                throw new IllegalStateException("at most " + MAX_REGISTERED_BUFFERS + " buffers can be registered");
+            }
+            for (int i = 0; i < liveLoops.size(); i++)
+            {
+                final int result = NativeTransferJni.enginePinMemory(liveLoops.get(i).handle, buffer);
+                if (result != 0)
+                {
+                    for (int j = 0; j < i; j++)
+                    {
+                        NativeTransferJni.engineUnpinMemory(liveLoops.get(j).handle, buffer);
+                    }
+                    throw new IllegalStateException("the native engine refused the registration (code " + result +
+                        ")");
+                }
+            }
+            pinned.add(buffer);
+            return true;
+        }
+    }
+
+    @Override
+    public boolean unregisterMemory(final ByteBuffer buffer)
+    {
+        synchronized (pinLock)
+        {
+            for (int i = 0; i < pinned.size(); i++)
+            {
+                if (pinned.get(i) == buffer)
+                {
+                    for (final Loop loop : liveLoops)
+                    {
+                        NativeTransferJni.engineUnpinMemory(loop.handle, buffer);
+                    }
+                    pinned.remove(i);
+                    return true;
+                }
+            }
+            return false;
+        }
+    }
+
+    /** Buffers held by {@link #registerMemory} now. */
+    public int registeredBuffers()
+    {
+        synchronized (pinLock)
+        {
+            return pinned.size();
+        }
+    }
+
     /** READs completed one-sided over RDMA with success so far (0 without {@code rdmaReads}). */
     public long rdmaReads()
     {
@@ -473,6 +554,14 @@ public final class NativeTransferEngine implements TransferEngine, AdmissionStat
             handle = NativeTransferJni.engineCreate(lanesPerPeer, config.sliceBytes(),
                 config.maxQueuedTransfersPerPeer(), config.maxPendingAdmissionsPerPeer(), config.admissionTimeoutMs(),
                 config.transferTimeoutMs(), config.connectTimeoutMs(), config.maxVectorEntries(), rdmaReads);
+            synchronized (pinLock)
+            {
+                for (final ByteBuffer buffer : pinned)
+                {
+                    NativeTransferJni.enginePinMemory(handle, buffer); // accepted by every engine before
+                }
+                liveLoops.add(this);
+            }
         }
 
         /** Under the lifecycle read lock. */
@@ -617,6 +706,10 @@ public final class NativeTransferEngine implements TransferEngine, AdmissionStat
                 final long[] last = new long[COUNTERS];
                 NativeTransferJni.engineCounters(handle, last);
                 last[REGIONS_NOW] = 0; /* a freed engine holds none */
+                synchronized (pinLock)
+                {
+                    liveLoops.remove(this);
+                }
                 synchronized (retiredCounters)
                 {
                     for (int i = 0; i < COUNTERS; i++)

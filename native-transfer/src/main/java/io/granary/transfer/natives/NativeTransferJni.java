@@ -34,6 +34,15 @@ final class NativeTransferJni
         int maxVectorEntries,
         boolean rdmaReads);
 
+    /**
+     * Pins a direct buffer's whole capacity: transfers inside it use it without a registration of their own. 0, or
+     * INVALID_PARAMS (not direct, empty, overlapping a pinned buffer) or UNAVAILABLE (too many) as negative numbers.
+     */
+    static native int enginePinMemory(long engine, ByteBuffer buffer);
+
+    /** Forgets a pinned buffer (no transfer on it outstanding): 0, or INVALID_PARAMS when it was not pinned. */
+    static native int engineUnpinMemory(long engine, ByteBuffer buffer);
+
     /** A peer id (positive) for host:port, or a negative ErrorCode number. */
     static native int engineConnect(long engine, String host, int port);
 

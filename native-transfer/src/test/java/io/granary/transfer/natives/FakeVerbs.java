@@ -12,4 +12,7 @@ final class FakeVerbs
 
     /** Verbs objects alive in the fake: contexts, protection domains, registrations, completion queues, QPs. */
     static native int live();
+
+    /** Memory registrations (reg_mr calls that succeeded) made so far, ever. */
+    static native int registrations();
 }

@@ -209,6 +209,64 @@ class FakeVerbsRdmaTest
     }
 
     @Test
+    void shouldRegisterARegisteredBufferOnceForAllItsReads() throws Exception
+    {
+        final NativeTransferServer server = server(13);
+        final String endpoint = "127.0.0.1:" + server.port();
+        final NativeTransferEngine engine = (NativeTransferEngine)track(
+            TransferEngines.create(TransportKind.RDMA, new TransferConfig()));
+        final int page = 64 << 10;
+        final int pages = 32;
+        final ByteBuffer pool = ByteBuffer.allocateDirect(page * pages);
+        final Random random = new Random(8);
+
+        // Unregistered: every one-sided READ registers its memory and drops the registration when it completes.
+        final int before = FakeVerbs.registrations();
+        readPagesInto(engine, endpoint, pool, page, pages, random);
+        final int unregistered = FakeVerbs.registrations() - before;
+        assertThat(unregistered).as("registrations of %d READs into unregistered memory", pages)
+            .isGreaterThanOrEqualTo(pages);
+
+        // Registered: one registration serves every READ inside the pool, whichever engine loop carries it.
+        assertThat(engine.registerMemory(pool)).isTrue();
+        assertThat(engine.registeredBuffers()).isEqualTo(1);
+        final int registeredBefore = FakeVerbs.registrations();
+        for (int round = 0; round < 3; round++)
+        {
+            readPagesInto(engine, endpoint, pool, page, pages, random);
+        }
+        assertThat(FakeVerbs.registrations() - registeredBefore).as("registrations of %d READs into the pool",
+            3 * pages).isEqualTo(1);
+        assertThat(engine.rdmaReads()).isEqualTo(4L * pages);
+
+        // Forgotten: READs into it register per transfer again; a second unregister says it was not there.
+        assertThat(engine.unregisterMemory(pool)).isTrue();
+        assertThat(engine.unregisterMemory(pool)).isFalse();
+        final int afterUnregister = FakeVerbs.registrations();
+        readPagesInto(engine, endpoint, pool, page, 4, random);
+        assertThat(FakeVerbs.registrations() - afterUnregister).isGreaterThanOrEqualTo(4);
+    }
+
+    /** READs of random segment pages into consecutive pages of {@code pool}, all in flight at once, bytes checked. */
+    private void readPagesInto(final NativeTransferEngine engine, final String endpoint, final ByteBuffer pool,
+        final int page, final int pages, final Random random) throws Exception
+    {
+        final List<CompletableFuture<Integer>> futures = new ArrayList<>();
+        final long[] offsets = new long[pages];
+        for (int i = 0; i < pages; i++)
+        {
+            offsets[i] = (long)random.nextInt(SEGMENT_BYTES / page) * page;
+            final ByteBuffer slot = pool.duplicate().position(i * page).limit((i + 1) * page).slice();
+            futures.add(engine.submit(TransferRequest.read(endpoint, SEGMENT_ID, offsets[i], slot, page)));
+        }
+        for (int i = 0; i < pages; i++)
+        {
+            assertThat(await(futures.get(i))).isZero();
+            assertSegmentBytes(pool.duplicate().position(i * page).slice(), offsets[i], page);
+        }
+    }
+
+    @Test
     void shouldChooseRdmaOnlyWhenAskedFor()
     {
         // A device exists here (the fake), but AUTO keeps native TCP until RDMA has run on real hardware.

@@ -213,6 +213,73 @@ class NativeTransferEngineTest
     }
 
     @Test
+    void shouldServeTransfersInsideARegisteredBufferFromItsOneRegionAndCheckRegistrations() throws Exception
+    {
+        final NativeTransferServer server = server();
+        final String endpoint = "127.0.0.1:" + server.port();
+        final NativeTransferEngine engine = engine(new TransferConfig());
+        final ByteBuffer pool = ByteBuffer.allocateDirect(1 << 20);
+        assertThatThrownBy(() -> engine.registerMemory(ByteBuffer.allocate(64)))
+            .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("direct");
+        assertThatThrownBy(() -> engine.registerMemory(ByteBuffer.allocateDirect(0)))
+            .isInstanceOf(IllegalArgumentException.class);
+        assertThat(engine.registerMemory(pool)).isTrue();
+        assertThatThrownBy(() -> engine.registerMemory(pool.duplicate().position(4096).slice()))
+            .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("overlaps");
+        assertThat(engine.registeredRegions()).as("the pool's region in the shared C engine").isEqualTo(1);
+
+        // Writes from and reads into pages of the pool, by the engine's thread and by a driving caller (a lent C
+        // engine, which pins the pool when it is made): every byte right, no region left per transfer.
+        final Random random = new Random(3);
+        final byte[] value = new byte[100_000];
+        random.nextBytes(value);
+        pool.put(0, value);
+        assertThat(await(engine.submit(TransferRequest.write(endpoint, SEGMENT_ID, 8192,
+            pool.duplicate().limit(value.length), value.length)))).isZero();
+        final ByteBuffer back = pool.duplicate().position(500_000).slice();
+        assertThat(await(engine.submit(TransferRequest.read(endpoint, SEGMENT_ID, 8192, back, value.length))))
+            .isZero();
+        final byte[] got = new byte[value.length];
+        back.get(0, got);
+        assertThat(got).isEqualTo(value);
+        try (TransferEngine.Driver driver = engine.openDriver())
+        {
+            final ByteBuffer driven = pool.duplicate().position(700_000).slice();
+            final CompletableFuture<Integer> read =
+                engine.submit(TransferRequest.read(endpoint, SEGMENT_ID, 8192, driven, value.length));
+            final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+            while (driver.hasWork() && System.nanoTime() < deadline)
+            {
+                driver.drive(50_000_000L);
+            }
+            assertThat(read.getNow(-1)).isZero();
+            driven.get(0, got);
+            assertThat(got).isEqualTo(value);
+            assertThat(engine.registeredRegions()).as("the pool pinned in the shared and the lent engine")
+                .isEqualTo(2);
+        }
+        assertThat(engine.unregisterMemory(pool)).isTrue();
+        assertThat(engine.unregisterMemory(pool)).isFalse();
+        assertThat(engine.registeredRegions()).isZero();
+        assertThat(engine.registeredBuffers()).isZero();
+
+        // At most MAX_REGISTERED_BUFFERS, refused clearly beyond.
+        final List<ByteBuffer> many = new ArrayList<>();
+        for (int i = 0; i < NativeTransferEngine.MAX_REGISTERED_BUFFERS; i++)
+        {
+            many.add(ByteBuffer.allocateDirect(4096));
+            assertThat(engine.registerMemory(many.get(i))).isTrue();
+        }
+        assertThatThrownBy(() -> engine.registerMemory(ByteBuffer.allocateDirect(4096)))
+            .isInstanceOf(IllegalStateException.class).hasMessageContaining("at most");
+        for (final ByteBuffer buffer : many)
+        {
+            assertThat(engine.unregisterMemory(buffer)).isTrue();
+        }
+        assertThat(engine.registeredRegions()).isZero();
+    }
+
+    @Test
     void shouldLetTheCallingThreadDriveItsOwnTransfers() throws Exception
     {
         final NativeTransferServer server = server();
