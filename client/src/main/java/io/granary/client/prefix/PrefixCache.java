@@ -260,9 +260,9 @@ public final class PrefixCache
 
     private HoleReport count(final HoleReport report)
     {
-        holeChecks.increment();
         holes.add(report.holes());
         strandedBlocks.add(report.strandedBlocks());
+        holeChecks.increment(); // last: whoever sees the check counted sees its holes too
         return report;
     }
 
