@@ -80,7 +80,8 @@ public interface GranaryClient extends AutoCloseable
     boolean registerBuffer(ByteBuffer buffer);
 
     /**
-     * Forgets a buffer of {@link #registerBuffer}; no get or put on it may be in progress.
+     * Forgets a buffer of {@link #registerBuffer}, named by it or a duplicate of it; no get or put on it may be in
+     * progress.
      *
      * @return false when it was not registered.
      */

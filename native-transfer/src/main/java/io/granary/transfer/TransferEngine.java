@@ -56,8 +56,8 @@ public interface TransferEngine extends AutoCloseable
     }
 
     /**
-     * Forgets a buffer of {@link #registerMemory} (with its RDMA registration). No transfer on it may be
-     * outstanding. @return false when it was not registered.
+     * Forgets a buffer of {@link #registerMemory}, named by it or a duplicate (with its RDMA registration). No transfer
+     * on it may be outstanding. @return false when it was not registered.
      */
     default boolean unregisterMemory(final ByteBuffer buffer)
     {

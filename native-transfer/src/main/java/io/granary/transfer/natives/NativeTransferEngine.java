@@ -308,7 +308,10 @@ public final class NativeTransferEngine implements TransferEngine, AdmissionStat
         return counters()[2];
     }
 
-    /** Memory regions the C engines hold now: one per transfer in flight, none once every transfer completed. */
+    /**
+     * Memory regions the C engines hold now: one per transfer in flight outside registered buffers, and one per
+     * registered buffer in each C engine (shared, idle and lent); none of the first kind once every transfer completed.
+     */
     public long registeredRegions()
     {
         return counters()[REGIONS_NOW];
@@ -363,13 +366,17 @@ public final class NativeTransferEngine implements TransferEngine, AdmissionStat
     {
         synchronized (pinLock)
         {
+            final long address =
+                buffer == null || !buffer.isDirect() ? 0 : PlatformDependent.directBufferAddress(buffer);
             for (int i = 0; i < pinned.size(); i++)
             {
-                if (pinned.get(i) == buffer)
+                // The buffer registered, or a duplicate of it (the same memory).
+                if (address != 0 && PlatformDependent.directBufferAddress(pinned.get(i)) == address &&
+                    pinned.get(i).capacity() == buffer.capacity())
                 {
                     for (final Loop loop : liveLoops)
                     {
-                        NativeTransferJni.engineUnpinMemory(loop.handle, buffer);
+                        NativeTransferJni.engineUnpinMemory(loop.handle, pinned.get(i));
                     }
                     pinned.remove(i);
                     return true;

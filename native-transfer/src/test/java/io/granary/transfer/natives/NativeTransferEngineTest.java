@@ -258,7 +258,9 @@ class NativeTransferEngineTest
             assertThat(engine.registeredRegions()).as("the pool pinned in the shared and the lent engine")
                 .isEqualTo(2);
         }
-        assertThat(engine.unregisterMemory(pool)).isTrue();
+        assertThat(engine.unregisterMemory(ByteBuffer.allocateDirect(64))).isFalse();
+        assertThat(engine.unregisterMemory(pool.duplicate().position(64).slice())).as("a part of it").isFalse();
+        assertThat(engine.unregisterMemory(pool.duplicate())).as("a duplicate names the same memory").isTrue();
         assertThat(engine.unregisterMemory(pool)).isFalse();
         assertThat(engine.registeredRegions()).isZero();
         assertThat(engine.registeredBuffers()).isZero();
