@@ -82,6 +82,14 @@ class ProbeStressTest
                             keys.add(key(prober, c, m));
                         }
                     }
+                    // Start once the putter has run a while: on two busy cores the probers could otherwise finish
+                    // all their probes before a single put (no candidate ever complete, nothing to select).
+                    final long gate = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+                    while (puts.get() < allKeys.size() && System.nanoTime() < gate)
+                    {
+                        Thread.onSpinWait();
+                        Thread.yield();
+                    }
                     for (int i = 0; i < PROBES_PER_THREAD; i++)
                     {
                         grantsOnThisThread.get().clear();
