@@ -145,9 +145,6 @@ final class BenchCommand implements Callable<Integer>
             + "master's default); false measures without.")
     private boolean dataTokens;
 
-    /** The client's metrics with --transport rdma (else null): the one-sided READ counters. */
-    private SimpleMeterRegistry rdmaMeters;
-
     @Option(names = "--keep", description = "Leave the keys in the cluster.")
     private boolean keep;
 
@@ -177,6 +174,8 @@ final class BenchCommand implements Callable<Integer>
     private ByteBuffer pattern;
     private PrintWriter out;
     private PrintWriter info;
+    /** The client's metrics with --transport rdma (else null): the one-sided READ counters. */
+    private SimpleMeterRegistry rdmaMeters;
 
     @Override
     public Integer call()

@@ -52,7 +52,17 @@ public interface TransferEngine extends AutoCloseable
      */
     default boolean registerMemory(final ByteBuffer buffer)
     {
+        checkRegistrable(buffer);
         return false;
+    }
+
+    /** The check every {@link #registerMemory} makes first. @throws IllegalArgumentException as it says. */
+    static void checkRegistrable(final ByteBuffer buffer)
+    {
+        if (buffer == null || !buffer.isDirect() || buffer.capacity() == 0)
+        {
+            throw new IllegalArgumentException("only a non-empty direct buffer can be registered");
+        }
     }
 
     /**

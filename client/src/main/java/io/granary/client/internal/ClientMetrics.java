@@ -87,7 +87,7 @@ final class ClientMetrics
     }
 
     /** READs completed one-sided over RDMA (transport rdma only). */
-    public static final String RDMA_READS = "granary.client.transfer.rdma.reads";
+    private static final String RDMA_READS = "granary.client.transfer.rdma.reads";
     private static final String RDMA_READS_HELP = "READs completed one-sided over RDMA (the rest went over TCP)";
 
     /** Exposes the engine's admission refusals (its own counters, read at scrape time) when it keeps them. */

@@ -35,10 +35,7 @@ final class TransferDispatcher implements AutoCloseable
     /** {@link TransferEngine#registerMemory}. */
     boolean registerMemory(final ByteBuffer buffer)
     {
-        if (buffer == null || !buffer.isDirect() || buffer.capacity() == 0)
-        {
-            throw new IllegalArgumentException("only a non-empty direct buffer can be registered");
-        }
+        TransferEngine.checkRegistrable(buffer);
         if (closed)
         {
             throw new IllegalStateException("the client is closed");

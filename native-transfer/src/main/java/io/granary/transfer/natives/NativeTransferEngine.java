@@ -320,10 +320,7 @@ public final class NativeTransferEngine implements TransferEngine, AdmissionStat
     @Override
     public boolean registerMemory(final ByteBuffer buffer)
     {
-        if (buffer == null || !buffer.isDirect() || buffer.capacity() == 0)
-        {
-            throw new IllegalArgumentException("only a non-empty direct buffer can be registered");
-        }
+        TransferEngine.checkRegistrable(buffer);
         final long address = PlatformDependent.directBufferAddress(buffer);
         synchronized (pinLock)
         {

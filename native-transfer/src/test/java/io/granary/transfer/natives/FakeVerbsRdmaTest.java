@@ -98,6 +98,12 @@ class FakeVerbsRdmaTest
         return server;
     }
 
+    /** An engine of {@code --transport rdma} (the native engine with one-sided READs), closed after the test. */
+    private NativeTransferEngine rdmaEngine()
+    {
+        return (NativeTransferEngine)track(TransferEngines.create(TransportKind.RDMA, new TransferConfig()));
+    }
+
     private static int await(final CompletableFuture<Integer> future) throws Exception
     {
         return future.get(20, TimeUnit.SECONDS);
@@ -179,8 +185,7 @@ class FakeVerbsRdmaTest
     {
         final NativeTransferServer server = server(12);
         final String endpoint = "127.0.0.1:" + server.port();
-        final NativeTransferEngine engine = (NativeTransferEngine)track(
-            TransferEngines.create(TransportKind.RDMA, new TransferConfig()));
+        final NativeTransferEngine engine = rdmaEngine();
 
         // A segment the node does not have: RDMA_CONNECT is refused, the READ goes over TCP and gets the node's
         // answer.
@@ -201,8 +206,7 @@ class FakeVerbsRdmaTest
         // With data tokens on the node refuses queue pairs (one-sided READs would bypass the tokens), and READs that
         // carry a token never try: a token-less READ then fails over TCP with the node's refusal.
         server.tokenKey(new byte[32]);
-        final NativeTransferEngine second = (NativeTransferEngine)track(
-            TransferEngines.create(TransportKind.RDMA, new TransferConfig()));
+        final NativeTransferEngine second = rdmaEngine();
         assertThat(await(second.submit(TransferRequest.read(endpoint, SEGMENT_ID, 0, ByteBuffer.allocateDirect(64),
             64)))).as("token-less READ against a node with tokens").isNegative();
         assertThat(second.rdmaReads()).isZero();
@@ -213,8 +217,7 @@ class FakeVerbsRdmaTest
     {
         final NativeTransferServer server = server(13);
         final String endpoint = "127.0.0.1:" + server.port();
-        final NativeTransferEngine engine = (NativeTransferEngine)track(
-            TransferEngines.create(TransportKind.RDMA, new TransferConfig()));
+        final NativeTransferEngine engine = rdmaEngine();
         final int page = 64 << 10;
         final int pages = 32;
         final ByteBuffer pool = ByteBuffer.allocateDirect(page * pages);
