@@ -259,6 +259,23 @@ int gt_rdma_available(gt_error *error);
 /* The library's version string. */
 const char *gt_version(void);
 
+/* ---------------------------------------------------------------- segment memory */
+
+#define GT_HUGE_PAGE_BYTES (2u << 20)
+/* Largest mapping gt_memory_map makes (1 TiB), far above any segment a node holds. */
+#define GT_MAX_MAPPING_BYTES (1ull << 40)
+
+/*
+ * Maps `length` bytes, rounded up to GT_HUGE_PAGE_BYTES, of zeroed anonymous private memory starting on a
+ * GT_HUGE_PAGE_BYTES boundary (a storage node's segment). With huge != 0 the range is advised MADV_HUGEPAGE, so the
+ * kernel backs it with transparent huge pages where it can (THP "madvise" or "always"); GT_UNAVAILABLE when the
+ * kernel refuses the advice (then nothing stays mapped). Returns GT_OK with *address and *mapped_length.
+ */
+int gt_memory_map(uint64_t length, int huge, void **address, uint64_t *mapped_length, gt_error *error);
+
+/* Unmaps what gt_memory_map returned: GT_OK, or GT_INVALID_PARAMS for an address or length it cannot have made. */
+int gt_memory_unmap(void *address, uint64_t mapped_length);
+
 #ifdef __cplusplus
 }
 #endif

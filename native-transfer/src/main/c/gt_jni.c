@@ -81,6 +81,41 @@ JNIEXPORT jstring JNICALL JNI_NAME(rdmaUnavailabilityCause)(JNIEnv *env, jclass 
     return (*env)->NewStringUTF(env, error.message);
 }
 
+/* ---------------------------------------------------------------- segment memory */
+
+/* Maps segment memory (gt_memory_map) and returns its address; throws with the library's message on failure. */
+JNIEXPORT jlong JNICALL JNI_NAME(memoryMap)(JNIEnv *env, jclass type, jlong length, jboolean huge)
+{
+    (void)type;
+    gt_error error = { 0, "" };
+    void *address = NULL;
+    uint64_t mapped = 0;
+    if (length <= 0)
+    {
+        gt_fail(&error, GT_INVALID_PARAMS, "mapping length must be positive, was %lld", (long long)length);
+        throw_state(env, &error);
+        return 0;
+    }
+    if (gt_memory_map((uint64_t)length, huge == JNI_TRUE, &address, &mapped, &error) != GT_OK)
+    {
+        throw_state(env, &error);
+        return 0;
+    }
+    return (jlong)(uintptr_t)address;
+}
+
+/* Unmaps what memoryMap returned: 0, or GT_INVALID_PARAMS. */
+JNIEXPORT jint JNICALL JNI_NAME(memoryUnmap)(JNIEnv *env, jclass type, jlong address, jlong mapped_length)
+{
+    (void)env;
+    (void)type;
+    if (mapped_length <= 0)
+    {
+        return GT_INVALID_PARAMS;
+    }
+    return gt_memory_unmap(handle(address), (uint64_t)mapped_length);
+}
+
 /* ---------------------------------------------------------------- engine */
 
 JNIEXPORT jlong JNICALL JNI_NAME(engineCreate)(JNIEnv *env, jclass type, jint lanes, jint slice_bytes,

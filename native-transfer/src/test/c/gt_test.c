@@ -315,6 +315,42 @@ static void pinned_memory_is_found_only_inside_its_range(void)
     gt_engine_destroy(engine);
 }
 
+static void segment_memory_is_aligned_zeroed_and_unmapped(void)
+{
+    gt_error error;
+    void *address = NULL;
+    uint64_t mapped = 0;
+    for (int huge = 0; huge <= 1; huge++)
+    {
+        const int result = gt_memory_map(3 * GT_HUGE_PAGE_BYTES + 1, huge, &address, &mapped, &error);
+        if (huge && result == GT_UNAVAILABLE)
+        {
+            printf("     kernel refuses MADV_HUGEPAGE (%s): huge mapping not checked\n", error.message);
+            continue;
+        }
+        CHECK(result == GT_OK);
+        CHECK(address != NULL && ((uintptr_t)address & (GT_HUGE_PAGE_BYTES - 1)) == 0);
+        CHECK(mapped == 4ull * GT_HUGE_PAGE_BYTES);
+        uint8_t *bytes = address;
+        int zero = 1;
+        for (uint64_t i = 0; i < mapped; i += 4096)
+        {
+            zero &= bytes[i] == 0 && bytes[i + 4095] == 0;
+        }
+        CHECK(zero);
+        memset(bytes, 0xA5, mapped); /* every byte writable, the last one included */
+        CHECK(bytes[mapped - 1] == 0xA5);
+        CHECK(gt_memory_unmap(bytes + 4096, mapped) == GT_INVALID_PARAMS);  /* not a start it returned */
+        CHECK(gt_memory_unmap(address, mapped - 1) == GT_INVALID_PARAMS);   /* not a length it returned */
+        CHECK(gt_memory_unmap(address, mapped) == GT_OK);
+    }
+    CHECK(gt_memory_map(0, 0, &address, &mapped, &error) == GT_INVALID_PARAMS && address == NULL && mapped == 0);
+    CHECK(strstr(error.message, "mapping length") != NULL);
+    CHECK(gt_memory_map(GT_MAX_MAPPING_BYTES + 1, 1, &address, &mapped, &error) == GT_INVALID_PARAMS);
+    CHECK(gt_memory_map(4096, 0, NULL, &mapped, &error) == GT_INVALID_PARAMS);
+    CHECK(gt_memory_unmap(NULL, GT_HUGE_PAGE_BYTES) == GT_INVALID_PARAMS);
+}
+
 static void qp_info_round_trips_and_rejects_garbage(void)
 {
     gt_qp_info info;
@@ -2233,6 +2269,7 @@ int main(void)
     RUN(header_round_trips_and_rejects_bad_frames);
     RUN(regions_resolve_only_inside_live_registrations);
     RUN(pinned_memory_is_found_only_inside_its_range);
+    RUN(segment_memory_is_aligned_zeroed_and_unmapped);
     RUN(qp_info_round_trips_and_rejects_garbage);
     RUN(mr_table_finds_the_covering_registration);
     RUN(plan_splits_ops_into_signalled_chains);

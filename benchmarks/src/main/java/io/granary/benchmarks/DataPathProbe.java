@@ -141,8 +141,18 @@ public final class DataPathProbe
                 measure("client get (byte[])", iterations, size, () -> client.get("probe/" + (n[0] - 1 - m[0]++ % 500)).length > 0 ? 0 : 1);
                 measure("client exists (lookup port, no data)", iterations, 0,
                     () -> client.exists("probe/" + (n[0] - 1 - m[0]++ % 500)) ? 0 : 1);
+                // The same calls with one byte of data: what a call costs apart from moving its bytes.
+                final ByteBuffer one = ByteBuffer.allocateDirect(1);
+                final int[] t = {0};
+                measure("client put of 1 byte (the calls alone)", iterations, 1, () ->
+                {
+                    client.put("tiny/" + t[0]++, one.duplicate(), PutOptions.defaults());
+                    return 0;
+                });
+                measure("client getInto of 1 byte (the calls alone)", iterations, 1,
+                    () -> client.getInto("tiny/" + (t[0] - 1 - m[0]++ % 500), one.duplicate()) == 1 ? 0 : 1);
             }
-            // The control plane of a put without its data: PutStart + PutEnd over gRPC, as the client sends them.
+            // The control plane of a put without its data: PutStart + PutEnd over gRPC (the client's fallback path).
             final ManagedChannel channel = NettyChannelBuilder.forTarget(cluster.masterAddress()).usePlaintext()
                 .directExecutor().build();
             try

@@ -9,6 +9,7 @@ import io.granary.client.KeyInfo;
 import io.granary.client.OpResult;
 import io.granary.client.PutOptions;
 import io.granary.common.Units;
+import io.granary.node.segment.HugePages;
 import io.granary.transfer.TransferEngines;
 import io.granary.transfer.TransportKind;
 import io.micrometer.core.instrument.FunctionCounter;
@@ -95,6 +96,12 @@ final class BenchCommand implements Callable<Integer>
     @Option(names = "--pre-touch", description = "Commit the --local segments' memory before the run, as "
         + "'granary node --pre-touch' does (otherwise the put phase pays the first touch of every page).")
     private boolean preTouch;
+
+    @Option(names = "--huge-pages", paramLabel = "auto|on|off", defaultValue = "auto",
+        converter = NodeCommand.HugePagesConverter.class,
+        description = "Segment memory of --local nodes backed by transparent huge pages, as 'granary node "
+            + "--huge-pages' (auto: where available).")
+    private HugePages hugePages;
 
     @Option(names = "--count", paramLabel = "N", defaultValue = "1000", description = "Values per phase.")
     private int count;
@@ -307,8 +314,9 @@ final class BenchCommand implements Callable<Integer>
         final long valuesStored = (long)count * (op == Op.mixed ? 2 : 1) + warmup;
         final long segmentSize = segmentSizeOption != null ? segmentSizeOption :
             localSegmentSize(valuesStored * size * replicas, nodes * segmentsPerNode);
-        info.printf(Locale.ROOT, "cluster: in-process, %d node(s) x %d segment(s) of %s%s, data tokens %s%s%n",
+        info.printf(Locale.ROOT, "cluster: in-process, %d node(s) x %d segment(s) of %s%s%s, data tokens %s%s%n",
             nodes, segmentsPerNode, Units.formatBytes(segmentSize), preTouch ? ", pre-touched" : "",
+            hugePagesNote(),
             dataTokens ? "on" : "off", clientOptions.tls.settings(null).isEnabled() ? ", TLS on every channel" : "");
         info.flush();
         try (LocalCluster cluster = LocalCluster.builder()
@@ -316,7 +324,7 @@ final class BenchCommand implements Callable<Integer>
             .segmentsPerNode(segmentsPerNode)
             .segmentSizeBytes(segmentSize)
             .masterContext(LocalCluster.defaultMasterContext().dataTokens(dataTokens))
-            .nodeContext(ctx -> ctx.preTouch(preTouch).transport(nodeTransport()))
+            .nodeContext(ctx -> ctx.preTouch(preTouch).hugePages(hugePages).transport(nodeTransport()))
             .tls(clientOptions.tls.settings(tlsClientAuth), clientOptions.tls.settings(null))
             .start())
         {
@@ -784,6 +792,17 @@ final class BenchCommand implements Callable<Integer>
         final ByteBuffer direct = ByteBuffer.allocateDirect(length);
         direct.put(random).flip();
         return direct.asReadOnlyBuffer();
+    }
+
+    /** ", huge pages" when the --local segments will be advised huge pages, else why not (off, or unavailable). */
+    private String hugePagesNote()
+    {
+        if (hugePages == HugePages.OFF)
+        {
+            return ", 4 KiB pages (--huge-pages off)";
+        }
+        final String cause = HugePages.unavailabilityCause();
+        return cause == null ? ", huge pages advised" : ", 4 KiB pages (" + cause + ")";
     }
 
     /** Enough for {@code bytes} at under 80% use (below the eviction watermark), at least 64 MiB, in MiB. */

@@ -3,6 +3,7 @@ package io.granary.cli;
 import io.granary.common.tls.TlsSettings;
 import io.granary.node.Configuration;
 import io.granary.node.StorageNode;
+import io.granary.node.segment.HugePages;
 import io.granary.transfer.TransportKind;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -120,6 +121,11 @@ final class NodeCommand implements Callable<Integer>
             + "values are first written).")
     private boolean preTouch;
 
+    @Option(names = "--huge-pages", paramLabel = "auto|on|off", converter = HugePagesConverter.class,
+        description = "Back segment memory with transparent huge pages: auto (where the native library loads and the "
+            + "kernel's THP mode is madvise or always), on (or refuse to start, naming why) or off (4 KiB pages).")
+    private HugePages hugePages;
+
     @Option(names = "--admin-port", paramLabel = "PORT",
         description = "Admin HTTP port (/health, /ready, /segments, /metrics); 0 picks a free one, -1 disables it.")
     private int adminPort;
@@ -230,6 +236,7 @@ final class NodeCommand implements Callable<Integer>
             .maxFrameBytes((int)maxFrameBytes)
             .ioThreads(ioThreads)
             .preTouch(preTouch)
+            .hugePages(hugePages)
             .transport(transport)
             .adminPort(adminPort)
             .tls(tls.settings(tlsClientAuth));
@@ -289,6 +296,7 @@ final class NodeCommand implements Callable<Integer>
             defaults.put("--max-frame", Converters.formatSize(ctx.maxFrameBytes()));
             defaults.put("--io-threads", Integer.toString(ctx.ioThreads()));
             defaults.put("--pre-touch", Boolean.toString(ctx.preTouch()));
+            defaults.put("--huge-pages", ctx.hugePages().flagValue());
             defaults.put("--transport", ctx.transport().name().toLowerCase(Locale.ROOT));
             defaults.put("--tls-cert", pathOrNull(ctx.tls().certChainFile()));
             defaults.put("--tls-key", pathOrNull(ctx.tls().privateKeyFile()));
@@ -309,6 +317,23 @@ final class NodeCommand implements Callable<Integer>
         private static String millis(final long ms)
         {
             return Converters.formatDuration(Duration.ofMillis(ms));
+        }
+    }
+
+    /** --huge-pages values, case-insensitive. */
+    static final class HugePagesConverter implements CommandLine.ITypeConverter<HugePages>
+    {
+        @Override
+        public HugePages convert(final String value)
+        {
+            try
+            {
+                return HugePages.parse(value);
+            }
+            catch (final IllegalArgumentException ex)
+            {
+                throw new CommandLine.TypeConversionException(ex.getMessage());
+            }
         }
     }
 }

@@ -221,6 +221,22 @@ class FlagParsingTest
     }
 
     @Test
+    void shouldAdviseHugePagesWhereAvailableByDefaultAndTakeTheFlag()
+    {
+        final NodeCommand byDefault = parse("node", "--master", "10.0.0.1:50051");
+        final NodeCommand off = parse("node", "--master", "10.0.0.1:50051", "--huge-pages", "OFF");
+        final NodeCommand on = parse("node", "--master", "10.0.0.1:50051", "--huge-pages", "on");
+        assertThat(byDefault.context().conclude().hugePages()).isEqualTo(io.granary.node.segment.HugePages.AUTO);
+        assertThat(off.context().conclude().hugePages()).isEqualTo(io.granary.node.segment.HugePages.OFF);
+        assertThat(on.context().conclude().hugePages()).isEqualTo(io.granary.node.segment.HugePages.ON);
+
+        final CliRun run = CliRun.run("node", "--master", "127.0.0.1:1", "--huge-pages", "sometimes");
+        assertThat(run.exitCode()).as(run.toString()).isEqualTo(2);
+        assertThat(run.err()).contains("--huge-pages").contains("auto, on or off").contains("'sometimes'")
+            .doesNotContain("\tat ");
+    }
+
+    @Test
     void shouldDefaultTheClientTimeoutToTheClientLibrarysDefault()
     {
         final ClientCommand command = parse("get", "some-key");

@@ -1,5 +1,6 @@
 package io.granary.node;
 
+import io.granary.node.segment.HugePages;
 import io.granary.common.Units;
 import io.granary.common.tls.TlsSettings;
 import io.granary.protocol.FrameDescriptor;
@@ -67,6 +68,10 @@ public final class Configuration
     /** Touch every segment page at start so that the memory is committed up front. */
     public static final String PRE_TOUCH_PROP_NAME = "granary.node.segment.pretouch";
     public static final boolean PRE_TOUCH_DEFAULT = true;
+
+    /** Segment memory backed by transparent huge pages: auto, on or off (see {@link HugePages}). */
+    public static final String HUGE_PAGES_PROP_NAME = "granary.node.segment.hugepages";
+    public static final HugePages HUGE_PAGES_DEFAULT = HugePages.AUTO;
 
     /**
      * Admin HTTP port (/health, /ready, /metrics): -1 disables it, 0 picks a free one. {@code granary node} opens
@@ -212,6 +217,23 @@ public final class Configuration
     public static boolean preTouch()
     {
         return booleanProperty(PRE_TOUCH_PROP_NAME, PRE_TOUCH_DEFAULT);
+    }
+
+    public static HugePages hugePages()
+    {
+        final String value = System.getProperty(HUGE_PAGES_PROP_NAME);
+        if (value == null)
+        {
+            return HUGE_PAGES_DEFAULT;
+        }
+        try
+        {
+            return HugePages.parse(value);
+        }
+        catch (final IllegalArgumentException ex)
+        {
+            throw new IllegalArgumentException(HUGE_PAGES_PROP_NAME + ": " + ex.getMessage(), ex);
+        }
     }
 
     public static TransportKind transport()

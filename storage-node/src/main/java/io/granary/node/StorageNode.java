@@ -5,6 +5,7 @@ import io.granary.common.tls.TlsSettings;
 import io.granary.node.admin.NodeAdminServer;
 import io.granary.node.admin.NodeMetrics;
 import io.granary.node.master.MasterLink;
+import io.granary.node.segment.HugePages;
 import io.granary.node.segment.Segment;
 import io.granary.node.segment.SegmentRegistry;
 import io.granary.node.transfer.AccessTokenVerifier;
@@ -59,12 +60,13 @@ public final class StorageNode implements AutoCloseable
             endpoint = endpoint(ctx.host(), transferServer.port());
             for (int i = 0; i < ctx.segmentCount(); i++)
             {
-                final Segment segment = registry.allocate(name + "/seg" + i, ctx.segmentSizeBytes());
+                final Segment segment = registry.allocate(name + "/seg" + i, ctx.segmentSizeBytes(), ctx.hugePages());
                 if (ctx.preTouch())
                 {
                     segment.preTouch();
                 }
             }
+            logHugePages(ctx);
             link = new MasterLink(ctx.masterAddress(), nodeId, name, endpoint, registry, registry.segments(),
                 ctx.heartbeatIntervalMs(), ctx.masterRpcTimeoutMs(), ctx.reconnectBackoffMs(),
                 ctx.reconnectBackoffMaxMs(), ctx.clock(), ctx.tls());
@@ -229,6 +231,26 @@ public final class StorageNode implements AutoCloseable
         LOG.info("storage node {} stopped", name);
     }
 
+    /**
+     * Says once at start whether the segments got huge pages: with pre-touch the smaps figure is final, without it it
+     * grows as values are first written.
+     */
+    private void logHugePages(final Context ctx)
+    {
+        final List<Segment> segments = registry.segments();
+        final long advised = segments.stream().filter(Segment::hugePagesAdvised).count();
+        if (advised == 0)
+        {
+            final String cause = ctx.hugePages() == HugePages.OFF ? "--huge-pages off" : HugePages.unavailabilityCause();
+            LOG.info("segments use 4 KiB pages ({})", cause == null ? "the kernel refused the advice" : cause);
+            return;
+        }
+        final long backed = segments.stream().mapToLong(Segment::hugePageBytes).sum();
+        final long total = segments.stream().mapToLong(Segment::sizeBytes).sum();
+        LOG.info("segments advised transparent huge pages: {} MiB of {} MiB backed by huge pages now{}",
+            backed >> 20, total >> 20, ctx.preTouch() ? "" : " (more as values are first written)");
+    }
+
     static String endpoint(final String host, final int port)
     {
         return host.indexOf(':') >= 0 ? "[" + host + "]:" + port : host + ":" + port;
@@ -256,6 +278,7 @@ public final class StorageNode implements AutoCloseable
         private int maxFrameBytes = Configuration.maxFrameBytes();
         private int ioThreads = Configuration.ioThreads();
         private boolean preTouch = Configuration.preTouch();
+        private HugePages hugePages = Configuration.hugePages();
         private boolean preferEpoll = Configuration.preferEpoll();
         private TransportKind transport = Configuration.transport();
         private TlsSettings tls = Configuration.tls();
@@ -278,6 +301,7 @@ public final class StorageNode implements AutoCloseable
             require(host != null && !host.isBlank(), "host must not be empty");
             host = host.trim();
             require(transport != null, "transport must be auto, java, native or rdma");
+            require(hugePages != null, "hugePages must be auto, on or off");
             require(transferPort >= 0 && transferPort <= 65535,
                 "transferPort must be in 0..65535, was " + transferPort);
             require(segmentSizeBytes >= Configuration.SEGMENT_SIZE_MIN &&
@@ -484,7 +508,7 @@ public final class StorageNode implements AutoCloseable
             return this;
         }
 
-        /** Touch every page at start so that RSS is committed up front (default false). */
+        /** Touch every page at start so that RSS is committed up front (default true). */
         public boolean preTouch()
         {
             return preTouch;
@@ -496,7 +520,18 @@ public final class StorageNode implements AutoCloseable
             return this;
         }
 
-        /** Use the native epoll transport when available (default true). */
+        /** Segment memory backed by transparent huge pages: AUTO (default; where available), ON (or fail), OFF. */
+        public HugePages hugePages()
+        {
+            return hugePages;
+        }
+
+        public Context hugePages(final HugePages hugePages)
+        {
+            this.hugePages = hugePages;
+            return this;
+        }
+
         /** Transport of the transfer server: AUTO (native when available and TLS is off), JAVA or NATIVE. */
         public TransportKind transport()
         {
@@ -509,6 +544,7 @@ public final class StorageNode implements AutoCloseable
             return this;
         }
 
+        /** Use the native epoll transport when available (default true). */
         public boolean preferEpoll()
         {
             return preferEpoll;
@@ -567,7 +603,7 @@ public final class StorageNode implements AutoCloseable
                 ", name=" + name + ", heartbeatIntervalMs=" + heartbeatIntervalMs + ", masterRpcTimeoutMs=" +
                 masterRpcTimeoutMs + ", reconnectBackoffMs=" + reconnectBackoffMs + ", reconnectBackoffMaxMs=" +
                 reconnectBackoffMaxMs + ", maxFrameBytes=" + maxFrameBytes + ", ioThreads=" + ioThreads +
-                ", preTouch=" + preTouch + ", preferEpoll=" + preferEpoll + ", transport=" + transport +
+                ", preTouch=" + preTouch + ", hugePages=" + hugePages + ", preferEpoll=" + preferEpoll + ", transport=" + transport +
                 ", adminPort=" + adminPort + ", tls=" + tls + '}';
         }
     }

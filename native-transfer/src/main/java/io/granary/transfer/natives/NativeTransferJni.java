@@ -20,6 +20,16 @@ final class NativeTransferJni
     static native String rdmaUnavailabilityCause();
 
     /**
+     * Maps zeroed anonymous memory of {@code length} bytes rounded up to 2 MiB, starting on a 2 MiB boundary, advised
+     * MADV_HUGEPAGE when {@code huge}; returns its address. Throws IllegalArgumentException for a bad length,
+     * IllegalStateException (with the cause) when mmap fails or the kernel refuses the advice.
+     */
+    static native long memoryMap(long length, boolean huge);
+
+    /** Unmaps what {@link #memoryMap} returned: 0, or a negative code for an address or length it did not make. */
+    static native int memoryUnmap(long address, long mappedLength);
+
+    /**
      * @param maxVectorEntries small READs one READV carries (1 = no READV); see TransferConfig#maxVectorEntries.
      * @param rdmaReads        READs without a token go one-sided over RDMA where a device exists and the node agrees.
      */

@@ -85,6 +85,8 @@ public final class NodeAdminServer implements AutoCloseable
                 .field("name", segment.name())
                 .field("segment_id", Integer.toUnsignedLong(segment.id()))
                 .field("size_bytes", segment.sizeBytes())
+                .field("huge_pages_advised", segment.hugePagesAdvised())
+                .field("huge_page_bytes", segment.hugePageBytes())
                 .endObject();
         }
         return Response.json(200, json.endArray().field("capacity_bytes", total).end());

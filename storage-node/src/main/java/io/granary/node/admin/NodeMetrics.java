@@ -61,6 +61,9 @@ public final class NodeMetrics implements AutoCloseable
             .description("Segments this node holds").register(meters);
         Gauge.builder("granary.node.segment.capacity.bytes", segments, NodeMetrics::capacityBytes)
             .description("Bytes of all segments this node holds").baseUnit("bytes").register(meters);
+        Gauge.builder("granary.node.segment.huge.page.bytes", segments, NodeMetrics::hugePageBytes)
+            .description("Bytes of all segments backed by transparent huge pages now (read from /proc/self/smaps)")
+            .baseUnit("bytes").register(meters);
         Gauge.builder("granary.node.registered", link, l -> l.get() != null && l.get().isRegistered() ? 1 : 0)
             .description("1 while the master has every segment of this node mounted, else 0").register(meters);
         counter(meters, "granary.node.master.mounts", "Segment mounts acknowledged by the master", link,
@@ -116,14 +119,14 @@ public final class NodeMetrics implements AutoCloseable
         return entries;
     }
 
+    private static double hugePageBytes(final SegmentRegistry segments)
+    {
+        return segments.segments().stream().mapToLong(Segment::hugePageBytes).sum();
+    }
+
     private static double capacityBytes(final SegmentRegistry segments)
     {
-        long bytes = 0;
-        for (final Segment segment : segments.segments())
-        {
-            bytes += segment.sizeBytes();
-        }
-        return bytes;
+        return segments.segments().stream().mapToLong(Segment::sizeBytes).sum();
     }
 
     private static <T> void counter(

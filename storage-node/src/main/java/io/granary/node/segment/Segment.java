@@ -1,11 +1,13 @@
 package io.granary.node.segment;
 
+import io.granary.transfer.natives.NativeMemory;
 import org.agrona.UnsafeApi;
 
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
- * One off-heap, page-aligned memory region that clients write into and read from through the
+ * One off-heap, page-aligned memory region (2 MiB aligned and backed by transparent huge pages where
+ * {@link HugePages} says so) that clients write into and read from through the
  * transfer server; its size may exceed 2 GiB, so addresses and offsets are longs. The memory is
  * read and written concurrently by transfer threads (the master keeps extents apart); {@link #close()}
  * frees it once and must only run when no transfer thread can touch it any more.
@@ -19,16 +21,30 @@ public final class Segment implements AutoCloseable
     private final long sizeBytes;
     private final long rawAddress;
     private final long address;
+    private final NativeMemory.Mapping mapping;
     private final AtomicBoolean closed = new AtomicBoolean();
     private final SegmentLedger ledger = new SegmentLedger(this);
 
     /**
-     * Allocates {@code sizeBytes} (rounded up to the page size) of native memory.
+     * Allocates {@code sizeBytes} (rounded up to the page size) of native memory from the C allocator.
      *
      * @throws IllegalArgumentException for a non-positive size or a zero id.
      * @throws OutOfMemoryError when the memory cannot be allocated.
      */
     public Segment(final int id, final String name, final long sizeBytes)
+    {
+        this(id, name, sizeBytes, HugePages.OFF);
+    }
+
+    /**
+     * Allocates {@code sizeBytes} (rounded up to the page size) of native memory, mapped with huge pages advised as
+     * {@code hugePages} says (then 2 MiB aligned), else from the C allocator.
+     *
+     * @throws IllegalArgumentException for a non-positive size or a zero id.
+     * @throws IllegalStateException    for {@link HugePages#ON} when huge pages cannot be had.
+     * @throws OutOfMemoryError         when the memory cannot be allocated.
+     */
+    public Segment(final int id, final String name, final long sizeBytes, final HugePages hugePages)
     {
         if (id == 0)
         {
@@ -41,8 +57,17 @@ public final class Segment implements AutoCloseable
         this.id = id;
         this.name = name;
         this.sizeBytes = alignToPage(sizeBytes);
-        this.rawAddress = allocate(this.sizeBytes + PAGE_SIZE_BYTES);
-        this.address = (rawAddress + PAGE_SIZE_BYTES - 1) & -PAGE_SIZE_BYTES;
+        this.mapping = hugePages.map(this.sizeBytes);
+        if (mapping != null)
+        {
+            this.rawAddress = mapping.address();
+            this.address = mapping.address();
+        }
+        else
+        {
+            this.rawAddress = allocate(this.sizeBytes + PAGE_SIZE_BYTES);
+            this.address = (rawAddress + PAGE_SIZE_BYTES - 1) & -PAGE_SIZE_BYTES;
+        }
     }
 
     /** Rounds {@code bytes} up to a multiple of {@link #PAGE_SIZE_BYTES}. */
@@ -106,6 +131,21 @@ public final class Segment implements AutoCloseable
         return sizeBytes;
     }
 
+    /** True when the memory was mapped with transparent huge pages advised (see {@link HugePages}). */
+    public boolean hugePagesAdvised()
+    {
+        return mapping != null;
+    }
+
+    /**
+     * Bytes of this segment the kernel backs with huge pages now (from /proc/self/smaps; 0 for plain memory or where
+     * smaps cannot be read). Reads smaps: for logs, admin pages and scrapes only.
+     */
+    public long hugePageBytes()
+    {
+        return mapping == null || closed.get() ? 0 : NativeMemory.hugePageBytes(address, sizeBytes);
+    }
+
     /** True when [offset, offset + length) lies inside the segment; never overflows. */
     public boolean contains(final long offset, final long length)
     {
@@ -132,7 +172,14 @@ public final class Segment implements AutoCloseable
     {
         if (closed.compareAndSet(false, true))
         {
-            UnsafeApi.freeMemory(rawAddress);
+            if (mapping != null)
+            {
+                NativeMemory.unmap(mapping);
+            }
+            else
+            {
+                UnsafeApi.freeMemory(rawAddress);
+            }
         }
     }
 

@@ -25,10 +25,16 @@ public final class SegmentRegistry implements AutoCloseable
         listener.run();
     }
 
-    /** Allocates a segment with a fresh random nonzero id, distinct from every id registered here. */
+    /** Allocates a segment of plain memory with a fresh random nonzero id, distinct from every id registered here. */
     public synchronized Segment allocate(final String name, final long sizeBytes)
     {
-        final Segment segment = new Segment(freshId(), name, sizeBytes);
+        return allocate(name, sizeBytes, HugePages.OFF);
+    }
+
+    /** {@link #allocate(String, long)} with huge pages as {@code hugePages} says. */
+    public synchronized Segment allocate(final String name, final long sizeBytes, final HugePages hugePages)
+    {
+        final Segment segment = new Segment(freshId(), name, sizeBytes, hugePages);
         add(segment);
         return segment;
     }

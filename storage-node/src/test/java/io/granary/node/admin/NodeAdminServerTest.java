@@ -84,6 +84,10 @@ class NodeAdminServerTest
         final HttpResponse<String> segments = get(node, "/segments");
         assertThat(segments.body()).contains("\"name\":\"beta/seg0\"").contains("\"name\":\"beta/seg1\"")
             .endsWith("\"capacity_bytes\":2097152}\n");
+        // The default (auto) advises huge pages wherever the native library and the kernel allow it.
+        final boolean advised = io.granary.node.segment.HugePages.unavailabilityCause() == null;
+        assertThat(segments.body()).contains("\"huge_pages_advised\":" + advised).contains("\"huge_page_bytes\":");
+        assertThat(node.scrapeMetrics()).contains("granary_node_segment_huge_page_bytes ");
 
         assertThat(get(node, "/segments?x=1").statusCode()).isEqualTo(400);
         assertThat(get(node, "/segments?x=1").body()).contains("unknown query parameter 'x'");

@@ -8,6 +8,7 @@ import java.util.Set;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 class SegmentTest
 {
@@ -23,6 +24,59 @@ class SegmentTest
             assertThat(segment.id()).isEqualTo(7);
             assertThat(segment.name()).isEqualTo("node/seg0");
         }
+    }
+
+    @Test
+    void shouldMapHugePageSegmentsOnTwoMibBoundariesAndBackThemWithHugePagesOnceTouched()
+    {
+        assumeTrue(HugePages.unavailabilityCause() == null, HugePages::unavailabilityCause);
+        final long size = 64 * MIB + Segment.PAGE_SIZE_BYTES;
+        for (final HugePages mode : new HugePages[] {HugePages.AUTO, HugePages.ON})
+        {
+            try (Segment segment = new Segment(3, "huge", size, mode))
+            {
+                assertThat(segment.hugePagesAdvised()).isTrue();
+                assertThat(segment.address() % (2 * MIB)).isZero();
+                assertThat(segment.sizeBytes()).isEqualTo(size);
+                final UnsafeBuffer view = new UnsafeBuffer(segment.address(), (int)segment.sizeBytes());
+                assertThat(view.getLong(0)).isZero();
+                assertThat(view.getLong((int)size - 8)).isZero();
+                segment.preTouch();
+                view.putLong(0, 0x1122334455667788L);
+                view.putLong((int)size - 8, -2L);
+                assertThat(view.getLong(0)).isEqualTo(0x1122334455667788L);
+                assertThat(view.getLong((int)size - 8)).isEqualTo(-2L);
+                // The kernel backs touched, advised memory with huge pages (defrag "madvise" compacts on fault).
+                assertThat(segment.hugePageBytes()).as("AnonHugePages of the segment after touching it")
+                    .isGreaterThan(0).isLessThanOrEqualTo(size);
+            }
+        }
+    }
+
+    @Test
+    void shouldUsePlainMemoryWhenHugePagesAreOff()
+    {
+        try (Segment segment = new Segment(3, "plain", MIB, HugePages.OFF))
+        {
+            assertThat(segment.hugePagesAdvised()).isFalse();
+            assertThat(segment.hugePageBytes()).isZero();
+            segment.preTouch();
+        }
+    }
+
+    @Test
+    void shouldSayWhyHugePagesCannotBeHad()
+    {
+        assertThat(HugePages.unavailabilityCause(null, "madvise")).isNull();
+        assertThat(HugePages.unavailabilityCause(null, "always")).isNull();
+        assertThat(HugePages.unavailabilityCause(null, "never")).contains("'never'").contains("madvise");
+        assertThat(HugePages.unavailabilityCause(null, null)).contains("no transparent huge pages");
+        assertThat(HugePages.unavailabilityCause("no such file", "madvise"))
+            .contains("native transfer library").contains("no such file");
+        assertThat(HugePages.parse(" Auto ")).isEqualTo(HugePages.AUTO);
+        assertThatThrownBy(() -> HugePages.parse("yes")).isInstanceOf(IllegalArgumentException.class)
+            .hasMessageContaining("auto, on or off");
+        assertThatThrownBy(() -> HugePages.parse(null)).isInstanceOf(IllegalArgumentException.class);
     }
 
     @Test

@@ -1,0 +1,104 @@
+package io.granary.node.segment;
+
+import io.granary.transfer.natives.NativeMemory;
+import io.granary.transfer.natives.NativeTransfer;
+
+import java.util.Locale;
+
+/**
+ * Whether segment memory is backed by transparent huge pages (node flag {@code --huge-pages}). A segment is touched
+ * by the kernel on every socket copy into or out of it and faults in on first write; with 4 KiB pages that is a page
+ * walk per 4 KiB and, in a VM, often a nested one: measured on the development VM, loopback receives of 1 MiB values
+ * into random places of a 6 GiB region ran at 0.72 GB/s with 4 KiB pages and 2.60 GB/s with huge pages, and the
+ * first touch of the region at 0.24 and 1.56 GB/s (docs/benchmarks.md, "Huge pages").
+ */
+public enum HugePages
+{
+    /** Advise huge pages when the native library is loaded and the kernel has THP on; plain memory otherwise. */
+    AUTO,
+    /** Advise huge pages or refuse to start, naming why they cannot be had. */
+    ON,
+    /** Plain memory from the C allocator, as before huge pages existed here. */
+    OFF;
+
+    /** Parses a flag value: auto, on or off (case-insensitive). */
+    public static HugePages parse(final String value)
+    {
+        try
+        {
+            return valueOf(value.trim().toUpperCase(Locale.ROOT));
+        }
+        catch (final IllegalArgumentException | NullPointerException ex)
+        {
+            throw new IllegalArgumentException("huge pages must be auto, on or off, was '" + value + "'");
+        }
+    }
+
+    /** The flag's spelling. */
+    public String flagValue()
+    {
+        return name().toLowerCase(Locale.ROOT);
+    }
+
+    /**
+     * Why huge pages cannot be advised here (no native library, THP not in the kernel or set to never), or null
+     * when they can.
+     */
+    public static String unavailabilityCause()
+    {
+        return unavailabilityCause(NativeTransfer.isAvailable() ? null :
+            String.valueOf(NativeTransfer.unavailabilityCause()), NativeMemory.transparentHugePageMode());
+    }
+
+    static String unavailabilityCause(final String libraryCause, final String thpMode)
+    {
+        if (libraryCause != null)
+        {
+            return "the native transfer library is not available (" + libraryCause + ")";
+        }
+        if (thpMode == null)
+        {
+            return "the kernel has no transparent huge pages (/sys/kernel/mm/transparent_hugepage/enabled unreadable)";
+        }
+        if (thpMode.equals("never"))
+        {
+            return "transparent huge pages are off in the kernel (/sys/kernel/mm/transparent_hugepage/enabled is "
+                + "'never'; set it to 'madvise')";
+        }
+        return null;
+    }
+
+    /**
+     * The mapping for a segment of {@code bytes}, or null when this setting gives plain memory here.
+     *
+     * @throws IllegalStateException for {@link #ON} when huge pages cannot be had, with the cause.
+     */
+    NativeMemory.Mapping map(final long bytes)
+    {
+        if (this == OFF)
+        {
+            return null;
+        }
+        final String cause = unavailabilityCause();
+        if (cause != null)
+        {
+            if (this == ON)
+            {
+                throw new IllegalStateException("--huge-pages on: " + cause);
+            }
+            return null;
+        }
+        try
+        {
+            return NativeMemory.map(bytes, true);
+        }
+        catch (final IllegalStateException ex)
+        {
+            if (this == ON)
+            {
+                throw new IllegalStateException("--huge-pages on: " + ex.getMessage(), ex);
+            }
+            return null; // AUTO: the C allocator below reports a genuine lack of memory itself
+        }
+    }
+}
