@@ -8,9 +8,10 @@ import java.util.Locale;
 /**
  * Whether segment memory is backed by transparent huge pages (node flag {@code --huge-pages}). A segment is touched
  * by the kernel on every socket copy into or out of it and faults in on first write; with 4 KiB pages that is a page
- * walk per 4 KiB and, in a VM, often a nested one: measured on the development VM, loopback receives of 1 MiB values
- * into random places of a 6 GiB region ran at 0.72 GB/s with 4 KiB pages and 2.60 GB/s with huge pages, and the
- * first touch of the region at 0.24 and 1.56 GB/s (docs/benchmarks.md, "Huge pages").
+ * walk per 4 KiB and, in a VM, often a nested one. Measured on the development VM
+ * (benchmarks/tools/huge_page_probe.c, 6 GiB region): loopback receives of 1 MiB values into random slots ran at
+ * 0.69-0.73 GB/s with 4 KiB pages and 2.96 GB/s with huge pages (limit of the run 3.2-3.3 GB/s), the first touch of
+ * the region at 0.26-0.30 and 1.77-2.00 GB/s (docs/benchmarks.md, "Huge pages").
  */
 public enum HugePages
 {
