@@ -104,6 +104,21 @@ JNIEXPORT jlong JNICALL JNI_NAME(memoryMap)(JNIEnv *env, jclass type, jlong leng
     return (jlong)(uintptr_t)address;
 }
 
+/* A direct ByteBuffer over [address, address + length) of a memoryMap mapping; throws for a bad range. */
+JNIEXPORT jobject JNICALL JNI_NAME(memoryBuffer)(JNIEnv *env, jclass type, jlong address, jlong length)
+{
+    (void)type;
+    if (address == 0 || length <= 0 || length > INT32_MAX)
+    {
+        gt_error error = { 0, "" };
+        gt_fail(&error, GT_INVALID_PARAMS, "a buffer needs an address and a length in 1..%d, was %lld", INT32_MAX,
+            (long long)length);
+        throw_state(env, &error);
+        return NULL;
+    }
+    return (*env)->NewDirectByteBuffer(env, handle(address), length);
+}
+
 /* Unmaps what memoryMap returned: 0, or GT_INVALID_PARAMS. */
 JNIEXPORT jint JNICALL JNI_NAME(memoryUnmap)(JNIEnv *env, jclass type, jlong address, jlong mapped_length)
 {

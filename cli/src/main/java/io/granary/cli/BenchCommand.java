@@ -5,6 +5,7 @@ import io.granary.client.ClientConfig;
 import io.granary.client.ErrorCode;
 import io.granary.client.GranaryClient;
 import io.granary.client.GranaryException;
+import io.granary.client.HostBuffer;
 import io.granary.client.KeyInfo;
 import io.granary.client.OpResult;
 import io.granary.client.PutOptions;
@@ -103,6 +104,16 @@ final class BenchCommand implements Callable<Integer>
             + "--huge-pages' (auto: where available).")
     private HugePages hugePages;
 
+    @Option(names = "--pool", paramLabel = "SIZE", converter = Converters.SizeConverter.class,
+        description = "Gets land in random slots of one host buffer of SIZE (split among the callers, touched before "
+            + "the run), as in an engine's KV pool, instead of one small buffer per caller. At most 2 GiB - 1.")
+    private Long poolBytes;
+
+    @Option(names = "--pool-huge-pages", arity = "1", paramLabel = "true|false", defaultValue = "true",
+        description = "With --pool: a host buffer on transparent huge pages where available (HostBuffer), or plain "
+            + "4 KiB pages.")
+    private boolean poolHugePages;
+
     @Option(names = "--count", paramLabel = "N", defaultValue = "1000", description = "Values per phase.")
     private int count;
 
@@ -197,6 +208,30 @@ final class BenchCommand implements Callable<Integer>
             Integer.toString(new SplittableRandom().nextInt(1 << 20), 36) + "/";
         final List<Row> rows = new ArrayList<>();
         final List<String> notes = new ArrayList<>();
+        try (HostBuffer pool = poolBytes == null ? null : HostBuffer.allocate(poolBytes.intValue(), poolHugePages))
+        {
+            if (pool != null)
+            {
+                final ByteBuffer memory = pool.buffer();
+                for (int at = 0; at < memory.capacity(); at += 4096)
+                {
+                    memory.put(at, (byte)0);
+                }
+                info.printf(Locale.ROOT, "pool: gets land in random slots of a %s host buffer, %s%n",
+                    Units.formatBytes(pool.capacity()), pool.hugePagesAdvised() ? "huge pages advised (" +
+                        Units.formatBytes(pool.hugePageBytes()) + " backed)" : "4 KiB pages (" + pool.plainReason() + ")");
+            }
+            Phase.pool(pool == null ? null : pool.buffer(), concurrency);
+            return runAll(warmup, runPrefix, rows, notes);
+        }
+        finally
+        {
+            Phase.pool(null, 1);
+        }
+    }
+
+    private int runAll(final int warmup, final String runPrefix, final List<Row> rows, final List<String> notes)
+    {
         boolean failed = false;
 
         if (local)
@@ -257,6 +292,13 @@ final class BenchCommand implements Callable<Integer>
             "--baseline-seconds must be above 0 and at most " + (int)MAX_BASELINE_SECONDS + ", was " + baselineSeconds);
         require(baseline || !baselineStream, "--baseline-stream needs --baseline");
         require(nodes >= 1 && nodes <= 64, "--nodes must be in 1..64, was " + nodes);
+        if (poolBytes != null)
+        {
+            final long largest = sizes.stream().mapToLong(Long::longValue).max().orElse(1);
+            require(poolBytes >= largest * batch * concurrency && poolBytes <= Integer.MAX_VALUE,
+                "--pool must hold a batch of the largest size for every caller (" + largest * batch * concurrency +
+                " bytes) and be at most " + Integer.MAX_VALUE + ", was " + poolBytes);
+        }
         require(warmupOption == null || warmupOption >= 0, "--warmup must not be negative, was " + warmupOption);
         require(replicas >= 1, "--replicas must be positive, was " + replicas);
         require(local || tlsClientAuth == io.granary.common.tls.TlsSettings.ClientAuth.NONE,
@@ -555,7 +597,7 @@ final class BenchCommand implements Callable<Integer>
         outcome.kind = KIND_GET;
         if (n == 1 && batch == 1)
         {
-            final ByteBuffer buffer = Phase.buffer(size);
+            final ByteBuffer buffer = Phase.landing(size);
             buffer.clear();
             final int length = client.getInto(prefix + first, buffer);
             outcome.ok = 1;
@@ -569,7 +611,7 @@ final class BenchCommand implements Callable<Integer>
         // Batches land in the caller's direct memory, as an engine loading pages into its KV buffers does.
         final List<String> keys = new ArrayList<>(n);
         final List<ByteBuffer> dsts = new ArrayList<>(n);
-        final ByteBuffer region = Phase.buffer((long)n * size);
+        final ByteBuffer region = Phase.landing((long)n * size);
         for (int i = 0; i < n; i++)
         {
             keys.add(prefix + (first + i));
@@ -960,6 +1002,10 @@ final class BenchCommand implements Callable<Integer>
     static final class Phase
     {
         private static final ThreadLocal<ByteBuffer> BUFFERS = new ThreadLocal<>();
+        /** The caller's index in its phase, for its part of the --pool. */
+        private static final ThreadLocal<Integer> CALLER = new ThreadLocal<>();
+        private static volatile ByteBuffer pool;
+        private static volatile int poolParts = 1;
 
         final String name;
         final int count;
@@ -981,6 +1027,31 @@ final class BenchCommand implements Callable<Integer>
             this.count = count;
             this.batch = batch;
             this.operation = operation;
+        }
+
+        /** Gets land in random slots of {@code memory} (null: in {@link #buffer}), split into {@code parts} callers. */
+        static void pool(final ByteBuffer memory, final int parts)
+        {
+            pool = memory;
+            poolParts = parts;
+        }
+
+        /**
+         * Where a get of {@code size} bytes lands: a random {@code size}-aligned slot of the caller's part of the pool,
+         * or the caller's own buffer without a pool.
+         */
+        static ByteBuffer landing(final long size)
+        {
+            final ByteBuffer memory = pool;
+            final Integer caller = CALLER.get();
+            if (memory == null || caller == null)
+            {
+                return buffer(size);
+            }
+            final int part = memory.capacity() / poolParts;
+            final int slots = (int)(part / size);
+            final int at = caller * part + java.util.concurrent.ThreadLocalRandom.current().nextInt(slots) * (int)size;
+            return memory.duplicate().position(at).limit(at + (int)size).slice();
         }
 
         /** A direct buffer of at least {@code size} bytes owned by the calling thread. */
@@ -1006,8 +1077,10 @@ final class BenchCommand implements Callable<Integer>
             {
                 final LatencyRecorder[] byKind = {new LatencyRecorder(), new LatencyRecorder()};
                 recorders[t] = byKind;
+                final int caller = t;
                 threads[t] = new Thread(() ->
                 {
+                    CALLER.set(caller);
                     awaitUninterruptibly(start);
                     final Outcome outcome = new Outcome();
                     for (int c = next.getAndIncrement(); c < calls; c = next.getAndIncrement())

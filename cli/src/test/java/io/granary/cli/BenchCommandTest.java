@@ -26,6 +26,23 @@ class BenchCommandTest
     }
 
     @Test
+    void shouldLandEveryGetInTheCallersPartOfThePoolAndVerifyIt()
+    {
+        // 3 callers x batches of 4 x 16 KiB in a 1 MiB pool: each caller's part holds 5 slots of a batch, picked at
+        // random per call; every value is compared where it landed.
+        final CliRun run = CliRun.run("bench", "--local", "--op", "get", "--count", "120", "--size", "16k", "--batch",
+            "4", "--concurrency", "3", "--pool", "1m", "--verify");
+
+        assertThat(run.exitCode()).as(run.toString()).isZero();
+        assertThat(run.out()).contains("pool: gets land in random slots of a 1.00 MiB host buffer")
+            .contains("verify: 120 of 120 values read compared byte for byte, 0 differed");
+
+        final CliRun small = CliRun.run("bench", "--local", "--size", "1m", "--concurrency", "2", "--pool", "1m");
+        assertThat(small.exitCode()).as(small.toString()).isEqualTo(2);
+        assertThat(small.err()).contains("--pool must hold a batch of the largest size for every caller");
+    }
+
+    @Test
     void shouldVerifyEveryValueOfAGetOnlyRunWhenAsked()
     {
         final CliRun run = CliRun.run("bench", "--local", "--nodes", "2", "--replicas", "2", "--count", "20",

@@ -2,6 +2,7 @@ package io.granary.transfer.natives;
 
 import java.io.BufferedReader;
 import java.io.IOException;
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -53,6 +54,19 @@ public final class NativeMemory
         return new Mapping(address, roundUp(length), hugePages);
     }
 
+    /**
+     * A direct buffer over the first {@code capacity} bytes of a mapping (at most its length and 2^31 - 1). It does
+     * not own the memory: it must not be used once the mapping is unmapped.
+     */
+    public static ByteBuffer buffer(final Mapping mapping, final int capacity)
+    {
+        if (capacity <= 0 || capacity > mapping.length())
+        {
+            throw new IllegalArgumentException("a buffer of " + capacity + " bytes does not fit " + mapping);
+        }
+        return NativeTransferJni.memoryBuffer(mapping.address(), capacity);
+    }
+
     /** Unmaps a mapping of {@link #map}; the caller guarantees nothing touches its memory any more. */
     public static void unmap(final Mapping mapping)
     {
@@ -67,6 +81,35 @@ public final class NativeMemory
     public static long roundUp(final long length)
     {
         return (length + HUGE_PAGE_BYTES - 1) & -HUGE_PAGE_BYTES;
+    }
+
+    /**
+     * Why memory advised huge pages would not get them here (no native library, THP not in the kernel or set to
+     * never), or null when it would.
+     */
+    public static String hugePagesUnavailabilityCause()
+    {
+        return hugePagesUnavailabilityCause(NativeTransfer.isAvailable() ? null :
+            String.valueOf(NativeTransfer.unavailabilityCause()), transparentHugePageMode());
+    }
+
+    /** {@link #hugePagesUnavailabilityCause()} for a library failure (or null) and a THP mode (or null). */
+    public static String hugePagesUnavailabilityCause(final String libraryCause, final String thpMode)
+    {
+        if (libraryCause != null)
+        {
+            return "the native transfer library is not available (" + libraryCause + ")";
+        }
+        if (thpMode == null)
+        {
+            return "the kernel has no transparent huge pages (/sys/kernel/mm/transparent_hugepage/enabled unreadable)";
+        }
+        if (thpMode.equals("never"))
+        {
+            return "transparent huge pages are off in the kernel (/sys/kernel/mm/transparent_hugepage/enabled is "
+                + "'never'; set it to 'madvise')";
+        }
+        return null;
     }
 
     /**

@@ -26,6 +26,9 @@ final class NativeTransferJni
      */
     static native long memoryMap(long length, boolean huge);
 
+    /** A direct ByteBuffer over {@code length} (1..2^31-1) bytes at {@code address}; IllegalArgumentException else. */
+    static native ByteBuffer memoryBuffer(long address, long length);
+
     /** Unmaps what {@link #memoryMap} returned: 0, or a negative code for an address or length it did not make. */
     static native int memoryUnmap(long address, long mappedLength);
 

@@ -1,7 +1,6 @@
 package io.granary.node.segment;
 
 import io.granary.transfer.natives.NativeMemory;
-import io.granary.transfer.natives.NativeTransfer;
 
 import java.util.Locale;
 
@@ -41,32 +40,10 @@ public enum HugePages
         return name().toLowerCase(Locale.ROOT);
     }
 
-    /**
-     * Why huge pages cannot be advised here (no native library, THP not in the kernel or set to never), or null
-     * when they can.
-     */
+    /** Why huge pages cannot be advised here, or null when they can (see NativeMemory). */
     public static String unavailabilityCause()
     {
-        return unavailabilityCause(NativeTransfer.isAvailable() ? null :
-            String.valueOf(NativeTransfer.unavailabilityCause()), NativeMemory.transparentHugePageMode());
-    }
-
-    static String unavailabilityCause(final String libraryCause, final String thpMode)
-    {
-        if (libraryCause != null)
-        {
-            return "the native transfer library is not available (" + libraryCause + ")";
-        }
-        if (thpMode == null)
-        {
-            return "the kernel has no transparent huge pages (/sys/kernel/mm/transparent_hugepage/enabled unreadable)";
-        }
-        if (thpMode.equals("never"))
-        {
-            return "transparent huge pages are off in the kernel (/sys/kernel/mm/transparent_hugepage/enabled is "
-                + "'never'; set it to 'madvise')";
-        }
-        return null;
+        return NativeMemory.hugePagesUnavailabilityCause();
     }
 
     /**

@@ -6,6 +6,7 @@ import org.junit.jupiter.api.Test;
 import java.util.HashSet;
 import java.util.Set;
 
+import static io.granary.transfer.natives.NativeMemory.hugePagesUnavailabilityCause;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
@@ -67,11 +68,11 @@ class SegmentTest
     @Test
     void shouldSayWhyHugePagesCannotBeHad()
     {
-        assertThat(HugePages.unavailabilityCause(null, "madvise")).isNull();
-        assertThat(HugePages.unavailabilityCause(null, "always")).isNull();
-        assertThat(HugePages.unavailabilityCause(null, "never")).contains("'never'").contains("madvise");
-        assertThat(HugePages.unavailabilityCause(null, null)).contains("no transparent huge pages");
-        assertThat(HugePages.unavailabilityCause("no such file", "madvise"))
+        assertThat(hugePagesUnavailabilityCause(null, "madvise")).isNull();
+        assertThat(hugePagesUnavailabilityCause(null, "always")).isNull();
+        assertThat(hugePagesUnavailabilityCause(null, "never")).contains("'never'").contains("madvise");
+        assertThat(hugePagesUnavailabilityCause(null, null)).contains("no transparent huge pages");
+        assertThat(hugePagesUnavailabilityCause("no such file", "madvise"))
             .contains("native transfer library").contains("no such file");
         assertThat(HugePages.parse(" Auto ")).isEqualTo(HugePages.AUTO);
         assertThatThrownBy(() -> HugePages.parse("yes")).isInstanceOf(IllegalArgumentException.class)
