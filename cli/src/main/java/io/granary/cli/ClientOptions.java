@@ -98,20 +98,39 @@ final class ClientOptions
             "? start one with 'granary master', or pass --master HOST:PORT)", ex);
     }
 
-    /** --transport values, case-insensitive. */
-    static final class TransportConverter implements CommandLine.ITypeConverter<TransportKind>
+    /**
+     * A picocli converter over a parse method that throws IllegalArgumentException with a message (enum flags such as
+     * --transport and --huge-pages): the message becomes picocli's, which names the flag.
+     */
+    abstract static class ParsingConverter<T> implements CommandLine.ITypeConverter<T>
     {
+        private final java.util.function.Function<String, T> parse;
+
+        ParsingConverter(final java.util.function.Function<String, T> parse)
+        {
+            this.parse = parse;
+        }
+
         @Override
-        public TransportKind convert(final String value)
+        public T convert(final String value)
         {
             try
             {
-                return TransportKind.parse(value);
+                return parse.apply(value);
             }
             catch (final IllegalArgumentException ex)
             {
                 throw new CommandLine.TypeConversionException(ex.getMessage());
             }
+        }
+    }
+
+    /** --transport values, case-insensitive. */
+    static final class TransportConverter extends ParsingConverter<TransportKind>
+    {
+        TransportConverter()
+        {
+            super(TransportKind::parse);
         }
     }
 }

@@ -321,19 +321,11 @@ final class NodeCommand implements Callable<Integer>
     }
 
     /** --huge-pages values, case-insensitive. */
-    static final class HugePagesConverter implements CommandLine.ITypeConverter<HugePages>
+    static final class HugePagesConverter extends ClientOptions.ParsingConverter<HugePages>
     {
-        @Override
-        public HugePages convert(final String value)
+        HugePagesConverter()
         {
-            try
-            {
-                return HugePages.parse(value);
-            }
-            catch (final IllegalArgumentException ex)
-            {
-                throw new CommandLine.TypeConversionException(ex.getMessage());
-            }
+            super(HugePages::parse);
         }
     }
 }

@@ -245,7 +245,7 @@ public final class StorageNode implements AutoCloseable
             LOG.info("segments use 4 KiB pages ({})", cause == null ? "the kernel refused the advice" : cause);
             return;
         }
-        final long backed = segments.stream().mapToLong(Segment::hugePageBytes).sum();
+        final long backed = java.util.Arrays.stream(Segment.hugePageBytes(segments)).sum();
         final long total = segments.stream().mapToLong(Segment::sizeBytes).sum();
         LOG.info("segments advised transparent huge pages: {} MiB of {} MiB backed by huge pages now{}",
             backed >> 20, total >> 20, ctx.preTouch() ? "" : " (more as values are first written)");

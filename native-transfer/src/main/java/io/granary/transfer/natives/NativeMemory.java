@@ -142,14 +142,29 @@ public final class NativeMemory
      */
     public static long hugePageBytes(final long address, final long length)
     {
-        return hugePageBytes(SMAPS, address, length);
+        return hugePageBytes(SMAPS, new long[] {address}, new long[] {length})[0];
+    }
+
+    /**
+     * {@link #hugePageBytes(long, long)} of every range {@code [addresses[i], addresses[i] + lengths[i])} from one
+     * read of /proc/self/smaps (a node's segments at a scrape); all 0 when smaps cannot be read.
+     */
+    public static long[] hugePageBytes(final long[] addresses, final long[] lengths)
+    {
+        return hugePageBytes(SMAPS, addresses, lengths);
     }
 
     static long hugePageBytes(final Path smaps, final long address, final long length)
     {
-        final long end = address + length;
-        long total = 0;
-        boolean overlapping = false;
+        return hugePageBytes(smaps, new long[] {address}, new long[] {length})[0];
+    }
+
+    static long[] hugePageBytes(final Path smaps, final long[] addresses, final long[] lengths)
+    {
+        final int n = addresses.length;
+        final long[] totals = new long[n];
+        final boolean[] overlapping = new boolean[n];
+        boolean any = false;
         try (BufferedReader reader = Files.newBufferedReader(smaps, StandardCharsets.US_ASCII))
         {
             String line;
@@ -161,19 +176,33 @@ public final class NativeMemory
                 {
                     final long start = Long.parseUnsignedLong(line, 0, dash, 16);
                     final long stop = Long.parseUnsignedLong(line, dash + 1, space, 16);
-                    overlapping = Long.compareUnsigned(start, end) < 0 && Long.compareUnsigned(address, stop) < 0;
+                    any = false;
+                    for (int i = 0; i < n; i++)
+                    {
+                        overlapping[i] = Long.compareUnsigned(start, addresses[i] + lengths[i]) < 0 &&
+                            Long.compareUnsigned(addresses[i], stop) < 0;
+                        any |= overlapping[i];
+                    }
                 }
-                else if (overlapping && line.startsWith("AnonHugePages:"))
+                else if (any && line.startsWith("AnonHugePages:"))
                 {
-                    total += kibibytes(line) * 1024;
+                    final long bytes = kibibytes(line) * 1024;
+                    for (int i = 0; i < n; i++)
+                    {
+                        totals[i] += overlapping[i] ? bytes : 0;
+                    }
                 }
             }
         }
         catch (final IOException | RuntimeException ex)
         {
-            return 0;
+            return new long[n];
         }
-        return Math.min(total, length);
+        for (int i = 0; i < n; i++)
+        {
+            totals[i] = Math.min(totals[i], lengths[i]);
+        }
+        return totals;
     }
 
     private static boolean isHex(final String line, final int from, final int to)

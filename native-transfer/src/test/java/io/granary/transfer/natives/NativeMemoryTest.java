@@ -71,6 +71,8 @@ class NativeMemoryTest
         assertThat(NativeMemory.hugePageBytes(smaps, second - 4096, 8 * MIB)).isEqualTo(8 * MIB); // two mappings
         assertThat(NativeMemory.hugePageBytes(smaps, second, MIB)).isEqualTo(MIB);                // capped
         assertThat(NativeMemory.hugePageBytes(smaps, 0x1000, MIB)).isZero();
+        assertThat(NativeMemory.hugePageBytes(smaps, new long[] {second, 0x1000, second - 4096},
+            new long[] {8 * MIB, MIB, 8 * MIB})).containsExactly(6 * MIB, 0, 8 * MIB); // one read for all
         assertThat(NativeMemory.hugePageBytes(dir.resolve("missing"), second, MIB)).isZero();
     }
 }

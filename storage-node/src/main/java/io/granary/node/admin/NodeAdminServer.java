@@ -8,6 +8,8 @@ import io.granary.node.StorageNode;
 import io.granary.node.segment.Segment;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 
+import java.util.List;
+
 /**
  * The storage node's admin HTTP port: {@code /health} (JSON), {@code /ready} (200 once the master has every segment
  * mounted), {@code /segments} and Prometheus {@code /metrics}. Read-only; served on one daemon thread.
@@ -78,15 +80,18 @@ public final class NodeAdminServer implements AutoCloseable
         query.allow();
         final Json json = Json.object().field("node", node.name()).beginArray("segments");
         long total = 0;
-        for (final Segment segment : node.segments())
+        final List<Segment> segments = node.segments();
+        final long[] hugePageBytes = Segment.hugePageBytes(segments);
+        for (int i = 0; i < segments.size(); i++)
         {
+            final Segment segment = segments.get(i);
             total += segment.sizeBytes();
             json.beginElement()
                 .field("name", segment.name())
                 .field("segment_id", Integer.toUnsignedLong(segment.id()))
                 .field("size_bytes", segment.sizeBytes())
                 .field("huge_pages_advised", segment.hugePagesAdvised())
-                .field("huge_page_bytes", segment.hugePageBytes())
+                .field("huge_page_bytes", hugePageBytes[i])
                 .endObject();
         }
         return Response.json(200, json.endArray().field("capacity_bytes", total).end());

@@ -121,7 +121,7 @@ public final class NodeMetrics implements AutoCloseable
 
     private static double hugePageBytes(final SegmentRegistry segments)
     {
-        return segments.segments().stream().mapToLong(Segment::hugePageBytes).sum();
+        return java.util.Arrays.stream(Segment.hugePageBytes(segments.segments())).sum();
     }
 
     private static double capacityBytes(final SegmentRegistry segments)

@@ -3,7 +3,10 @@ package io.granary.node.segment;
 import io.granary.transfer.natives.NativeMemory;
 import org.agrona.UnsafeApi;
 
+import java.util.Arrays;
+import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.stream.IntStream;
 
 /**
  * One off-heap, page-aligned memory region (2 MiB aligned and backed by transparent huge pages where
@@ -143,7 +146,23 @@ public final class Segment implements AutoCloseable
      */
     public long hugePageBytes()
     {
-        return mapping == null || closed.get() ? 0 : NativeMemory.hugePageBytes(address, sizeBytes);
+        return hugePageBytes(List.of(this))[0];
+    }
+
+    /** {@link #hugePageBytes()} of each segment, from one read of /proc/self/smaps. */
+    public static long[] hugePageBytes(final List<Segment> segments)
+    {
+        final int[] mapped = IntStream.range(0, segments.size())
+            .filter(i -> segments.get(i).mapping != null && !segments.get(i).isClosed()).toArray();
+        final long[] backed = NativeMemory.hugePageBytes(
+            Arrays.stream(mapped).mapToLong(i -> segments.get(i).address).toArray(),
+            Arrays.stream(mapped).mapToLong(i -> segments.get(i).sizeBytes).toArray());
+        final long[] all = new long[segments.size()];
+        for (int k = 0; k < mapped.length; k++)
+        {
+            all[mapped[k]] = backed[k];
+        }
+        return all;
     }
 
     /** True when [offset, offset + length) lies inside the segment; never overflows. */
