@@ -14,6 +14,7 @@ import io.granary.node.segment.HugePages;
 import io.granary.transfer.TransferEngines;
 import io.granary.transfer.TransportKind;
 import io.micrometer.core.instrument.FunctionCounter;
+import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
@@ -84,7 +85,7 @@ final class BenchCommand implements Callable<Integer>
     private ClientOptions clientOptions;
 
     @Option(names = "--local", description = "Start an in-process master and --nodes storage nodes (a fresh cluster "
-        + "per size) instead of using --master.")
+        + "per size) instead of using --master; a 'master:' line per phase says what it cost the master.")
     private boolean local;
 
     @Option(names = "--nodes", paramLabel = "N", defaultValue = "1", description = "Storage nodes of --local.")
@@ -194,6 +195,8 @@ final class BenchCommand implements Callable<Integer>
     private PrintWriter info;
     /** The client's metrics with --transport rdma (else null): the one-sided READ counters. */
     private SimpleMeterRegistry rdmaMeters;
+    /** The in-process master's meters while a --local size runs; null otherwise. */
+    private MeterRegistry localMaster;
 
     @Override
     public Integer call()
@@ -375,8 +378,31 @@ final class BenchCommand implements Callable<Integer>
                 TransferEngines.resolve(clientOptions.transport, clientOptions.tls.settings(null).isEnabled())
                     .name().toLowerCase(Locale.ROOT),
                 cluster.nodes().get(0).transferServer().transport().name().toLowerCase(Locale.ROOT));
-            return runSize(client, size, warmup, runPrefix, rows, notes);
+            localMaster = cluster.master().meterRegistry();
+            try
+            {
+                return runSize(client, size, warmup, runPrefix, rows, notes);
+            }
+            finally
+            {
+                localMaster = null;
+            }
         }
+    }
+
+    /**
+     * Runs a measured phase; with --local, also notes what it cost the in-process master ({@link MasterTimes}).
+     */
+    private Phase measured(final Phase phase, final String sizeLabel, final List<String> masterLines)
+    {
+        final MeterRegistry registry = localMaster;
+        final MasterTimes before = registry == null ? null : MasterTimes.of(registry);
+        phase.run(concurrency);
+        if (before != null)
+        {
+            masterLines.add(MasterTimes.of(registry).since(before).describe(sizeLabel + " " + phase.name, phase.elapsedNs));
+        }
+        return phase;
     }
 
     /** The transport of --local nodes: the client's --transport (a node serves native TCP for an RDMA client). */
@@ -421,11 +447,12 @@ final class BenchCommand implements Callable<Integer>
         }
 
         final List<Phase> phases = new ArrayList<>();
+        final List<String> masterLines = new ArrayList<>();
         final Phase puts = new Phase("put", count, batch,
             (first, n, outcome) -> put(client, prefix, first, n, size, options, outcome));
         if (op == Op.put || op == Op.both)
         {
-            phases.add(puts.run(concurrency));
+            phases.add(measured(puts, sizeLabel, masterLines));
         }
         else
         {
@@ -433,13 +460,13 @@ final class BenchCommand implements Callable<Integer>
         }
         if (op == Op.get || op == Op.both)
         {
-            phases.add(new Phase("get", count, batch,
-                (first, n, outcome) -> get(client, prefix, first, n, size, verifyAll, outcome)).run(concurrency));
+            phases.add(measured(new Phase("get", count, batch,
+                (first, n, outcome) -> get(client, prefix, first, n, size, verifyAll, outcome)), sizeLabel, masterLines));
         }
         if (op == Op.mixed)
         {
-            phases.add(new Phase("mixed", count, batch,
-                (first, n, outcome) -> mixed(client, prefix, first, n, size, options, outcome)).run(concurrency));
+            phases.add(measured(new Phase("mixed", count, batch,
+                (first, n, outcome) -> mixed(client, prefix, first, n, size, options, outcome)), sizeLabel, masterLines));
         }
 
         boolean failed = puts.errors.get() > 0;
@@ -474,6 +501,7 @@ final class BenchCommand implements Callable<Integer>
                 notes.add(mixedNote(sizeLabel, p));
             }
         }
+        masterLines.forEach(info::println);
         if (rdmaMeters != null)
         {
             info.printf(Locale.ROOT, "rdma: %d READs completed one-sided so far, %d failed there (the rest went over " +

@@ -23,6 +23,11 @@ class BenchCommandTest
         assertThat(run.out().lines().filter(l -> l.matches("64k\\s+put\\s+50\\s+0\\s+.*"))).hasSize(1);
         assertThat(run.out().lines().filter(l -> l.matches("64k\\s+get\\s+50\\s+0\\s+.*"))).hasSize(1);
         assertThat(run.out()).contains("verify: 5 of 50 values read compared byte for byte, 0 differed");
+        // The in-process master's side of each phase: 50 puts of one value each, then 50 gets.
+        assertThat(run.out()).containsPattern("master: 64k put: (\\w+ \\d+ x \\d+ us, )*PutStart 50 x \\d+ us")
+            .containsPattern("master: 64k put: .*PutEnd 50 x \\d+ us.*; [0-9.]+ s serving them = [0-9.]+ % of the " +
+                "phase's [0-9.]+ s")
+            .containsPattern("master: 64k get: (\\w+ \\d+ x \\d+ us, )*GetReplicaList 50 x \\d+ us");
     }
 
     @Test

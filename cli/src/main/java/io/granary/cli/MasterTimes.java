@@ -1,0 +1,113 @@
+package io.granary.cli;
+
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Timer;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The master's side of a {@code bench --local} phase: per call (BatchPutStart, GetReplicaList, ...) how many the
+ * in-process master served and their mean handling time (from the request read off the connection to the reply
+ * built; the wire and the client are not in it), read from its {@code granary.master.rpc} timers (all transports summed) before and after the phase. Shows how much of a put or
+ * get is the master's work and how much is the client, the data plane and the wire. Immutable.
+ */
+final class MasterTimes
+{
+    static final String TIMER = "granary.master.rpc";
+
+    /** method -> {calls, total nanoseconds}. */
+    private final Map<String, double[]> byMethod;
+
+    private MasterTimes(final Map<String, double[]> byMethod)
+    {
+        this.byMethod = byMethod;
+    }
+
+    /** What the master's timers in {@code registry} say now. */
+    static MasterTimes of(final MeterRegistry registry)
+    {
+        final Map<String, double[]> byMethod = new TreeMap<>();
+        for (final Timer timer : registry.find(TIMER).timers())
+        {
+            final String method = timer.getId().getTag("method");
+            if (method == null)
+            {
+                continue;
+            }
+            final double[] sum = byMethod.computeIfAbsent(method, m -> new double[2]);
+            sum[0] += timer.count();
+            sum[1] += timer.totalTime(TimeUnit.NANOSECONDS);
+        }
+        return new MasterTimes(byMethod);
+    }
+
+    /** The calls served between {@code before} and this reading; calls that did not occur are left out. */
+    MasterTimes since(final MasterTimes before)
+    {
+        final Map<String, double[]> delta = new TreeMap<>();
+        byMethod.forEach((method, now) ->
+        {
+            final double[] then = before.byMethod.getOrDefault(method, new double[2]);
+            final double calls = now[0] - then[0];
+            if (calls > 0)
+            {
+                delta.put(method, new double[] {calls, Math.max(0, now[1] - then[1])});
+            }
+        });
+        return new MasterTimes(delta);
+    }
+
+    long calls(final String method)
+    {
+        final double[] v = byMethod.get(method);
+        return v == null ? 0 : (long)v[0];
+    }
+
+    /** Mean nanoseconds per call of {@code method}; 0 when it was not called. */
+    double meanNanos(final String method)
+    {
+        final double[] v = byMethod.get(method);
+        return v == null ? 0 : v[1] / v[0];
+    }
+
+    double totalNanos()
+    {
+        double total = 0;
+        for (final double[] v : byMethod.values())
+        {
+            total += v[1];
+        }
+        return total;
+    }
+
+    /**
+     * One line for phase {@code phase} that lasted {@code phaseNs}: the calls most time went to first, with their
+     * count and mean, then their total as a share of the phase (above 100 % when the master served calls of several
+     * callers at once).
+     */
+    String describe(final String phase, final long phaseNs)
+    {
+        if (byMethod.isEmpty())
+        {
+            return "master: " + phase + ": no calls recorded";
+        }
+        final List<Map.Entry<String, double[]>> calls = new ArrayList<>(byMethod.entrySet());
+        calls.sort((a, b) -> Double.compare(b.getValue()[1], a.getValue()[1]));
+        final StringBuilder line = new StringBuilder("master: ").append(phase).append(": ");
+        for (int i = 0; i < calls.size(); i++)
+        {
+            final double[] v = calls.get(i).getValue();
+            line.append(i == 0 ? "" : ", ").append(calls.get(i).getKey())
+                .append(String.format(Locale.ROOT, " %d x %.0f us", (long)v[0], v[1] / v[0] / 1_000.0));
+        }
+        final double total = totalNanos();
+        line.append(String.format(Locale.ROOT, "; %.3f s serving them = %.1f %% of the phase's %.3f s " +
+            "(handling only: request read to reply built)", total / 1e9, phaseNs > 0 ? 100.0 * total / phaseNs : 0.0, phaseNs / 1e9));
+        return line.toString();
+    }
+}
