@@ -18,7 +18,7 @@ import java.util.Locale;
  * on and {@code replicas} mounted segments takes {@code objects} complete 4 KiB objects of {@code replicas} replicas
  * each (1 by default), with keys shaped like
  * the prefix helper's (44 bytes); the used heap after full GCs is measured before and after, and again after one
- * read of every object (a read caches the replica's READ-token answer).
+ * read of every object (a read caches the bytes of each replica's READ token).
  *
  * <pre>
  * java -Xmx4g -cp benchmarks/target/benchmarks.jar io.granary.benchmarks.MasterMemoryProbe [objects] [replicas]
@@ -69,7 +69,7 @@ public final class MasterMemoryProbe
         }
         final long read = usedHeap();
         System.out.printf(Locale.ROOT, "master heap per object (key 44 bytes, %d replica(s), tokens on, %d objects): " +
-            "%.0f bytes stored, %.0f bytes after one read of each (the cached READ-token answer)%n", replicaCount, objects,
+            "%.0f bytes stored, %.0f bytes after one read of each (the cached READ tokens)%n", replicaCount, objects,
             (stored - empty) / (double)objects, (read - empty) / (double)objects);
         System.out.printf(Locale.ROOT, "(used heap: empty %.1f MiB, stored %.1f MiB, read %.1f MiB)%n",
             empty / 1048576.0, stored / 1048576.0, read / 1048576.0);

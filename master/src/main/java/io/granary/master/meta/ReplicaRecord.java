@@ -15,8 +15,12 @@ public final class ReplicaRecord
     long version;
     /** The COMPLETE-status wire form, built on first read; guarded by the owner shard lock. */
     io.granary.proto.Replica completeProto;
-    /** The COMPLETE-status wire form with a READ token expiring at {@link #readTokenExpirySec}; owner shard lock. */
-    io.granary.proto.Replica readTokenProto;
+    /**
+     * The READ token of the second {@link #readTokenExpirySec}, overwritten in place when that second changes (an
+     * array allocated once, so that refreshing it stores no new object into this long-lived record); owner shard
+     * lock. Null until the first read with tokens on.
+     */
+    byte[] readToken;
     long readTokenExpirySec;
 
     public ReplicaRecord(final MountedSegment segment, final long offset, final long length)

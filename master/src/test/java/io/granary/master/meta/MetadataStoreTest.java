@@ -10,11 +10,15 @@ import io.granary.proto.KeyInfo;
 import io.granary.proto.PutOptions;
 import io.granary.proto.Replica;
 import io.granary.proto.SoftPinAction;
+import io.granary.protocol.AccessTokenCodec;
+import io.granary.protocol.Opcode;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
+import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
@@ -435,5 +439,49 @@ class MetadataStoreTest
         store.purgeSegments(new HashSet<>(r.replaced));
         assertThat(store.exists(T, "k", false)).isZero();
         assertThat(registry.liveSegments()).hasSize(1);
+    }
+
+    @Test
+    void shouldSignAReadTokenOncePerSecondOfExpiryAndNeverChangeAnAnswerAlreadyGiven()
+    {
+        final AccessTokenCodec codec = new AccessTokenCodec(AccessTokenCodec.newRandomKey());
+        final int[] signed = {0};
+        store.replicaTokens((replica, opcode, expirySec) ->
+        {
+            signed[0]++;
+            return codec.sign(opcode, replica.segment().segmentId(), replica.offset(), replica.length(), expirySec);
+        });
+        put("k", 1000);
+        final int afterPut = signed[0];
+
+        final Replica first = lookup("k").replicas.get(0);
+        final byte[] firstToken = first.getAccessToken().toByteArray();
+        clock.advanceMillis(100); // same second of expiry: the token is reused
+        final Replica again = lookup("k").replicas.get(0);
+        assertThat(signed[0] - afterPut).isEqualTo(1);
+        assertThat(again.getAccessToken().toByteArray()).isEqualTo(firstToken);
+
+        clock.advanceMillis(1_000); // the next second: signed again, in the replica's kept array
+        final Replica later = lookup("k").replicas.get(0);
+        assertThat(signed[0] - afterPut).isEqualTo(2);
+        assertThat(later.getAccessToken().toByteArray()).isNotEqualTo(firstToken);
+        assertThat(first.getAccessToken().toByteArray()).as("an answer already given keeps its token")
+            .isEqualTo(firstToken);
+        assertThat(grants(codec, first)).isTrue();
+        assertThat(grants(codec, later)).isTrue();
+        assertThat(expirySec(later)).isEqualTo(expirySec(first) + 1);
+    }
+
+    /** The token's expiry: its first four bytes, big-endian. */
+    private static long expirySec(final Replica replica)
+    {
+        return ByteBuffer.wrap(replica.getAccessToken().toByteArray()).getInt() & 0xFFFFFFFFL;
+    }
+
+    private static boolean grants(final AccessTokenCodec codec, final Replica replica)
+    {
+        final byte[] token = replica.getAccessToken().toByteArray();
+        return codec.verify(Opcode.READ, replica.getSegmentId(), replica.getOffset(), replica.getLength(),
+            expirySec(replica), Arrays.copyOfRange(token, 4, token.length));
     }
 }
