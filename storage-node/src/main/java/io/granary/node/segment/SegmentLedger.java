@@ -3,7 +3,6 @@ package io.granary.node.segment;
 import io.granary.protocol.CommitRecord;
 
 import java.util.ArrayList;
-import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
@@ -158,22 +157,20 @@ public final class SegmentLedger
         segment.setId(newId);
     }
 
+    /**
+     * Removes the entries [offset, offset + length) overlaps. Entries never overlap one another, so those it overlaps
+     * are adjacent in offset order and the last of them is the entry starting last before the range's end: one
+     * lookup when nothing overlaps (the usual case), one more per entry removed.
+     */
     private int removeOverlapping(final long offset, final long length)
     {
         final long end = offset + length;
-        final Long before = entries.floorKey(offset);
-        final Long from =
-            before != null && before + entries.get(before).span() > offset ? before : Long.valueOf(offset);
         int removed = 0;
-        final Iterator<Map.Entry<Long, Entry>> it = entries.subMap(from, true, end, false).entrySet().iterator();
-        while (it.hasNext())
+        Map.Entry<Long, Entry> last;
+        while ((last = entries.lowerEntry(end)) != null && last.getKey() + last.getValue().span() > offset)
         {
-            final Entry e = it.next().getValue();
-            if (e.offset() + e.span() > offset)
-            {
-                it.remove();
-                removed++;
-            }
+            entries.remove(last.getKey());
+            removed++;
         }
         return removed;
     }
