@@ -44,11 +44,13 @@ final class ReadOperation
     private long leaseDeadlineNs;
     private boolean verify;
     private int expectedCrc;
-    private final StringBuilder failures = new StringBuilder();
+    /** What each failed attempt said, for the error; created on the first failure (most reads have none). */
+    private StringBuilder failures;
     /** Every replica tried so far timed out (a stalled node): the read then fails with RPC_TIMEOUT. */
     private boolean allTimedOut = true;
     private final CompletableFuture<OpFailure> outcome = new CompletableFuture<>();
-    private final Set<String> failedReplicas = new HashSet<>();
+    /** Replicas that failed other than by refusing the token; created on the first such failure. */
+    private Set<String> failedReplicas;
     private ByteBuffer dst;
     private ReplicaExtent current;
     private boolean done;
@@ -110,7 +112,7 @@ final class ReadOperation
                 throw ReplicaExtent.nonsense(key, "the extent on " + extent.describe() + " holds " + extent.length() +
                     " bytes for a value of " + length);
             }
-            if (!failedReplicas.contains(identity(extent)))
+            if (failedReplicas == null || !failedReplicas.contains(identity(extent)))
             {
                 replicas.add(extent);
             }
@@ -306,6 +308,10 @@ final class ReadOperation
             done = true;
             return;
         }
+        if (failures == null)
+        {
+            failures = new StringBuilder();
+        }
         failures.append(failures.length() == 0 ? "" : ", ")
             .append(current.describe()).append(": ").append(ProtoMapping.describeCode(code));
         allTimedOut &= code == ErrorCode.RPC_TIMEOUT.code();
@@ -315,6 +321,10 @@ final class ReadOperation
         }
         else
         {
+            if (failedReplicas == null)
+            {
+                failedReplicas = new HashSet<>();
+            }
             failedReplicas.add(identity(current));
             if (code == CHECKSUM_MISMATCH)
             {
@@ -340,10 +350,10 @@ final class ReadOperation
     {
         final ErrorCode code = mismatches > 0 ? ErrorCode.CHECKSUM_MISMATCH :
             otherFailures == 0 && lastTokenRefusal != 0 ? ProtoMapping.code(lastTokenRefusal) :
-            allTimedOut && failures.length() > 0 ? ErrorCode.RPC_TIMEOUT : ErrorCode.TRANSFER_FAIL;
+            allTimedOut && failures != null ? ErrorCode.RPC_TIMEOUT : ErrorCode.TRANSFER_FAIL;
         final String what = mismatches > 0 ? "no replica delivered bytes matching the value's checksum: " :
             "every replica failed: ";
-        return new OpFailure(code, "get " + Keys.quote(key) + ": " + what + failures);
+        return new OpFailure(code, "get " + Keys.quote(key) + ": " + what + (failures == null ? "" : failures));
     }
 
     private static String identity(final ReplicaExtent extent)
