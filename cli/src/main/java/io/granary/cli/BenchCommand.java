@@ -23,7 +23,9 @@ import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
 
+import java.io.IOException;
 import java.io.PrintWriter;
+import java.net.http.HttpClient;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -167,6 +169,11 @@ final class BenchCommand implements Callable<Integer>
     @Option(names = "--keep", description = "Leave the keys in the cluster.")
     private boolean keep;
 
+    @Option(names = "--master-metrics", paramLabel = "HOST:PORT", description = "A running master's admin HTTP "
+        + "address: read its call timers from /metrics before and after each phase and print the 'master:' lines "
+        + "--local prints (what the phase cost the master).")
+    private String masterMetrics;
+
     @Option(names = "--baseline", description = "Before each size, measure the loopback limit: plain blocking "
         + "java.nio sockets between threads over 127.0.0.1, C connections, the same request/response shape, size "
         + "and batch; adds LIMIT(GB/S) and %%LIMIT columns.")
@@ -195,8 +202,8 @@ final class BenchCommand implements Callable<Integer>
     private PrintWriter info;
     /** The client's metrics with --transport rdma (else null): the one-sided READ counters. */
     private SimpleMeterRegistry rdmaMeters;
-    /** The in-process master's meters while a --local size runs; null otherwise. */
-    private MeterRegistry localMaster;
+    /** Reads the master's call timers: the in-process master's while a --local size runs, or --master-metrics. */
+    private MasterReader masterReader;
 
     @Override
     public Integer call()
@@ -246,8 +253,14 @@ final class BenchCommand implements Callable<Integer>
         }
         else
         {
-            info.println("cluster: master " + clientOptions.master);
+            info.println("cluster: master " + clientOptions.master +
+                (masterMetrics == null ? "" : ", its metrics at http://" + masterMetrics + "/metrics"));
             info.flush();
+            if (masterMetrics != null)
+            {
+                final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+                masterReader = () -> MasterTimes.scrape(http, masterMetrics);
+            }
             try (GranaryClient client = GranaryClient.connect(clientConfig(clientOptions.master)))
             {
                 for (final long size : sizes)
@@ -317,8 +330,21 @@ final class BenchCommand implements Callable<Integer>
                 throw new CommandLine.ParameterException(cmd, ex.getMessage());
             }
         }
+        require(masterMetrics == null || !local,
+            "--master-metrics is for a running master; --local reads the in-process master's timers itself");
+        require(masterMetrics == null || isHostPort(masterMetrics),
+            "--master-metrics must be HOST:PORT (the master's admin port, 1..65535), was '" + masterMetrics + "'");
         require(local || !cmd.getParseResult().hasMatchedOption("--data-tokens"),
             "--data-tokens applies to --local clusters; a running master has its own --data-tokens");
+    }
+
+    private static final Pattern HOST_PORT = Pattern.compile("(\\[[0-9A-Fa-f:.]+\\]|[A-Za-z0-9.-]+):([0-9]{1,5})");
+
+    /** host:port or [ipv6]:port with a port in 1..65535. */
+    static boolean isHostPort(final String address)
+    {
+        final java.util.regex.Matcher m = HOST_PORT.matcher(address);
+        return m.matches() && Integer.parseInt(m.group(2)) >= 1 && Integer.parseInt(m.group(2)) <= 65535;
     }
 
     /** The client settings of the shared flags plus --checksums and --caller-driven. */
@@ -378,31 +404,61 @@ final class BenchCommand implements Callable<Integer>
                 TransferEngines.resolve(clientOptions.transport, clientOptions.tls.settings(null).isEnabled())
                     .name().toLowerCase(Locale.ROOT),
                 cluster.nodes().get(0).transferServer().transport().name().toLowerCase(Locale.ROOT));
-            localMaster = cluster.master().meterRegistry();
+            final MeterRegistry registry = cluster.master().meterRegistry();
+            masterReader = () -> MasterTimes.of(registry);
             try
             {
                 return runSize(client, size, warmup, runPrefix, rows, notes);
             }
             finally
             {
-                localMaster = null;
+                masterReader = null;
             }
         }
     }
 
     /**
-     * Runs a measured phase; with --local, also notes what it cost the in-process master ({@link MasterTimes}).
+     * Runs a measured phase; with --local or --master-metrics, also notes what it cost the master ({@link MasterTimes}).
+     * A master whose metrics cannot be read gets a line saying why; the phase counts all the same.
      */
     private Phase measured(final Phase phase, final String sizeLabel, final List<String> masterLines)
     {
-        final MeterRegistry registry = localMaster;
-        final MasterTimes before = registry == null ? null : MasterTimes.of(registry);
+        final MasterReader reader = masterReader;
+        final String label = sizeLabel + " " + phase.name;
+        MasterTimes before = null;
+        String unavailable = null;
+        try
+        {
+            before = reader == null ? null : reader.read();
+        }
+        catch (final IOException ex)
+        {
+            unavailable = ex.getMessage();
+        }
         phase.run(concurrency);
         if (before != null)
         {
-            masterLines.add(MasterTimes.of(registry).since(before).describe(sizeLabel + " " + phase.name, phase.elapsedNs));
+            try
+            {
+                masterLines.add(reader.read().since(before).describe(label, phase.elapsedNs));
+            }
+            catch (final IOException ex)
+            {
+                unavailable = ex.getMessage();
+            }
+        }
+        if (unavailable != null)
+        {
+            masterLines.add("master: " + label + ": metrics unavailable: " + unavailable);
         }
         return phase;
+    }
+
+    /** Where {@link #measured} reads the master's timers. */
+    @FunctionalInterface
+    private interface MasterReader
+    {
+        MasterTimes read() throws IOException;
     }
 
     /** The transport of --local nodes: the client's --transport (a node serves native TCP for an RDMA client). */

@@ -3,12 +3,20 @@ package io.granary.cli;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
 
+import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 /**
  * The master's side of a {@code bench --local} phase: per call (BatchPutStart, GetReplicaList, ...) how many the
@@ -19,6 +27,11 @@ import java.util.concurrent.TimeUnit;
 final class MasterTimes
 {
     static final String TIMER = "granary.master.rpc";
+    /** A sample line of the timer in Prometheus text: name suffix, labels, value. */
+    private static final Pattern SAMPLE =
+        Pattern.compile("^granary_master_rpc_seconds_(count|sum)\\{([^}]*)\\}\\s+(\\S+)");
+    private static final Pattern METHOD_LABEL = Pattern.compile("(?:^|,)\\s*method=\"([^\"]*)\"");
+    private static final Duration SCRAPE_TIMEOUT = Duration.ofSeconds(5);
 
     /** method -> {calls, total nanoseconds}. */
     private final Map<String, double[]> byMethod;
@@ -42,6 +55,81 @@ final class MasterTimes
             final double[] sum = byMethod.computeIfAbsent(method, m -> new double[2]);
             sum[0] += timer.count();
             sum[1] += timer.totalTime(TimeUnit.NANOSECONDS);
+        }
+        return new MasterTimes(byMethod);
+    }
+
+    /**
+     * What a running master's timers say now: its admin port's {@code /metrics} at {@code adminHostPort}.
+     *
+     * @throws IOException when the master does not answer, answers with another status than 200, or its metrics
+     * hold none of the timers.
+     */
+    static MasterTimes scrape(final HttpClient http, final String adminHostPort) throws IOException
+    {
+        final URI uri = URI.create("http://" + adminHostPort + "/metrics");
+        final HttpResponse<String> response;
+        try
+        {
+            response = http.send(HttpRequest.newBuilder(uri).timeout(SCRAPE_TIMEOUT).GET().build(),
+                HttpResponse.BodyHandlers.ofString());
+        }
+        catch (final InterruptedException ex)
+        {
+            Thread.currentThread().interrupt();
+            throw new IOException("interrupted while reading " + uri, ex);
+        }
+        catch (final IOException ex)
+        {
+            throw new IOException("cannot read " + uri + ": " +
+                (ex.getMessage() == null ? ex.getClass().getSimpleName() : ex.getMessage()), ex);
+        }
+        if (response.statusCode() != 200)
+        {
+            throw new IOException(uri + " answered HTTP " + response.statusCode());
+        }
+        final MasterTimes times = parse(response.body());
+        if (times.byMethod.isEmpty())
+        {
+            throw new IOException(uri + " has no granary_master_rpc_seconds samples (not a Granary master's admin port?)");
+        }
+        return times;
+    }
+
+    /** The timers' samples in Prometheus text ({@code granary_master_rpc_seconds_count} / {@code _sum}); others ignored. */
+    static MasterTimes parse(final String prometheusText)
+    {
+        final Map<String, double[]> byMethod = new TreeMap<>();
+        for (final String line : prometheusText.split("\n"))
+        {
+            final Matcher sample = SAMPLE.matcher(line);
+            if (!sample.find())
+            {
+                continue;
+            }
+            final Matcher method = METHOD_LABEL.matcher(sample.group(2));
+            final double value;
+            try
+            {
+                value = Double.parseDouble(sample.group(3));
+            }
+            catch (final NumberFormatException ex)
+            {
+                continue;
+            }
+            if (!method.find() || !Double.isFinite(value))
+            {
+                continue;
+            }
+            final double[] sum = byMethod.computeIfAbsent(method.group(1), m -> new double[2]);
+            if (sample.group(1).equals("count"))
+            {
+                sum[0] += value;
+            }
+            else
+            {
+                sum[1] += value * 1e9;
+            }
         }
         return new MasterTimes(byMethod);
     }

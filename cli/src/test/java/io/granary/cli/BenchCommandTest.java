@@ -204,4 +204,62 @@ class BenchCommandTest
         assertThat(run.exitCode()).as(run.toString()).isEqualTo(2);
         assertThat(run.err()).contains(flag);
     }
+
+    @Test
+    void shouldPrintWhatEachPhaseCostARunningMasterFromItsMetrics()
+    {
+        try (LocalCluster cluster = LocalCluster.builder().nodes(1).segmentSizeBytes(64L << 20)
+            .masterContext(LocalCluster.defaultMasterContext().adminPort(0)).start())
+        {
+            final String metrics = "127.0.0.1:" + cluster.master().adminPort();
+            final CliRun run = CliRun.run("bench", "--master", cluster.masterAddress(), "--master-metrics", metrics,
+                "--count", "40", "--size", "4k", "--warmup", "8");
+
+            assertThat(run.exitCode()).as(run.toString()).isZero();
+            assertThat(run.out()).contains("its metrics at http://" + metrics + "/metrics")
+                .containsPattern("master: 4k put: (\\w+ \\d+ x \\d+ us, )*PutStart 40 x \\d+ us")
+                .containsPattern("master: 4k put: .*PutEnd 40 x \\d+ us")
+                .containsPattern("master: 4k get: (\\w+ \\d+ x \\d+ us, )*GetReplicaList 40 x \\d+ us");
+        }
+    }
+
+    @Test
+    void shouldBenchOnWhenTheMasterMetricsCannotBeReadAndRefuseABadAddress()
+    {
+        try (LocalCluster cluster = LocalCluster.start(1, 64L << 20))
+        {
+            // The gRPC port speaks HTTP/2 only: a plain HTTP/1.1 GET there fails, and the bench says so and goes on.
+            final String notAdmin = cluster.masterAddress();
+            final CliRun run = CliRun.run("bench", "--master", cluster.masterAddress(), "--master-metrics", notAdmin,
+                "--count", "10", "--size", "4k", "--warmup", "0");
+
+            assertThat(run.exitCode()).as(run.toString()).isZero();
+            assertThat(run.out().lines().filter(l -> l.matches("4k\\s+put\\s+10\\s+0\\s+.*"))).hasSize(1);
+            assertThat(run.out()).contains("master: 4k put: metrics unavailable: cannot read http://" + notAdmin)
+                .contains("master: 4k get: metrics unavailable: ");
+
+            // Nothing listening there at all (a port of this test's own, closed again).
+            final int closed;
+            try (java.net.ServerSocket socket = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress()))
+            {
+                closed = socket.getLocalPort();
+            }
+            catch (final java.io.IOException ex)
+            {
+                throw new java.io.UncheckedIOException(ex);
+            }
+            final CliRun refused = CliRun.run("bench", "--master", cluster.masterAddress(), "--master-metrics",
+                "127.0.0.1:" + closed, "--count", "10", "--size", "4k", "--warmup", "0", "--op", "put");
+            assertThat(refused.exitCode()).as(refused.toString()).isZero();
+            assertThat(refused.out()).contains("master: 4k put: metrics unavailable: cannot read http://127.0.0.1:" +
+                closed + "/metrics: ");
+        }
+
+        final CliRun bad = CliRun.run("bench", "--master-metrics", "no-port", "--count", "1");
+        assertThat(bad.exitCode()).as(bad.toString()).isEqualTo(2);
+        assertThat(bad.err()).contains("--master-metrics must be HOST:PORT");
+        final CliRun local = CliRun.run("bench", "--local", "--master-metrics", "127.0.0.1:9003", "--count", "1");
+        assertThat(local.exitCode()).as(local.toString()).isEqualTo(2);
+        assertThat(local.err()).contains("--master-metrics is for a running master");
+    }
 }

@@ -62,4 +62,29 @@ class MasterTimesTest
         assertThat(MasterTimes.of(registry).since(before).describe("1m get", 1_000_000L))
             .isEqualTo("master: 1m get: no calls recorded");
     }
+
+    @Test
+    void shouldReadTheTimersFromPrometheusTextSummedOverTransports()
+    {
+        final String text = String.join("\n",
+            "# HELP granary_master_rpc_seconds Master calls served",
+            "# TYPE granary_master_rpc_seconds histogram",
+            "granary_master_rpc_seconds_bucket{method=\"PutStart\",transport=\"lookup\",le=\"0.001\"} 3",
+            "granary_master_rpc_seconds_count{method=\"PutStart\",transport=\"lookup\"} 3",
+            "granary_master_rpc_seconds_sum{method=\"PutStart\",transport=\"lookup\"} 0.000090",
+            "granary_master_rpc_seconds_count{transport=\"grpc\",method=\"PutStart\"} 1",
+            "granary_master_rpc_seconds_sum{transport=\"grpc\",method=\"PutStart\"} 0.000030",
+            "granary_master_rpc_seconds_count{method=\"PutEnd\",transport=\"lookup\"} NaN",
+            "granary_master_rpc_seconds_count{transport=\"lookup\"} 7",
+            "granary_master_rpc_failures_total{method=\"PutStart\",transport=\"lookup\"} 2",
+            "granary_master_rpc_seconds_max{method=\"PutStart\",transport=\"lookup\"} 0.5");
+
+        final MasterTimes times = MasterTimes.parse(text);
+
+        assertThat(times.calls("PutStart")).isEqualTo(4);
+        assertThat(times.meanNanos("PutStart")).isCloseTo(30_000.0, offset(1.0));
+        assertThat(times.calls("PutEnd")).as("a value that is not a number is skipped").isZero();
+        assertThat(times.totalNanos()).isCloseTo(120_000.0, offset(1.0));
+        assertThat(MasterTimes.parse("").describe("4k put", 1)).isEqualTo("master: 4k put: no calls recorded");
+    }
 }
