@@ -35,12 +35,14 @@ import static io.granary.proto.ErrorCode.UNAVAILABLE_IN_CURRENT_STATUS_VALUE;
  * A thread that opens a {@linkplain #openDriver() driver} (the synchronous client calls) gets a C engine of its own
  * from a pool and runs it inside {@link Driver#drive}: no hand-off between threads on its path. Other submits go to
  * a shared C engine run by one thread ("granary-native-transfer"), which completes their futures. A heap buffer is
- * staged through a direct copy; direct buffers are used in place. Thread safe: submit never blocks on I/O.
+ * staged through a direct copy (from a {@link StagingPool}); direct buffers are used in place. Thread safe: submit never blocks on I/O.
  */
 public final class NativeTransferEngine implements TransferEngine, AdmissionStats
 {
     private static final Logger LOG = LoggerFactory.getLogger(NativeTransferEngine.class);
     private static final int POLL_BATCH = 256;
+    /** Idle direct buffers kept for staging heap-buffer transfers. */
+    private static final long STAGING_POOL_BYTES = 32L << 20;
     private static final int POLL_TIMEOUT_MS = 100;
     private static final int OP_READ = 1;
     private static final int OP_WRITE = 2;
@@ -48,6 +50,7 @@ public final class NativeTransferEngine implements TransferEngine, AdmissionStat
     private static final int MAX_IDLE_LOOPS = 64;
 
     private final TransferConfig config;
+    private final StagingPool stagingPool = new StagingPool(STAGING_POOL_BYTES);
     private final Loop shared;
     private final Thread sharedThread;
     private final ThreadLocal<Loop> current = new ThreadLocal<>();
@@ -573,7 +576,7 @@ public final class NativeTransferEngine implements TransferEngine, AdmissionStat
         {
             final ByteBuffer local = request.local();
             final int length = request.length();
-            final ByteBuffer staging = local.isDirect() || length == 0 ? null : ByteBuffer.allocateDirect(length);
+            final ByteBuffer staging = local.isDirect() || length == 0 ? null : stagingPool.acquire(length);
             if (staging != null && request.op() == TransferRequest.Op.WRITE)
             {
                 staging.put(0, local, local.position(), length);
@@ -583,6 +586,7 @@ public final class NativeTransferEngine implements TransferEngine, AdmissionStat
             final int peer = peerOf(request.endpoint());
             if (peer < 0)
             {
+                releaseStaging(staging);
                 return CompletableFuture.completedFuture(peer);
             }
             final long id = nextId.getAndIncrement();
@@ -601,6 +605,7 @@ public final class NativeTransferEngine implements TransferEngine, AdmissionStat
             if (result != 0)
             {
                 pending.remove(id);
+                releaseStaging(staging); // refused before the C engine took it
                 return CompletableFuture.completedFuture(result);
             }
             submitted.increment();
@@ -723,15 +728,25 @@ public final class NativeTransferEngine implements TransferEngine, AdmissionStat
                 }
                 NativeTransferJni.engineDestroy(handle);
             }
-            failAll();
+            failAll(true);
         }
 
         void failAll()
+        {
+            failAll(false);
+        }
+
+        /** @param engineGone the C engine is destroyed, so staging buffers may be reused (otherwise they are dropped). */
+        private void failAll(final boolean engineGone)
         {
             final ArrayList<Pending> left = new ArrayList<>(pending.values());
             pending.clear();
             for (final Pending entry : left)
             {
+                if (engineGone)
+                {
+                    releaseStaging(entry.staging);
+                }
                 entry.future.complete(TRANSFER_FAIL_VALUE);
             }
         }
@@ -748,7 +763,16 @@ public final class NativeTransferEngine implements TransferEngine, AdmissionStat
         {
             request.local().put(request.local().position(), entry.staging, 0, request.length());
         }
+        releaseStaging(entry.staging); // the C engine reported the transfer: it no longer touches the buffer
         entry.future.complete(status);
+    }
+
+    private void releaseStaging(final ByteBuffer staging)
+    {
+        if (staging != null)
+        {
+            stagingPool.release(staging);
+        }
     }
 
     /** One turn of a caller loop's I/O on its owner's thread, then its completions there. */

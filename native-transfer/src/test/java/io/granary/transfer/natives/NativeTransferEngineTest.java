@@ -282,6 +282,51 @@ class NativeTransferEngineTest
     }
 
     @Test
+    void shouldStageManyHeapBufferTransfersAtOnceThroughReusedBuffersWithoutMixingThemUp() throws Exception
+    {
+        // 40 values of random sizes in flight together, from and into heap buffers (each staged through a pooled
+        // direct buffer), three rounds of fresh content: a staging buffer handed to two transfers, or back to the
+        // pool too early, would show as a value read back wrong.
+        final NativeTransferServer server = server();
+        final String endpoint = "127.0.0.1:" + server.port();
+        final NativeTransferEngine engine = engine(new TransferConfig());
+        final Random random = new Random(31);
+        for (int round = 0; round < 3; round++)
+        {
+            final byte[][] values = new byte[40][];
+            final List<CompletableFuture<Integer>> writes = new ArrayList<>();
+            for (int i = 0; i < values.length; i++)
+            {
+                values[i] = new byte[1 + random.nextInt(90_000)];
+                random.nextBytes(values[i]);
+                writes.add(engine.submit(TransferRequest.write(endpoint, SEGMENT_ID, i * 100_000L,
+                    ByteBuffer.wrap(values[i]), values[i].length)));
+            }
+            for (final CompletableFuture<Integer> write : writes)
+            {
+                assertThat(await(write)).isZero();
+            }
+            final ByteBuffer[] backs = new ByteBuffer[values.length];
+            final List<CompletableFuture<Integer>> reads = new ArrayList<>();
+            for (int i = 0; i < values.length; i++)
+            {
+                backs[i] = ByteBuffer.allocate(values[i].length + 10).position(5);
+                reads.add(engine.submit(TransferRequest.read(endpoint, SEGMENT_ID, i * 100_000L, backs[i],
+                    values[i].length)));
+            }
+            for (int i = 0; i < values.length; i++)
+            {
+                assertThat(await(reads.get(i))).isZero();
+                final byte[] got = new byte[values[i].length];
+                backs[i].get(5, got);
+                assertThat(got).as("round %d value %d", round, i).isEqualTo(values[i]);
+                assertThat(backs[i].get(4)).as("nothing written before the position").isZero();
+                assertThat(backs[i].get(5 + values[i].length)).as("nor after the value").isZero();
+            }
+        }
+    }
+
+    @Test
     void shouldLetTheCallingThreadDriveItsOwnTransfers() throws Exception
     {
         final NativeTransferServer server = server();
