@@ -19,10 +19,12 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
- * The master's side of a {@code bench --local} phase: per call (BatchPutStart, GetReplicaList, ...) how many the
- * in-process master served and their mean handling time (from the request read off the connection to the reply
- * built; the wire and the client are not in it), read from its {@code granary.master.rpc} timers (all transports summed) before and after the phase. Shows how much of a put or
- * get is the master's work and how much is the client, the data plane and the wire. Immutable.
+ * The master's side of a {@code bench} phase: per call (BatchPutStart, GetReplicaList, ...) how many the master served
+ * and their mean handling time (from the request read off the connection to the reply built; the wire and the client
+ * are not in it), read from its {@code granary.master.rpc} timers (all transports summed) before and after the phase:
+ * from the in-process master's registry ({@code --local}) or a running master's {@code /metrics}
+ * ({@code --master-metrics}). Shows how much of a put or get is the master's work and how much is the client, the
+ * data plane and the wire. Immutable.
  */
 final class MasterTimes
 {
