@@ -332,19 +332,10 @@ final class BenchCommand implements Callable<Integer>
         }
         require(masterMetrics == null || !local,
             "--master-metrics is for a running master; --local reads the in-process master's timers itself");
-        require(masterMetrics == null || isHostPort(masterMetrics),
+        require(masterMetrics == null || ClientConfig.Builder.checkHostPort(masterMetrics) == null,
             "--master-metrics must be HOST:PORT (the master's admin port, 1..65535), was '" + masterMetrics + "'");
         require(local || !cmd.getParseResult().hasMatchedOption("--data-tokens"),
             "--data-tokens applies to --local clusters; a running master has its own --data-tokens");
-    }
-
-    private static final Pattern HOST_PORT = Pattern.compile("(\\[[0-9A-Fa-f:.]+\\]|[A-Za-z0-9.-]+):([0-9]{1,5})");
-
-    /** host:port or [ipv6]:port with a port in 1..65535. */
-    static boolean isHostPort(final String address)
-    {
-        final java.util.regex.Matcher m = HOST_PORT.matcher(address);
-        return m.matches() && Integer.parseInt(m.group(2)) >= 1 && Integer.parseInt(m.group(2)) <= 65535;
     }
 
     /** The client settings of the shared flags plus --checksums and --caller-driven. */

@@ -631,8 +631,11 @@ public final class ClientConfig
             }
         }
 
-        /** Null when {@code address} is host:port with a port in 1..65535, else the problem. */
-        static String checkHostPort(final String address)
+        /**
+         * Null when {@code address} is host:port with a port in 1..65535, else the problem: the check of
+         * {@link #masterAddress}, for tools that take the address of another Granary service as well.
+         */
+        public static String checkHostPort(final String address)
         {
             if (address == null || address.isBlank())
             {
