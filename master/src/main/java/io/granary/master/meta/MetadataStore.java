@@ -1,6 +1,6 @@
 package io.granary.master.meta;
 
-import com.google.protobuf.ByteString;
+import com.google.protobuf.UnsafeByteOperations;
 import io.granary.common.Clock;
 import io.granary.master.alloc.ReplicaPlacement;
 import io.granary.master.events.EventJournal;
@@ -2135,22 +2135,13 @@ public final class MetadataStore implements SnapshotSource
         // the whole message cost more than it saved: refreshed every second on every object read, each new message
         // was a young object stored into an old record (G1 refinement took ~9 % of the CPU in a get loop).
         final long expirySec = AccessTokenCodec.expirySec(nowMs + settings.leaseTtlNs / 1_000_000L, nowMs);
-        if (r.readToken == null || r.readTokenExpirySec != expirySec)
+        if (r.readTokenExpirySec != expirySec)
         {
-            final byte[] token = tokens.sign(r, Opcode.READ, expirySec);
-            if (r.readToken == null || r.readToken.length != token.length)
-            {
-                r.readToken = token;
-            }
-            else
-            {
-                System.arraycopy(token, 0, r.readToken, 0, token.length);
-            }
-            r.readTokenExpirySec = expirySec;
+            r.readToken(tokens.sign(r, Opcode.READ, expirySec), expirySec);
         }
-        // A copy: the record's array changes under a later read while this answer may still be on its way out.
-        return protoBuilder(r, ReplicaStatus.REPLICA_STATUS_COMPLETE).setAccessToken(ByteString.copyFrom(r.readToken))
-            .build();
+        // A fresh array per answer: the record's token changes under a later read while this one is on its way out.
+        return protoBuilder(r, ReplicaStatus.REPLICA_STATUS_COMPLETE)
+            .setAccessToken(UnsafeByteOperations.unsafeWrap(r.readToken())).build();
     }
 
     /**
@@ -2167,7 +2158,7 @@ public final class MetadataStore implements SnapshotSource
         final long nowMs = clock.epochMillis();
         final long deadlineMs = nowMs + (putStartNs + settings.putDiscardTimeoutNs - nowNs) / 1_000_000L;
         return protoBuilder(r, ReplicaStatus.REPLICA_STATUS_PROCESSING)
-            .setAccessToken(ByteString.copyFrom(tokens.sign(r, Opcode.WRITE, AccessTokenCodec.expirySec(deadlineMs,
+            .setAccessToken(UnsafeByteOperations.unsafeWrap(tokens.sign(r, Opcode.WRITE, AccessTokenCodec.expirySec(deadlineMs,
                 nowMs))))
             .build();
     }
