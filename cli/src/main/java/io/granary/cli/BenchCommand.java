@@ -71,6 +71,8 @@ final class BenchCommand implements Callable<Integer>
     private static final int OFFSET_STRIDE = 4099; // odd: 65536 distinct offsets before repeating
     private static final int MAX_SIZE = Integer.MAX_VALUE - PATTERN_SPAN;
     private static final double MAX_BASELINE_SECONDS = 3600;
+    /** Bytes of values the default warmup moves per size (docs/benchmarks.md, "Warmup"). */
+    static final long DEFAULT_WARMUP_BYTES = 2L << 30;
     private static final int KIND_GET = 0;
     private static final int KIND_PUT = 1;
 
@@ -145,7 +147,8 @@ final class BenchCommand implements Callable<Integer>
     private int replicas;
 
     @Option(names = "--warmup", paramLabel = "N",
-        description = "Unmeasured puts and gets of separate keys before each size's phases. Default: min(200, COUNT).")
+        description = "Unmeasured puts and gets of separate keys before each size's phases. Default: as many values "
+            + "as fill 2 GiB, at least 200 and at most COUNT.")
     private Integer warmupOption;
 
     @Option(names = "--verify", description = "Compare every value read (default: every 10th).")
@@ -212,7 +215,6 @@ final class BenchCommand implements Callable<Integer>
         validate();
         out = spec.commandLine().getOut();
         info = json ? spec.commandLine().getErr() : out;
-        final int warmup = warmupOption != null ? warmupOption : Math.min(200, count);
         pattern = pattern(sizes.stream().mapToLong(Long::longValue).max().orElseThrow());
         final String runPrefix = "bench/" + Long.toString(System.currentTimeMillis(), 36) + "-" +
             Integer.toString(new SplittableRandom().nextInt(1 << 20), 36) + "/";
@@ -232,7 +234,7 @@ final class BenchCommand implements Callable<Integer>
                         Units.formatBytes(pool.hugePageBytes()) + " backed)" : "4 KiB pages (" + pool.plainReason() + ")");
             }
             Phase.pool(pool == null ? null : pool.buffer(), concurrency);
-            return runAll(warmup, runPrefix, rows, notes);
+            return runAll(runPrefix, rows, notes);
         }
         finally
         {
@@ -240,7 +242,22 @@ final class BenchCommand implements Callable<Integer>
         }
     }
 
-    private int runAll(final int warmup, final String runPrefix, final List<Row> rows, final List<String> notes)
+    /**
+     * The warmup values of one size: --warmup, else as many as fill {@link #DEFAULT_WARMUP_BYTES}, at least 200 and at
+     * most --count. The JIT compiles the data path over the first seconds of work: with a warmup of 200 values its
+     * compiler threads still took a share of the two cores in the measured phases, which then measured the JVM's
+     * start more than the store (docs/benchmarks.md, "Warmup").
+     */
+    static int warmupFor(final Integer warmupOption, final long size, final int count)
+    {
+        if (warmupOption != null)
+        {
+            return warmupOption;
+        }
+        return (int)Math.min(count, Math.max(200, DEFAULT_WARMUP_BYTES / size));
+    }
+
+    private int runAll(final String runPrefix, final List<Row> rows, final List<String> notes)
     {
         boolean failed = false;
 
@@ -248,7 +265,7 @@ final class BenchCommand implements Callable<Integer>
         {
             for (final long size : sizes)
             {
-                failed |= runLocal(size, warmup, runPrefix, rows, notes);
+                failed |= runLocal(size, warmupFor(warmupOption, size, count), runPrefix, rows, notes);
             }
         }
         else
@@ -265,7 +282,7 @@ final class BenchCommand implements Callable<Integer>
             {
                 for (final long size : sizes)
                 {
-                    failed |= runSize(client, size, warmup, runPrefix, rows, notes);
+                    failed |= runSize(client, size, warmupFor(warmupOption, size, count), runPrefix, rows, notes);
                 }
                 if (!keep)
                 {

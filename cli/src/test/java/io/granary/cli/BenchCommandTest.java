@@ -189,6 +189,18 @@ class BenchCommandTest
     }
 
     @Test
+    void shouldWarmUpWithTwoGibibytesOfValuesByDefaultBetween200AndTheCount()
+    {
+        assertThat(BenchCommand.warmupFor(null, 1 << 20, 3000)).isEqualTo(2048);
+        assertThat(BenchCommand.warmupFor(null, 4096, 1_024_000)).isEqualTo(524_288);
+        assertThat(BenchCommand.warmupFor(null, 4096, 1000)).isEqualTo(1000);
+        assertThat(BenchCommand.warmupFor(null, 64L << 20, 3000)).isEqualTo(200);
+        assertThat(BenchCommand.warmupFor(null, 64L << 20, 10)).isEqualTo(10);
+        assertThat(BenchCommand.warmupFor(7, 4096, 1000)).isEqualTo(7);
+        assertThat(BenchCommand.warmupFor(0, 4096, 1000)).isZero();
+    }
+
+    @Test
     void shouldSizeLocalSegmentsBelowTheEvictionWatermark()
     {
         final long bytes = 2200L << 20;
