@@ -13,7 +13,8 @@ public final class EvictionCandidate
     final boolean softPinned;
     final int childRefs;
 
-    EvictionCandidate(
+    /** A snapshot of {@code unit} (an ObjectMeta or a GroupMeta), as a scan takes it under the owner shard's lock. */
+    public EvictionCandidate(
         final Object unit, final int shard, final long ageNs, final long bytes, final boolean softPinned,
         final int childRefs)
     {

@@ -1790,13 +1790,24 @@ public final class MetadataStore implements SnapshotSource
 
     // ------------------------------------------------------------------------------------ eviction mechanism
 
+    /** Where {@link #scanEvictionCandidates} puts the units it finds. */
+    public interface EvictionSink
+    {
+        /**
+         * Whether a unit of this age ({@link EvictionCandidate#ageNs()}) and pin state could be kept: false skips an
+         * ungrouped object before a candidate is built for it (a round refuses most of the units it scans).
+         */
+        boolean wants(long ageNs, boolean softPinned);
+
+        void accept(EvictionCandidate candidate);
+    }
+
     /**
      * Offers every unit that may be evicted now to {@code sink}, one shard at a time under its lock:
      * ungrouped complete objects that are not leased or hard pinned, and groups with no lease and at
      * least one complete, unpinned member. Soft-pinned units are offered only with {@code includeSoftPinned}.
      */
-    public void scanEvictionCandidates(
-        final boolean includeSoftPinned, final java.util.function.Consumer<EvictionCandidate> sink)
+    public void scanEvictionCandidates(final boolean includeSoftPinned, final EvictionSink sink)
     {
         for (final MetadataShard shard : shards)
         {
@@ -1804,17 +1815,22 @@ public final class MetadataStore implements SnapshotSource
             try
             {
                 final long now = clock.nanoTime();
-                shard.keys.forEach(m ->
+                final KeyIndex keys = shard.keys;
+                for (int i = 0, n = keys.capacity(); i < n; i++)
                 {
-                    if (m.group == null && m.ownerShard == shard.index)
+                    final ObjectMeta m = keys.at(i);
+                    if (m == null || m.group != null || m.ownerShard != shard.index || !evictableMember(m) ||
+                        m.leaseDeadlineNs - now > 0)
                     {
-                        final EvictionCandidate c = candidateLocked(m, now);
-                        if (c != null && (includeSoftPinned || !c.softPinned))
-                        {
-                            sink.accept(c);
-                        }
+                        continue;
                     }
-                });
+                    final boolean soft = m.isSoftPinned(now);
+                    if ((includeSoftPinned || !soft) && sink.wants(m.leaseDeadlineNs, soft))
+                    {
+                        sink.accept(
+                            new EvictionCandidate(m, m.ownerShard, m.leaseDeadlineNs, m.sizeBytes, soft, m.childRefs));
+                    }
+                }
                 for (final Map<String, GroupMeta> groups : shard.groupsByTenant.values())
                 {
                     for (final GroupMeta g : groups.values())
