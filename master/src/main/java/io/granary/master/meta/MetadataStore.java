@@ -214,7 +214,7 @@ public final class MetadataStore implements SnapshotSource
     }
 
     /** The tenant's share of {@link #hashOf}; compute once per batch. */
-    static long tenantMix(final String tenant)
+    public static long tenantMix(final String tenant)
     {
         return tenant.hashCode() * 0x9E3779B97F4A7C15L;
     }
@@ -921,16 +921,45 @@ public final class MetadataStore implements SnapshotSource
     /** GetReplicaList: complete replicas of a readable object, granting a read lease. */
     public void getReplicaList(final String tenant, final String key, final Lookup out)
     {
+        out.code = checkKey(key);
+        if (out.code != OK_VALUE)
+        {
+            clear(out);
+            return;
+        }
+        replicaList(lockForKey(tenant, key), out);
+    }
+
+    /**
+     * {@link #getReplicaList(String, String, Lookup)} of key {@code i} of a batch given as bytes (the lookup port
+     * decodes keys without building Strings); {@code tenantMix} is {@link #tenantMix}{@code (tenant)}.
+     */
+    public void getReplicaList(final String tenant, final long tenantMix, final KeyBatch keys, final int i,
+        final Lookup out)
+    {
+        final int off = keys.offsets[i];
+        final int len = keys.lengths[i];
+        out.code = KeyBytes.check(keys.bytes, off, len);
+        if (out.code != OK_VALUE)
+        {
+            clear(out);
+            return;
+        }
+        replicaList(lockForKey(tenant, keys.bytes, off, len, combine(keys.hashes[i], tenantMix)), out);
+    }
+
+    private static void clear(final Lookup out)
+    {
         out.replicas = null;
         out.sizeBytes = 0;
         out.hasCrc = false;
         out.crc32c = 0;
-        out.code = checkKey(key);
-        if (out.code != OK_VALUE)
-        {
-            return;
-        }
-        final ObjectMeta m = lockForKey(tenant, key);
+    }
+
+    /** The answer for {@code m} as {@link #lockForKey} returned it (owner shard locked, or null); unlocks it. */
+    private void replicaList(final ObjectMeta m, final Lookup out)
+    {
+        clear(out);
         if (m == null)
         {
             out.code = OBJECT_NOT_FOUND_VALUE;

@@ -275,7 +275,8 @@ public final class LookupServer implements AutoCloseable
             case METHOD_GET_REPLICA_LIST:
                 return handler.getReplicaList(KeyRequest.parseFrom(payload.nioBuffer()));
             case METHOD_BATCH_GET_REPLICA_LIST:
-                return handler.batchGetReplicaList(BatchKeysRequest.parseFrom(payload.nioBuffer()));
+                decoder.decodeBatchKeys(payload);
+                return handler.batchGetReplicaList(decoder.tenant, decoder.keys);
             case METHOD_PUT_START:
                 return handler.putStart(PutStartRequest.parseFrom(payload.nioBuffer()));
             case METHOD_PUT_END:

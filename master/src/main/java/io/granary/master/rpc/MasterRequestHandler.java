@@ -171,6 +171,12 @@ public final class MasterRequestHandler
     private GetReplicaListResponse.Builder lookup(final String tenant, final String key, final MetadataStore.Lookup out)
     {
         store.getReplicaList(tenant, key, out);
+        return answer(out);
+    }
+
+    /** A GetReplicaList answer from what the store looked up. */
+    private GetReplicaListResponse.Builder answer(final MetadataStore.Lookup out)
+    {
         final GetReplicaListResponse.Builder b = GetReplicaListResponse.newBuilder().setCode(out.code);
         if (out.code == OK_VALUE)
         {
@@ -499,7 +505,27 @@ public final class MasterRequestHandler
         final MetadataStore.Lookup out = new MetadataStore.Lookup();
         for (final String key : req.getKeysList())
         {
-            b.addResults(lookup(tenant, key, out));
+            store.getReplicaList(tenant, key, out);
+            b.addResults(answer(out));
+        }
+        return b.setCode(OK_VALUE).build();
+    }
+
+    /** BatchGetReplicaList over keys given as bytes (the lookup port decodes them without building Strings). */
+    public BatchGetReplicaListResponse batchGetReplicaList(final String tenant, final KeyBatch keys)
+    {
+        final BatchGetReplicaListResponse.Builder b = BatchGetReplicaListResponse.newBuilder();
+        if (badTenant(tenant) || badBatch(keys.size()))
+        {
+            return b.setCode(INVALID_PARAMS_VALUE).build();
+        }
+        final String t = tenant(tenant);
+        final long tenantMix = MetadataStore.tenantMix(t);
+        final MetadataStore.Lookup out = new MetadataStore.Lookup();
+        for (int i = 0; i < keys.size(); i++)
+        {
+            store.getReplicaList(t, tenantMix, keys, i, out);
+            b.addResults(answer(out));
         }
         return b.setCode(OK_VALUE).build();
     }

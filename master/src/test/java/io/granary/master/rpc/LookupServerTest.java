@@ -3,6 +3,8 @@ package io.granary.master.rpc;
 import com.google.protobuf.MessageLite;
 import io.granary.master.MasterServer;
 import io.granary.proto.BatchExistKeyResponse;
+import io.granary.proto.BatchGetReplicaListResponse;
+import io.granary.proto.GetReplicaListResponse;
 import io.granary.proto.BatchKeysRequest;
 import io.granary.proto.BatchProbeKeyRequest;
 import io.granary.proto.BatchProbeKeyResponse;
@@ -10,10 +12,13 @@ import io.granary.proto.CodeResponse;
 import io.granary.proto.ExistKeyResponse;
 import io.granary.proto.KeyRequest;
 import io.granary.proto.LeaseMode;
+import io.granary.proto.MasterServiceGrpc;
 import io.granary.proto.PutEndRequest;
 import io.granary.proto.PutOptions;
 import io.granary.proto.PutStartRequest;
 import io.granary.proto.PutStartResponse;
+import io.grpc.ManagedChannel;
+import io.grpc.ManagedChannelBuilder;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -25,8 +30,12 @@ import java.io.IOException;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.concurrent.TimeUnit;
 
+import static io.granary.proto.ErrorCode.INVALID_KEY_VALUE;
+import static io.granary.proto.ErrorCode.OBJECT_NOT_FOUND_VALUE;
 import static io.granary.proto.ErrorCode.OK_VALUE;
+import static io.granary.proto.ErrorCode.REPLICA_IS_NOT_READY_VALUE;
 import static io.granary.protocol.LookupDescriptor.*;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -116,6 +125,65 @@ class LookupServerTest
             assertThat(probe.getCode()).isEqualTo(OK_VALUE);
             assertThat(probe.getMaskList()).containsExactly(true, false);
         }
+    }
+
+    @Test
+    void shouldAnswerBatchReplicaListsAsTheGrpcHandlerDoesForEveryKindOfKey() throws IOException
+    {
+        master.store().putStart("default", "c", "unfinished", 64, PutOptions.getDefaultInstance(), new ArrayList<>());
+        master.store().putStart("tenant-b", "c", "present", 200, PutOptions.getDefaultInstance(), new ArrayList<>());
+        master.store().putEnd("tenant-b", "c", "present");
+        final String tooLong = "k".repeat(5000);
+        for (final String tenant : new String[]{"", "tenant-b", "no-such-tenant"})
+        {
+            final BatchKeysRequest request = BatchKeysRequest.newBuilder().setTenant(tenant).addKeys("present")
+                .addKeys("absent").addKeys("unfinished").addKeys("").addKeys(tooLong).addKeys("present").addKeys("ключ")
+                .build();
+            final BatchGetReplicaListResponse viaGrpc;
+            final ManagedChannel channel =
+                ManagedChannelBuilder.forAddress("127.0.0.1", master.grpcPort()).usePlaintext().build();
+            try
+            {
+                viaGrpc = MasterServiceGrpc.newBlockingStub(channel).withDeadlineAfter(10, TimeUnit.SECONDS)
+                    .batchGetReplicaList(request);
+            }
+            finally
+            {
+                channel.shutdownNow();
+            }
+            final BatchGetReplicaListResponse viaLookupPort;
+            try (Socket s = new Socket("127.0.0.1", master.lookupPort()))
+            {
+                send(new DataOutputStream(s.getOutputStream()), METHOD_BATCH_GET_REPLICA_LIST, 7, request);
+                final Reply reply = receive(new DataInputStream(s.getInputStream()));
+                assertThat(reply.status).isEqualTo(STATUS_OK);
+                viaLookupPort = BatchGetReplicaListResponse.parseFrom(reply.payload);
+            }
+            // Equal but for READ tokens, which may be signed for another second of expiry in the second call.
+            assertThat(withoutTokens(viaLookupPort)).as(tenant).isEqualTo(withoutTokens(viaGrpc));
+            if (!tenant.equals("no-such-tenant"))
+            {
+                assertThat(viaLookupPort.getResults(0).getReplicas(0).getAccessToken().size()).isEqualTo(20);
+            }
+            assertThat(viaLookupPort.getResultsList()).extracting(GetReplicaListResponse::getCode).as(tenant)
+                .containsExactly(tenant.equals("no-such-tenant") ? OBJECT_NOT_FOUND_VALUE : OK_VALUE,
+                    OBJECT_NOT_FOUND_VALUE, tenant.isEmpty() ? REPLICA_IS_NOT_READY_VALUE : OBJECT_NOT_FOUND_VALUE,
+                    INVALID_KEY_VALUE, INVALID_KEY_VALUE,
+                    tenant.equals("no-such-tenant") ? OBJECT_NOT_FOUND_VALUE : OK_VALUE, OBJECT_NOT_FOUND_VALUE);
+        }
+    }
+
+    private static BatchGetReplicaListResponse withoutTokens(final BatchGetReplicaListResponse response)
+    {
+        final BatchGetReplicaListResponse.Builder b = response.toBuilder();
+        for (final GetReplicaListResponse.Builder result : b.getResultsBuilderList())
+        {
+            for (final io.granary.proto.Replica.Builder replica : result.getReplicasBuilderList())
+            {
+                replica.clearAccessToken();
+            }
+        }
+        return b.build();
     }
 
     @Test
