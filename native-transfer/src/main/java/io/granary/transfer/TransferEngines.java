@@ -15,9 +15,9 @@ public final class TransferEngines
     }
 
     /**
-     * Creates an engine. AUTO picks the native TCP engine if its library loaded (and TLS is off: it speaks plain TCP
-     * only), else Java TCP; RDMA (the native engine with one-sided READs) only when asked for by name, see
-     * {@link #AUTO_PICKS_RDMA}.
+     * Creates an engine. AUTO picks RDMA (the native engine with one-sided READs) where this machine has an RDMA device,
+     * else the native TCP engine if its library loaded, else Java TCP; never a native engine with TLS (they speak plain
+     * TCP only). An engine AUTO made RDMA says once, at INFO, when READs go over TCP because they carry tokens.
      *
      * @throws IllegalStateException with the reason when the requested transport is unavailable.
      */
@@ -29,7 +29,7 @@ public final class TransferEngines
             case NATIVE:
                 return new NativeTransferEngine(concluded);
             case RDMA:
-                return new NativeTransferEngine(concluded, true);
+                return new NativeTransferEngine(concluded, true, kind == TransportKind.RDMA);
             case JAVA:
             default:
                 // Caller-driven transfers for the threads that drive their own (plain TCP only); Netty for the rest.
@@ -49,7 +49,7 @@ public final class TransferEngines
         switch (kind)
         {
             case AUTO:
-                if (!tls && NativeTransfer.isRdmaAvailable() && AUTO_PICKS_RDMA)
+                if (!tls && NativeTransfer.isRdmaAvailable())
                 {
                     return TransportKind.RDMA;
                 }
@@ -82,15 +82,6 @@ public final class TransferEngines
                 return TransportKind.JAVA;
         }
     }
-
-    /**
-     * Whether AUTO picks RDMA where a device exists. The RDMA transport is built end to end (the RDMA_CONNECT exchange
-     * over a transfer connection, node-side queue pairs in the native server, one-sided READs in the native engine
-     * turned on by {@code --transport rdma}) and its whole flow runs in tests against fake verbs, in C and through
-     * this binding, but it was never run on a device: until the hardware check of docs/operations.md ("RDMA") has
-     * passed, a device does not make AUTO choose it.
-     */
-    static final boolean AUTO_PICKS_RDMA = false;
 
     private static String rdmaRefusal()
     {

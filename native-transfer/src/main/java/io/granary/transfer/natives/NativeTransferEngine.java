@@ -70,6 +70,8 @@ public final class NativeTransferEngine implements TransferEngine, AdmissionStat
     /** Counters of the loops freed so far: they keep counting. */
     private final long[] retiredCounters = new long[COUNTERS];
     private final boolean rdmaReads;
+    /** Whether the line about token-carrying READs on TCP is a warning (RDMA by name) or information (by auto). */
+    private final boolean warnOfTokenReads;
     /** Most buffers {@link #registerMemory} holds (the C engine's GT_MAX_PINNED). */
     public static final int MAX_REGISTERED_BUFFERS = 64;
     /** Guards {@link #pinned} and {@link #liveLoops}: every live C engine pins every registered buffer. */
@@ -110,12 +112,23 @@ public final class NativeTransferEngine implements TransferEngine, AdmissionStat
      */
     public NativeTransferEngine(final TransferConfig config, final boolean rdmaReads)
     {
+        this(config, rdmaReads, true);
+    }
+
+    /**
+     * @param rdmaReads         as {@link #NativeTransferEngine(TransferConfig, boolean)}
+     * @param warnOfTokenReads  whether the one line saying that READs carrying access tokens go over TCP is a warning
+     *                          (RDMA asked for by name) or information (RDMA chosen by {@code auto})
+     */
+    public NativeTransferEngine(final TransferConfig config, final boolean rdmaReads, final boolean warnOfTokenReads)
+    {
         NativeTransfer.ensureAvailability();
         if (rdmaReads && !NativeTransfer.isRdmaAvailable())
         {
             throw new IllegalStateException("RDMA is not available: " + NativeTransfer.rdmaUnavailabilityCause());
         }
         this.rdmaReads = rdmaReads;
+        this.warnOfTokenReads = warnOfTokenReads;
         if (config.tls().isEnabled())
         {
             throw new IllegalArgumentException("the native transport has no TLS; use --transport java with TLS");
@@ -147,8 +160,16 @@ public final class NativeTransferEngine implements TransferEngine, AdmissionStat
         if (rdmaReads && token != null && request.op() == TransferRequest.Op.READ && !warnedTokenReads)
         {
             warnedTokenReads = true;
-            LOG.warn("transport rdma: READs carry data-plane access tokens, so they go over TCP (one-sided READs " +
-                "would bypass the tokens); run the master with --data-tokens false on a trusted network for RDMA");
+            final String line = "transport rdma: READs carry data-plane access tokens, so they go over TCP (one-sided " +
+                "READs would bypass the tokens); run the master with --data-tokens false on a trusted network for RDMA";
+            if (warnOfTokenReads)
+            {
+                LOG.warn(line);
+            }
+            else
+            {
+                LOG.info(line);
+            }
         }
         final Loop own = current.get();
         final Loop loop = own != null ? own : shared;

@@ -270,10 +270,19 @@ class FakeVerbsRdmaTest
     }
 
     @Test
-    void shouldChooseRdmaOnlyWhenAskedFor()
+    void shouldChooseRdmaForAutoWhereADeviceExistsAndNativeTcpWithTls() throws Exception
     {
-        // A device exists here (the fake), but AUTO keeps native TCP until RDMA has run on real hardware.
-        assertThat(TransferEngines.resolve(TransportKind.AUTO, false)).isEqualTo(TransportKind.NATIVE);
+        // A device exists here (the fake): AUTO picks RDMA, and its READs go one-sided.
+        assertThat(TransferEngines.resolve(TransportKind.AUTO, false)).isEqualTo(TransportKind.RDMA);
+        assertThat(TransferEngines.resolve(TransportKind.AUTO, true)).isEqualTo(TransportKind.JAVA);
+        final NativeTransferServer server = server(21);
+        final String endpoint = "127.0.0.1:" + server.port();
+        final TransferEngine auto = track(TransferEngines.create(TransportKind.AUTO, new TransferConfig()));
+        assertThat(auto.kind()).isEqualTo(TransportKind.RDMA);
+        final ByteBuffer into = ByteBuffer.allocateDirect(70_000);
+        assertThat(await(auto.submit(TransferRequest.read(endpoint, SEGMENT_ID, 12_345, into, 70_000)))).isZero();
+        assertSegmentBytes(into, 12_345, 70_000);
+        assertThat(((NativeTransferEngine)auto).rdmaReads()).isEqualTo(1);
         assertThat(TransferEngines.resolve(TransportKind.RDMA, false)).isEqualTo(TransportKind.RDMA);
         assertThatThrownBy(() -> TransferEngines.resolve(TransportKind.RDMA, true))
             .isInstanceOf(IllegalStateException.class).hasMessageContaining("TLS");
