@@ -42,6 +42,31 @@ final class KeyIndex
         return null;
     }
 
+    /**
+     * Reads, without the shard's lock, what a lookup of {@code hash} would read first (its slot, the object there and
+     * that object's key bytes), and returns a value that depends on them; the answer means nothing. A batch touches
+     * every key's memory this way before looking any of them up, so the cache misses of different keys overlap
+     * instead of following one another. Racing a writer is harmless: nothing read here is trusted.
+     */
+    int touch(final long hash)
+    {
+        final long[] h = hashes;
+        final ObjectMeta[] m = metas;
+        final int i = (int)hash & (h.length - 1);
+        if (i >= m.length)
+        {
+            return 0; // arrays of two generations (a rehash in between)
+        }
+        final ObjectMeta meta = m[i];
+        if (meta == null || h[i] != hash)
+        {
+            return (int)h[i];
+        }
+        final byte[] key = meta.keyBytes;
+        final ReplicaRecord[] replicas = meta.replicas;
+        return key.length + (replicas == null ? 0 : replicas.length);
+    }
+
     /** Adds an object; the caller has made sure no entry for its (tenant, key) is present. */
     void put(final ObjectMeta meta)
     {

@@ -522,6 +522,7 @@ public final class MasterRequestHandler
         final String t = tenant(tenant);
         final long tenantMix = MetadataStore.tenantMix(t);
         final MetadataStore.Lookup out = new MetadataStore.Lookup();
+        store.touch(t, tenantMix, keys);
         for (int i = 0; i < keys.size(); i++)
         {
             store.getReplicaList(t, tenantMix, keys, i, out);

@@ -31,6 +31,71 @@ class KeyIndexTest
     }
 
     @Test
+    void shouldLetABatchTouchItsSlotsWithoutTheLockWhileTheIndexGrowsAndShrinks() throws Exception
+    {
+        // touch() reads the index's two arrays without the shard lock: a rehash between the two reads hands it
+        // arrays of different sizes, which it must survive (an index past the shorter one, a slot emptied meanwhile).
+        final KeyIndex index = new KeyIndex();
+        final List<ObjectMeta> metas = new ArrayList<>();
+        for (int i = 0; i < 4096; i++)
+        {
+            metas.add(meta("t", "key-" + i));
+        }
+        final Object lock = new Object();
+        final java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+        final java.util.concurrent.atomic.AtomicReference<Throwable> failure =
+            new java.util.concurrent.atomic.AtomicReference<>();
+        final java.util.concurrent.atomic.AtomicLong touches = new java.util.concurrent.atomic.AtomicLong();
+        final Thread toucher = new Thread(() ->
+        {
+            final SplittableRandom random = new SplittableRandom(9);
+            try
+            {
+                while (!stop.get())
+                {
+                    index.touch(metas.get(random.nextInt(metas.size())).hash);
+                    touches.incrementAndGet();
+                }
+            }
+            catch (final Throwable ex)
+            {
+                failure.set(ex);
+            }
+        });
+        toucher.start();
+        final long end = System.nanoTime() + 1_500_000_000L;
+        int rounds = 0;
+        while (System.nanoTime() < end && failure.get() == null)
+        {
+            for (final ObjectMeta m : metas) // grows 8 -> 8192 slots, rehashing on the way
+            {
+                synchronized (lock)
+                {
+                    index.put(m);
+                }
+            }
+            for (final ObjectMeta m : metas) // and shrinks back
+            {
+                synchronized (lock)
+                {
+                    index.remove(m);
+                }
+            }
+            rounds++;
+        }
+        stop.set(true);
+        toucher.join();
+        assertThat(failure.get()).as("touch while the index was resized").isNull();
+        assertThat(rounds).isPositive();
+        assertThat(touches.get()).isPositive();
+        assertThat(index.size()).isZero();
+        // With nothing racing it, touch reads the object of a present key (its key bytes count in the answer).
+        final ObjectMeta present = metas.get(7);
+        index.put(present);
+        assertThat(index.touch(present.hash)).isEqualTo(present.keyBytes.length);
+    }
+
+    @Test
     void shouldMatchAHashMapModelThroughRandomPutsAndRemoves()
     {
         for (final long seed : new long[]{1, 2, 3, 42})
