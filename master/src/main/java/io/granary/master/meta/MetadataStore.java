@@ -967,6 +967,12 @@ public final class MetadataStore implements SnapshotSource
         touched = sink;
     }
 
+    /** {@link #touch(String, long, KeyBatch)} for keys given as Strings (batch puts). */
+    public void touch(final String tenant, final List<String> keys)
+    {
+        touch(tenant, tenantMix(tenant), KeyBatch.of(keys));
+    }
+
     private static void clear(final Lookup out)
     {
         out.replicas = null;

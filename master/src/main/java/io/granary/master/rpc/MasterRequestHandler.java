@@ -454,6 +454,7 @@ public final class MasterRequestHandler
         }
         final boolean perKey = req.getPerKeyOptionsCount() != 0;
         final String tenant = tenant(req.getTenant());
+        store.touch(tenant, req.getKeysList()); // a batch of new keys still probes cold index slots
         final Set<String> avoid = avoid(req.getAvoidNodeIdsList());
         final List<Replica> replicas = new ArrayList<>(2);
         final long[] version = new long[1];
