@@ -21,8 +21,9 @@ import java.util.concurrent.atomic.LongAdder;
  * objects are never taken; a group goes as a whole. Rounds are serialised by this object's monitor.
  *
  * <p>A round scans every shard once and keeps only the oldest candidates that cover the target
- * ({@link OldestCovering}), so its memory is proportional to what it evicts; scanning costs O(objects)
- * per round, amortised over the eviction ratio's worth of victims.
+ * ({@link OldestCovering}), so its memory is proportional to what it evicts; scanning costs O(objects).
+ * With the oldest-lease policy a scan keeps {@link #RESERVE_ROUNDS} targets' worth, and the next rounds take the
+ * rest of it in order without scanning, for as long as nothing can have made an older candidate appear since.
  *
  * <p>With {@link EvictionPolicy#PREFIX_LEAF_FIRST} each pass takes leaves (units no live object names as its
  * parent) oldest first, adding a parent to the round's queue the moment its last child goes, which is the exact
@@ -47,6 +48,21 @@ public final class Evictor
     private final LongAdder[] evictedObjects = {new LongAdder(), new LongAdder()};
     private final LongAdder[] evictedBytes = {new LongAdder(), new LongAdder()};
     private final LongAdder onDemandRounds = new LongAdder();
+    /** Rounds served (at least in part) from the reserve of an earlier scan, without a scan of their own. */
+    private final LongAdder reserveRounds = new LongAdder();
+
+    /** How many rounds' worth of candidates a scan keeps (oldest-lease policy): the rest wait in the reserve. */
+    static final int RESERVE_ROUNDS = 4;
+    /** A reserve older than this is dropped rather than used. */
+    static final long RESERVE_MAX_AGE_NS = 60_000_000_000L;
+
+    // The reserve of the last scan (oldest-lease policy): candidates in age order, all older than the scan's start,
+    // the next one to try, and what must not have changed since the scan for it to be used. This object's monitor.
+    private List<EvictionCandidate> reserve = List.of();
+    private int reserveNext;
+    private long reserveScanNs;
+    private long reserveUnpinEpoch;
+    private long reservePinHorizonNs;
 
     // Eviction summary log: what was logged last, touched only by the thread calling logSummaryIfDue.
     private boolean summarized;
@@ -125,6 +141,12 @@ public final class Evictor
         return new long[]{capacity, allocated};
     }
 
+    /** Rounds served, at least in part, from the reserve of an earlier scan instead of a scan of their own. */
+    public long reserveRounds()
+    {
+        return reserveRounds.sum();
+    }
+
     /** Background check: above the high watermark, evict down to (watermark - ratio) of capacity. */
     public Result maybeEvict()
     {
@@ -185,11 +207,29 @@ public final class Evictor
         return result;
     }
 
+    /**
+     * Oldest lease first. A scan keeps the oldest unpinned candidates covering {@link #RESERVE_ROUNDS} times the
+     * target; what the round does not take, and was older than the scan's start, is kept as a reserve that the next
+     * rounds take first, in the same order, without scanning (see {@link #reserveUsable}).
+     */
     private void evictOldestLease(final Result result)
     {
-        final long targetBytes = result.targetBytes;
-        final OldestCovering unpinned = new OldestCovering(targetBytes);
-        final OldestCovering pinned = allowSoftPinned ? new OldestCovering(targetBytes) : null;
+        if (reserveUsable())
+        {
+            reserveNext = evictInAgeOrder(reserve, reserveNext, 0, result, true);
+            reserveRounds.increment();
+            if (result.totalBytes() >= result.targetBytes)
+            {
+                return;
+            }
+        }
+        dropReserve();
+        final long remaining = result.targetBytes - result.totalBytes();
+        final long scanStartNs = store.nowNs();
+        final long unpinEpoch = store.unpinEpoch();
+        final long pinHorizonNs = store.nextPinExpiryNs();
+        final OldestCovering unpinned = new OldestCovering(saturatedTimes(remaining, RESERVE_ROUNDS));
+        final OldestCovering pinned = allowSoftPinned ? new OldestCovering(remaining) : null;
         store.scanEvictionCandidates(allowSoftPinned, new MetadataStore.EvictionSink()
         {
             @Override
@@ -204,26 +244,75 @@ public final class Evictor
                 (c.softPinned() ? pinned : unpinned).offer(c);
             }
         });
-        evictInAgeOrder(unpinned.inAgeOrder(), 0, result);
+        final List<EvictionCandidate> oldest = unpinned.inAgeOrder();
+        final int used = evictInAgeOrder(oldest, 0, 0, result, false);
+        // Every unit that becomes a candidate after the scan started is younger than the scan's start (it is read
+        // or written then, or its lease ends then), except one whose soft pin ends: hence the epoch and the horizon.
+        int keep = used;
+        while (keep < oldest.size() && oldest.get(keep).ageNs() - scanStartNs < 0)
+        {
+            keep++;
+        }
+        if (keep > used)
+        {
+            reserve = oldest.subList(0, keep);
+            reserveNext = used;
+            reserveScanNs = scanStartNs;
+            reserveUnpinEpoch = unpinEpoch;
+            reservePinHorizonNs = pinHorizonNs;
+        }
         if (pinned != null)
         {
-            evictInAgeOrder(pinned.inAgeOrder(), 1, result);
+            evictInAgeOrder(pinned.inAgeOrder(), 0, 1, result, false);
         }
     }
 
-    /** Evicts candidates in the given order, counted in {@code pass}, until the target is met. */
-    private void evictInAgeOrder(final List<EvictionCandidate> candidates, final int pass, final Result result)
+    /**
+     * Whether the reserve of the last scan may serve this round: something is left of it, no soft pin was taken off
+     * since (an unpinned object keeps its old age), none of the pins pending at the scan has lapsed yet (the same),
+     * and it is less than {@link #RESERVE_MAX_AGE_NS} old (it holds references to objects that may be gone).
+     * Candidates leased or changed since the scan are skipped as they come ({@link MetadataStore#evictIfUnchanged}).
+     */
+    private boolean reserveUsable()
+    {
+        if (reserveNext >= reserve.size())
+        {
+            return false;
+        }
+        final long now = store.nowNs();
+        return store.unpinEpoch() == reserveUnpinEpoch && now - reservePinHorizonNs < 0 &&
+            now - reserveScanNs < RESERVE_MAX_AGE_NS;
+    }
+
+    private void dropReserve()
+    {
+        reserve = List.of();
+        reserveNext = 0;
+    }
+
+    private static long saturatedTimes(final long bytes, final int factor)
+    {
+        return bytes > Long.MAX_VALUE / factor ? Long.MAX_VALUE : bytes * factor;
+    }
+
+    /**
+     * Evicts candidates in the given order from index {@code from}, counted in {@code pass}, until the target is met;
+     * with {@code unchangedOnly} (candidates of an earlier scan) only those whose age is still the one seen then.
+     *
+     * @return the index of the first candidate not tried.
+     */
+    private int evictInAgeOrder(
+        final List<EvictionCandidate> candidates, final int from, final int pass, final Result result,
+        final boolean unchangedOnly)
     {
         final long[] out = new long[2];
-        for (final EvictionCandidate c : candidates)
+        int i = from;
+        for (; i < candidates.size() && result.totalBytes() < result.targetBytes; i++)
         {
-            if (result.totalBytes() >= result.targetBytes)
-            {
-                break;
-            }
+            final EvictionCandidate c = candidates.get(i);
             out[0] = 0;
             out[1] = 0;
-            final int n = store.evict(c, pass == 1, false, out, null);
+            final int n = unchangedOnly ? store.evictIfUnchanged(c, out) : store.evict(c, pass == 1, false, out, null);
             result.objects[pass] += n;
             result.bytes[pass] += out[0];
             if (n > 0 && out[1] != 0)
@@ -231,6 +320,7 @@ public final class Evictor
                 prefixBreaks.increment();
             }
         }
+        return i;
     }
 
     /**
@@ -269,10 +359,10 @@ public final class Evictor
             heldBack.addAll(leaves[1].inAgeOrder());
             evictLeaves(heldBack, true, null, result);
         }
-        evictInAgeOrder(inner[0].inAgeOrder(), 0, result);
+        evictInAgeOrder(inner[0].inAgeOrder(), 0, 0, result, false);
         if (allowSoftPinned)
         {
-            evictInAgeOrder(inner[1].inAgeOrder(), 1, result);
+            evictInAgeOrder(inner[1].inAgeOrder(), 0, 1, result, false);
         }
     }
 

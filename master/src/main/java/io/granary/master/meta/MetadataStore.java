@@ -106,6 +106,7 @@ public final class MetadataStore implements SnapshotSource
     private volatile java.util.function.LongPredicate allocationFailureHandler;
     private volatile LeaseListener leaseListener;
     private volatile ReplicaTokens replicaTokens;
+    private final java.util.concurrent.atomic.AtomicLong unpinEpoch = new java.util.concurrent.atomic.AtomicLong();
     /** Where readability changes are recorded; null when events are off. */
     private volatile EventJournal events;
 
@@ -820,8 +821,40 @@ public final class MetadataStore implements SnapshotSource
         }
         else if (action == SoftPinAction.SOFT_PIN_DISABLE_VALUE)
         {
+            if (m.softPinned)
+            {
+                unpinEpoch.incrementAndGet(); // an old object may become an ordinary eviction candidate
+            }
             unpinLocked(m);
         }
+    }
+
+    /**
+     * Counts the soft pins taken off before their deadline (DISABLE). An evictor that kept candidates from an earlier
+     * scan uses them only while this is unchanged: an unpinned object keeps its age, so it may be older than they are.
+     */
+    public long unpinEpoch()
+    {
+        return unpinEpoch.get();
+    }
+
+    /**
+     * The earliest deadline among the soft pins pending in the expiry index, or Long.MAX_VALUE (nanoTime): until
+     * then no soft pin lapses (entries of removed objects may make it earlier than needed, never later).
+     */
+    public long nextPinExpiryNs()
+    {
+        synchronized (pinExpiries)
+        {
+            final PinExpiry p = pinExpiries.peek();
+            return p == null ? Long.MAX_VALUE : p.deadlineNs;
+        }
+    }
+
+    /** The store's clock (nanoTime), for callers that compare with the ages of eviction candidates. */
+    public long nowNs()
+    {
+        return clock.nanoTime();
     }
 
     /** Lapses soft pins whose deadline passed, through the expiry index. @return pins lapsed. */
@@ -1968,6 +2001,27 @@ public final class MetadataStore implements SnapshotSource
         final long[] bytesOut,
         final java.util.function.Consumer<EvictionCandidate> newLeaves)
     {
+        return evict(candidate, allowSoftPinned, leafOnly, false, bytesOut, newLeaves);
+    }
+
+    /**
+     * Evicts an unpinned candidate taken from an earlier scan only if its age is still the one the scan saw (a unit
+     * leased since then is younger now, and must wait for a later scan to place it); otherwise as
+     * {@link #evict(EvictionCandidate, boolean, long[])} without soft-pinned units.
+     */
+    public int evictIfUnchanged(final EvictionCandidate candidate, final long[] bytesOut)
+    {
+        return evict(candidate, false, false, true, bytesOut, null);
+    }
+
+    private int evict(
+        final EvictionCandidate candidate,
+        final boolean allowSoftPinned,
+        final boolean leafOnly,
+        final boolean sameAge,
+        final long[] bytesOut,
+        final java.util.function.Consumer<EvictionCandidate> newLeaves)
+    {
         final MetadataShard owner = shards[candidate.shard];
         final List<ObjectMeta> victims = new ArrayList<>();
         List<Object> parents = null;
@@ -1978,7 +2032,7 @@ public final class MetadataStore implements SnapshotSource
             final EvictionCandidate fresh = candidateLocked(candidate.unit, now);
             if (fresh == null || (fresh.softPinned && !allowSoftPinned) ||
                 (candidate.unit instanceof ObjectMeta && ((ObjectMeta)candidate.unit).removed) ||
-                (leafOnly && !fresh.isLeaf()))
+                (leafOnly && !fresh.isLeaf()) || (sameAge && fresh.ageNs != candidate.ageNs))
             {
                 return 0;
             }

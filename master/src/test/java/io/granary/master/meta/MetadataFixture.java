@@ -121,6 +121,24 @@ public final class MetadataFixture
         }
     }
 
+    /** Whether {@code key} is present and soft pinned now (a lapsed pin counts as none). */
+    public boolean softPinned(final String key)
+    {
+        final ObjectMeta m = store.lockForKey(T, key);
+        if (m == null)
+        {
+            return false;
+        }
+        try
+        {
+            return m.isSoftPinned(clock.nanoTime());
+        }
+        finally
+        {
+            store.unlockOwner(m);
+        }
+    }
+
     public long leaseDeadline(final String key)
     {
         final ObjectMeta m = store.lockForKey(T, key);
