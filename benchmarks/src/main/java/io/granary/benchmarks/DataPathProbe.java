@@ -400,8 +400,9 @@ public final class DataPathProbe
             String.format(Locale.ROOT, "%8.3f GB/s", (double)bytesPerCall * iterations / seconds / 1e9);
         final String values = valuesPerCall == 1 ? "" :
             String.format(Locale.ROOT, " %10.0f values/s", (double)valuesPerCall * iterations / seconds);
-        System.out.printf(Locale.ROOT, "%-40s %s%s  p50 %6d us  p99 %6d us%n",
-            name, rate, values, h.getValueAtPercentile(50), h.getValueAtPercentile(99));
+        System.out.printf(Locale.ROOT, "%-40s %s%s  p50 %6d us  p90 %6d us  p99 %6d us  p99.9 %6d us%n",
+            name, rate, values, h.getValueAtPercentile(50), h.getValueAtPercentile(90), h.getValueAtPercentile(99),
+            h.getValueAtPercentile(99.9));
     }
 
     /** The frame protocol driven by the calling thread over one blocking SocketChannel. Single-threaded. */
