@@ -8,7 +8,6 @@ import org.junit.jupiter.params.provider.CsvSource;
 
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
@@ -108,40 +107,18 @@ class EvictionReserveTest
         final MetadataFixture f, final List<String> present, final Map<String, Long> sizes, final long target,
         final boolean allowSoftPinned)
     {
-        final List<String> unpinned = new ArrayList<>();
-        final List<String> pinned = new ArrayList<>();
-        for (final String key : present)
-        {
-            if (!f.leased(key))
-            {
-                (f.softPinned(key) ? pinned : unpinned).add(key);
-            }
-        }
-        final Comparator<String> byAge = Comparator.comparingLong(f::leaseDeadline);
-        unpinned.sort(byAge);
-        pinned.sort(byAge);
-        final Set<String> victims = new HashSet<>();
+        final List<List<String>> evictable = OldestFirstReference.evictableOldestFirst(f, present);
+        final List<String> unpinned = evictable.get(0);
+        final List<String> pinned = evictable.get(1);
+        final Set<String> victims = new HashSet<>(OldestFirstReference.oldestCovering(unpinned, sizes::get, target));
         long bytes = 0;
-        for (final String key : unpinned)
+        for (final String key : victims)
         {
-            if (bytes >= target)
-            {
-                return victims;
-            }
-            victims.add(key);
             bytes += sizes.get(key);
         }
-        if (allowSoftPinned)
+        if (bytes < target && allowSoftPinned)
         {
-            for (final String key : pinned)
-            {
-                if (bytes >= target)
-                {
-                    break;
-                }
-                victims.add(key);
-                bytes += sizes.get(key);
-            }
+            victims.addAll(OldestFirstReference.oldestCovering(pinned, sizes::get, target - bytes));
         }
         return victims;
     }

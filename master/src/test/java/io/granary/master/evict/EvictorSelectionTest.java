@@ -9,7 +9,6 @@ import org.junit.jupiter.params.provider.CsvSource;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
-import java.util.Comparator;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
@@ -73,18 +72,10 @@ class EvictorSelectionTest
             leasedAtTheEnd.add(key);
         }
 
-        final List<String> unpinned = new ArrayList<>();
-        final List<String> pinned = new ArrayList<>();
-        for (final String key : keys)
-        {
-            if (!leasedAtTheEnd.contains(key))
-            {
-                (softPinned.contains(key) ? pinned : unpinned).add(key);
-            }
-        }
-        final Comparator<String> byAge = Comparator.comparingLong(f::leaseDeadline);
-        unpinned.sort(byAge);
-        pinned.sort(byAge);
+        final List<List<String>> evictable = OldestFirstReference.evictableOldestFirst(f, keys);
+        final List<String> unpinned = evictable.get(0);
+        final List<String> pinned = evictable.get(1);
+        assertThat(pinned).hasSameSizeAs(softPinned.stream().filter(k -> !leasedAtTheEnd.contains(k)).toList());
         long unpinnedBytes = 0;
         for (final String key : unpinned)
         {
@@ -116,22 +107,10 @@ class EvictorSelectionTest
         assertThat(leasedAtTheEnd).allMatch(f::present);
     }
 
-    /** The oldest keys of {@code byAge} (sorted oldest first) whose sizes add up to at least {@code target}. */
     private static Set<String> oldestCovering(
         final Map<String, Long> sizes, final List<String> byAge, final long target)
     {
-        final Set<String> out = new HashSet<>();
-        long bytes = 0;
-        for (final String key : byAge)
-        {
-            if (bytes >= target)
-            {
-                break;
-            }
-            out.add(key);
-            bytes += sizes.get(key);
-        }
-        return out;
+        return new HashSet<>(OldestFirstReference.oldestCovering(byAge, sizes::get, target));
     }
 
     private static Set<String> evicted(final MetadataFixture f, final List<String> keys)

@@ -70,17 +70,8 @@ class OldestCoveringTest
 
         final List<EvictionCandidate> sorted = new ArrayList<>(candidates);
         sorted.sort(Comparator.comparingLong(EvictionCandidate::ageNs));
-        final List<EvictionCandidate> expected = new ArrayList<>();
-        long bytes = 0;
-        for (final EvictionCandidate c : sorted)
-        {
-            if (bytes >= target)
-            {
-                break;
-            }
-            expected.add(c);
-            bytes += c.bytes();
-        }
+        final List<EvictionCandidate> expected =
+            OldestFirstReference.oldestCovering(sorted, EvictionCandidate::bytes, target);
         assertThat(chosen).containsExactlyElementsOf(expected);
         assertThat(refused).doesNotContainAnyElementsOf(expected);
     }

@@ -106,23 +106,17 @@ public final class MetadataFixture
 
     public boolean leased(final String key)
     {
-        final ObjectMeta m = store.lockForKey(T, key);
-        if (m == null)
-        {
-            return false;
-        }
-        try
-        {
-            return m.isLeased(clock.nanoTime());
-        }
-        finally
-        {
-            store.unlockOwner(m);
-        }
+        return present(key, m -> m.isLeased(clock.nanoTime()));
     }
 
     /** Whether {@code key} is present and soft pinned now (a lapsed pin counts as none). */
     public boolean softPinned(final String key)
+    {
+        return present(key, m -> m.isSoftPinned(clock.nanoTime()));
+    }
+
+    /** Whether {@code key} is present and {@code test} holds for it, under its owner's lock. */
+    private boolean present(final String key, final java.util.function.Predicate<ObjectMeta> test)
     {
         final ObjectMeta m = store.lockForKey(T, key);
         if (m == null)
@@ -131,7 +125,7 @@ public final class MetadataFixture
         }
         try
         {
-            return m.isSoftPinned(clock.nanoTime());
+            return test.test(m);
         }
         finally
         {
