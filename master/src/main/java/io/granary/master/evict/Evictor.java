@@ -61,7 +61,7 @@ public final class Evictor
     private List<EvictionCandidate> reserve = List.of();
     private int reserveNext;
     private long reserveScanNs;
-    private long reserveUnpinEpoch;
+    private long reservePinEpoch;
     private long reservePinHorizonNs;
 
     // Eviction summary log: what was logged last, touched only by the thread calling logSummaryIfDue.
@@ -226,7 +226,7 @@ public final class Evictor
         dropReserve();
         final long remaining = result.targetBytes - result.totalBytes();
         final long scanStartNs = store.nowNs();
-        final long unpinEpoch = store.unpinEpoch();
+        final long pinEpoch = store.pinEpoch();
         final long pinHorizonNs = store.nextPinExpiryNs();
         final OldestCovering unpinned = new OldestCovering(saturatedTimes(remaining, RESERVE_ROUNDS));
         final OldestCovering pinned = allowSoftPinned ? new OldestCovering(remaining) : null;
@@ -258,7 +258,7 @@ public final class Evictor
             reserve = oldest.subList(0, keep);
             reserveNext = used;
             reserveScanNs = scanStartNs;
-            reserveUnpinEpoch = unpinEpoch;
+            reservePinEpoch = pinEpoch;
             reservePinHorizonNs = pinHorizonNs;
         }
         if (pinned != null)
@@ -268,8 +268,9 @@ public final class Evictor
     }
 
     /**
-     * Whether the reserve of the last scan may serve this round: something is left of it, no soft pin was taken off
-     * since (an unpinned object keeps its old age), none of the pins pending at the scan has lapsed yet (the same),
+     * Whether the reserve of the last scan may serve this round: something is left of it, no soft pin was given to or
+     * taken off an existing object since (an object whose pin ends keeps its old age), none of the pins pending at the
+     * scan has lapsed yet (the same),
      * and it is less than {@link #RESERVE_MAX_AGE_NS} old (it holds references to objects that may be gone).
      * Candidates leased or changed since the scan are skipped as they come ({@link MetadataStore#evictIfUnchanged}).
      */
@@ -280,7 +281,7 @@ public final class Evictor
             return false;
         }
         final long now = store.nowNs();
-        return store.unpinEpoch() == reserveUnpinEpoch && now - reservePinHorizonNs < 0 &&
+        return store.pinEpoch() == reservePinEpoch && now - reservePinHorizonNs < 0 &&
             now - reserveScanNs < RESERVE_MAX_AGE_NS;
     }
 

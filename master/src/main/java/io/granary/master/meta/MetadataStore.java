@@ -106,7 +106,7 @@ public final class MetadataStore implements SnapshotSource
     private volatile java.util.function.LongPredicate allocationFailureHandler;
     private volatile LeaseListener leaseListener;
     private volatile ReplicaTokens replicaTokens;
-    private final java.util.concurrent.atomic.AtomicLong unpinEpoch = new java.util.concurrent.atomic.AtomicLong();
+    private final java.util.concurrent.atomic.AtomicLong pinEpoch = new java.util.concurrent.atomic.AtomicLong();
     /** Where readability changes are recorded; null when events are off. */
     private volatile EventJournal events;
 
@@ -817,25 +817,28 @@ public final class MetadataStore implements SnapshotSource
     {
         if (action == SoftPinAction.SOFT_PIN_ENABLE_VALUE && ttlNs > 0)
         {
+            // A pin given to an existing object during an eviction scan may lapse before the scan's pin horizon.
+            pinEpoch.incrementAndGet();
             pinLocked(m, now + ttlNs);
         }
         else if (action == SoftPinAction.SOFT_PIN_DISABLE_VALUE)
         {
             if (m.softPinned)
             {
-                unpinEpoch.incrementAndGet(); // an old object may become an ordinary eviction candidate
+                pinEpoch.incrementAndGet(); // an old object may become an ordinary eviction candidate
             }
             unpinLocked(m);
         }
     }
 
     /**
-     * Counts the soft pins taken off before their deadline (DISABLE). An evictor that kept candidates from an earlier
-     * scan uses them only while this is unchanged: an unpinned object keeps its age, so it may be older than they are.
+     * Counts the soft pins given to or taken off existing objects (a put's ENABLE or DISABLE of a stored key). An
+     * evictor that kept candidates from an earlier scan uses them only while this is unchanged: an object whose pin
+     * ends keeps its age, so it may be older than they are.
      */
-    public long unpinEpoch()
+    public long pinEpoch()
     {
-        return unpinEpoch.get();
+        return pinEpoch.get();
     }
 
     /**
