@@ -164,14 +164,19 @@ void gt_engine_destroy(gt_engine *engine);
 
 typedef struct gt_server gt_server;
 
+/* on_commit's token_status when the server did not check the COMMIT's token (a status is never positive). */
+#define GT_COMMIT_TOKEN_UNCHECKED 1
+
 /*
  * Decisions the server asks its owner for, on the thread of the connection's event loop, before any byte moves (with
  * several loops, concurrently: the owner's state must be thread safe).
  * on_write: a WRITE passed decode, status, token, segment and range checks; return 0 to let its bytes land
  *   (the owner forgot the ledger entries the range overlaps) or an ErrorCode to refuse it.
  * on_commit: a COMMIT and its payload (at most 16 KiB) arrived; header is the 64-byte request header,
- *   failed_write_status the status of a refused WRITE of the same extent on this connection (0 if none).
- *   Returns the COMMIT_RESPONSE status.
+ *   failed_write_status the status of a refused WRITE of the same extent on this connection (0 if none),
+ *   token_status the server's verdict on the COMMIT's token as a WRITE token of the committed extent (0, ACCESS_DENIED
+ *   or TOKEN_EXPIRED; 0 also while no token key is installed), or GT_COMMIT_TOKEN_UNCHECKED when the payload is not a
+ *   record whose value length it could read (the owner checks it then). Returns the COMMIT_RESPONSE status.
  * on_close: a connection was closed because of a protocol error (reason) or the peer went away (reason NULL).
  */
 typedef struct gt_server_callbacks
@@ -179,7 +184,7 @@ typedef struct gt_server_callbacks
     void *context;
     int (*on_write)(void *context, uint32_t segment_id, uint64_t offset, uint32_t length);
     int (*on_commit)(void *context, const uint8_t *header, const uint8_t *payload, uint32_t length,
-        int failed_write_status);
+        int failed_write_status, int token_status);
     void (*on_close)(void *context, const char *peer, const char *reason);
     /*
      * Service times of READs and WRITEs, batched (optional): each sample is (op << 62) | nanoseconds, op 1 READ or

@@ -448,7 +448,7 @@ static int on_write(void *context, const uint32_t segment_id, const uint64_t off
 }
 
 static int on_commit(void *context, const uint8_t *header, const uint8_t *payload, const uint32_t length,
-    const int failed_write_status)
+    const int failed_write_status, const int token_status)
 {
     server_context *c = context;
     JNIEnv *env = c->env;
@@ -465,7 +465,7 @@ static int on_commit(void *context, const uint8_t *header, const uint8_t *payloa
         (*env)->SetByteArrayRegion(env, payload_array, 0, (jsize)length, (const jbyte *)payload);
     }
     const jint status = (*env)->CallIntMethod(env, c->handler, c->on_commit, header_array, payload_array,
-        (jint)failed_write_status);
+        (jint)failed_write_status, (jint)token_status);
     const int failed = java_failed(env);
     (*env)->DeleteLocalRef(env, header_array);
     if (payload_array != NULL)
@@ -532,11 +532,11 @@ static int holder_on_write(void *context, uint32_t segment_id, uint64_t offset, 
 }
 
 static int holder_on_commit(void *context, const uint8_t *header, const uint8_t *payload, uint32_t length,
-    int failed_write_status)
+    int failed_write_status, int token_status)
 {
     (void)context;
     return loop_context == NULL ? GT_INTERNAL_ERROR :
-        on_commit(loop_context, header, payload, length, failed_write_status);
+        on_commit(loop_context, header, payload, length, failed_write_status, token_status);
 }
 
 static uint64_t holder_now_epoch_ms(void *context)
@@ -683,7 +683,7 @@ JNIEXPORT jint JNICALL JNI_NAME(serverRun)(JNIEnv *env, jclass type, jlong serve
     context.env = env;
     context.handler = handler;
     context.on_write = (*env)->GetMethodID(env, handler_type, "onWrite", "(IJI)I");
-    context.on_commit = (*env)->GetMethodID(env, handler_type, "onCommit", "([B[BI)I");
+    context.on_commit = (*env)->GetMethodID(env, handler_type, "onCommit", "([B[BII)I");
     context.on_close = (*env)->GetMethodID(env, handler_type, "onClose", "(Ljava/lang/String;Ljava/lang/String;)V");
     context.epoch_millis = (*env)->GetMethodID(env, handler_type, "epochMillis", "()J");
     context.on_latencies = (*env)->GetMethodID(env, handler_type, "onLatencies", "([J)V");

@@ -696,12 +696,35 @@ static void finish_write(gt_server *server, connection *c)
     c->state = RECEIVE_HEADER;
 }
 
+/*
+ * The COMMIT's token checked as the WRITE token of the extent it commits, [offset, offset + max(1, value_length)),
+ * as the Java FrameHandler does: the value length is read from the record (docs/protocol.md, "COMMIT"); a payload
+ * that is no record of format 1, or a value length beyond 32 bits, is left to the owner.
+ */
+static int commit_token_status(server_loop *loop, const gt_header *h, const uint8_t *payload, const uint32_t length)
+{
+    if (h->status != 0 || payload == NULL || length < 16 || payload[0] != 1)
+    {
+        return GT_COMMIT_TOKEN_UNCHECKED;
+    }
+    const uint64_t value_length = gt_get_u64(payload + 8);
+    if (value_length > UINT32_MAX)
+    {
+        return GT_COMMIT_TOKEN_UNCHECKED;
+    }
+    gt_header extent = *h;
+    extent.length = value_length > 0 ? (uint32_t)value_length : 1;
+    return check_token(loop, &extent, GT_OPC_WRITE);
+}
+
 static void finish_commit(gt_server *server, connection *c)
 {
     const gt_header *h = &c->header;
     const int32_t failed = take_failed_write(c, h->segment_id, h->offset);
+    const uint32_t length = c->buffer == NULL ? 0 : h->length;
+    const int token_status = commit_token_status(c->loop, h, c->buffer, length);
     const int status = server->callbacks.on_commit(server->callbacks.context, c->request_bytes, c->buffer,
-        c->buffer == NULL ? 0 : h->length, failed);
+        length, failed, token_status);
     free(c->buffer);
     c->buffer = NULL;
     respond(server, c, GT_OPC_COMMIT | GT_OPC_RESPONSE_BIT, h->request_id, h->segment_id, status, h->offset,

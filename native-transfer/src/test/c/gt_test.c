@@ -476,6 +476,7 @@ typedef struct test_node
     uint8_t last_commit[256];
     uint32_t last_commit_length;
     int last_failed_status;
+    int last_token_status;
     int closes_with_reason;
     pthread_mutex_t mutex;
 } test_node;
@@ -490,12 +491,13 @@ static int node_on_write(void *context, uint32_t segment_id, uint64_t offset, ui
 }
 
 static int node_on_commit(void *context, const uint8_t *header, const uint8_t *payload, uint32_t length,
-    int failed_write_status)
+    int failed_write_status, int token_status)
 {
     test_node *node = context;
     pthread_mutex_lock(&node->mutex);
     node->commits++;
     node->last_failed_status = failed_write_status;
+    node->last_token_status = token_status;
     node->last_commit_length = length;
     if (payload != NULL && length <= sizeof(node->last_commit))
     {
@@ -777,6 +779,7 @@ static void commit_follows_its_write_and_may_come_later(void)
     gt_completion done[2];
     CHECK(await(engine, done, 1, 5000) == 1 && done[0].status == GT_OK);
     CHECK(node.commits == 1 && node.last_commit_length == 6 && memcmp(node.last_commit, record, 6) == 0);
+    CHECK(node.last_token_status == GT_COMMIT_TOKEN_UNCHECKED); /* six bytes are no record: the owner checks */
 
     gt_op later = op_of(2, peer, GT_OP_WRITE, region, 0, sizeof(data), 65536);
     later.flags = GT_OP_FLAG_COMMIT_LATER;
@@ -803,6 +806,74 @@ static void commit_follows_its_write_and_may_come_later(void)
     CHECK(gt_engine_submit(engine, &refused, 1, &error) == 1);
     CHECK(await(engine, done, 1, 5000) == 1 && done[0].status == GT_INVALID_PARAMS);
     CHECK(node.commits == 3 && node.last_failed_status == GT_INVALID_PARAMS);
+    gt_engine_destroy(engine);
+    node_stop(&node);
+}
+
+/* A COMMIT's token is checked by the server as the WRITE token of the extent its record commits. */
+static void commit_token_is_checked_as_the_write_token_of_its_extent(void)
+{
+    test_node node;
+    CHECK(node_start(&node));
+    uint8_t secret[32];
+    memset(secret, 0x24, sizeof(secret));
+    gt_error error;
+    gt_hmac_key key;
+    gt_hmac_key_init(&key, secret, 32);
+    gt_engine *engine = client(1u << 20, 5000);
+    uint32_t peer;
+    CHECK(gt_engine_connect(engine, "127.0.0.1", gt_server_port(node.server), &peer, &error) == GT_OK);
+    uint8_t data[5000];
+    fill_pattern(data, sizeof(data), 5);
+    uint32_t region;
+    CHECK(gt_engine_register_memory(engine, data, sizeof(data), &region, &error) == GT_OK);
+    const uint32_t expiry = (uint32_t)(gt_epoch_ms() / 1000 + 600);
+    uint8_t record[40] = { 0 };
+    record[0] = 1; /* format; the server reads only the format and the value length */
+    gt_completion done[1];
+
+    /* no key: nothing to check */
+    gt_put_u64(record + 8, sizeof(data));
+    gt_op plain = op_of(1, peer, GT_OP_WRITE, region, 0, sizeof(data), 0);
+    plain.commit = record;
+    plain.commit_length = sizeof(record);
+    CHECK(gt_engine_submit(engine, &plain, 1, &error) == 1);
+    CHECK(await(engine, done, 1, 5000) == 1 && done[0].status == GT_OK);
+    CHECK(node.commits == 1 && node.last_token_status == GT_OK);
+
+    CHECK(gt_server_set_token_key(node.server, secret, &error) == GT_OK);
+    const struct { uint64_t value_length; uint32_t expiry; int status; } cases[] = {
+        { sizeof(data), expiry, GT_OK },                  /* the extent its WRITE token grants */
+        { 0, expiry, GT_OK },                             /* an empty value commits one byte */
+        { sizeof(data) + 1, expiry, GT_ACCESS_DENIED },   /* a value longer than the grant */
+        { sizeof(data), 1000, GT_TOKEN_EXPIRED },         /* a token that expired long ago */
+    };
+    for (uint32_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+    {
+        gt_put_u64(record + 8, cases[i].value_length);
+        gt_op write = op_of(10 + i, peer, GT_OP_WRITE, region, 0, sizeof(data), 65536);
+        write.has_token = 1;
+        write.grant_offset = 65536;
+        write.grant_length = sizeof(data);
+        sign_token(&key, GT_OPC_WRITE, SEGMENT_ID, 65536, sizeof(data), cases[i].expiry, write.token);
+        write.commit = record;
+        write.commit_length = sizeof(record);
+        CHECK(gt_engine_submit(engine, &write, 1, &error) == 1);
+        CHECK(await(engine, done, 1, 5000) == 1);
+        CHECK(node.commits == 2 + (int)i && node.last_token_status == cases[i].status);
+    }
+    /* a READ token does not grant a COMMIT */
+    gt_put_u64(record + 8, sizeof(data));
+    gt_op read_token = op_of(20, peer, GT_OP_WRITE, region, 0, sizeof(data), 65536);
+    read_token.has_token = 1;
+    read_token.grant_offset = 65536;
+    read_token.grant_length = sizeof(data);
+    sign_token(&key, GT_OPC_READ, SEGMENT_ID, 65536, sizeof(data), expiry, read_token.token);
+    read_token.commit = record;
+    read_token.commit_length = sizeof(record);
+    CHECK(gt_engine_submit(engine, &read_token, 1, &error) == 1);
+    CHECK(await(engine, done, 1, 5000) == 1 && done[0].status == GT_ACCESS_DENIED);
+    CHECK(node.commits == 6 && node.last_token_status == GT_ACCESS_DENIED);
     gt_engine_destroy(engine);
     node_stop(&node);
 }
@@ -2277,6 +2348,7 @@ int main(void)
     RUN(loopback_moves_every_byte);
     RUN(tokens_are_checked_before_bytes_move);
     RUN(commit_follows_its_write_and_may_come_later);
+    RUN(commit_token_is_checked_as_the_write_token_of_its_extent);
     RUN(malformed_frames_close_the_connection);
     RUN(rdma_connect_is_checked_and_refused_without_a_device);
     RUN(rdma_exchange_checks_the_answer);

@@ -24,6 +24,9 @@ public final class NativeTransferServer implements AutoCloseable
     /** The owner's side of the frames, called on its event loop's thread; must not block and must not throw. */
     public interface Handler
     {
+        /** {@link #onCommit}'s token status when the server did not check the token (GT_COMMIT_TOKEN_UNCHECKED). */
+        int COMMIT_TOKEN_UNCHECKED = 1;
+
         /**
          * A WRITE passed decode, status, token, segment and range checks: forget the ledger entries its range
          * overlaps. @return 0 to let its bytes land, else the ErrorCode number to answer (the payload is discarded).
@@ -31,10 +34,13 @@ public final class NativeTransferServer implements AutoCloseable
         int onWrite(int segmentId, long offset, int length);
 
         /**
-         * A COMMIT arrived: its 64-byte request header, its payload (null when longer than 16 KiB or empty), and the
-         * status of a refused WRITE of the same extent on this connection (0 if none). @return the answer's status.
+         * A COMMIT arrived: its 64-byte request header, its payload (null when longer than 16 KiB or empty), the
+         * status of a refused WRITE of the same extent on this connection (0 if none), and the server's verdict on
+         * its token as the WRITE token of the committed extent: 0 (also while no token key is installed),
+         * ACCESS_DENIED or TOKEN_EXPIRED, or {@link #COMMIT_TOKEN_UNCHECKED} when the payload is no record whose value
+         * length the server could read. @return the answer's status.
          */
-        int onCommit(byte[] header, byte[] payload, int failedWriteStatus);
+        int onCommit(byte[] header, byte[] payload, int failedWriteStatus, int tokenStatus);
 
         /** A connection ended: {@code reason} says why it was closed for a protocol error, null for a normal end. */
         void onClose(String peer, String reason);

@@ -83,7 +83,8 @@ class FakeVerbsRdmaTest
                 }
 
                 @Override
-                public int onCommit(final byte[] header, final byte[] payload, final int failedWriteStatus)
+                public int onCommit(final byte[] header, final byte[] payload, final int failedWriteStatus,
+                    final int tokenStatus)
                 {
                     return failedWriteStatus;
                 }

@@ -80,7 +80,8 @@ class NativeTransferEngineTest
                 }
 
                 @Override
-                public int onCommit(final byte[] header, final byte[] payload, final int failedWriteStatus)
+                public int onCommit(final byte[] header, final byte[] payload, final int failedWriteStatus,
+                    final int tokenStatus)
                 {
                     if (payload == null)
                     {

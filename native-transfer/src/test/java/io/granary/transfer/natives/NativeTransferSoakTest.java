@@ -95,7 +95,8 @@ class NativeTransferSoakTest
                 }
 
                 @Override
-                public int onCommit(final byte[] header, final byte[] payload, final int failedWriteStatus)
+                public int onCommit(final byte[] header, final byte[] payload, final int failedWriteStatus,
+                    final int tokenStatus)
                 {
                     return 0;
                 }

@@ -638,8 +638,8 @@ final class FrameHandler extends ChannelInboundHandlerAdapter implements InPlace
     private int commitStatus()
     {
         final Integer failed = failedWrites.get(extentKey(commitSegmentId, commitOffset));
-        final int status = commitStatus(commitHeader, commitPayload, tokens, registry, commitSegmentId, commitOffset,
-            failed == null ? 0 : failed);
+        final int status = commitStatus(commitHeader, commitPayload, tokens, 0, registry, commitSegmentId,
+            commitOffset, failed == null ? 0 : failed);
         if (failed != null && status == failed)
         {
             failedWrites.remove(extentKey(commitSegmentId, commitOffset));
@@ -651,12 +651,14 @@ final class FrameHandler extends ChannelInboundHandlerAdapter implements InPlace
      * The checks and the ledger update of one COMMIT, shared by the Java and the native server (docs/protocol.md,
      * "COMMIT"): {@code commitHeader} is the COMMIT's header as a WRITE (its token and grant), {@code payload} the
      * record or null when it was too long, {@code failedWriteStatus} the status of a refused WRITE of the same extent
-     * on the connection (0 if none).
+     * on the connection (0 if none). {@code tokens} checks the frame's token; null when the native server checked it
+     * already, its verdict being {@code checkedTokenStatus}.
      */
     static int commitStatus(
         final FrameHeader commitHeader,
         final byte[] payload,
         final AccessTokenVerifier.Checker tokens,
+        final int checkedTokenStatus,
         final SegmentRegistry registry,
         final int segmentId,
         final long offset,
@@ -672,7 +674,7 @@ final class FrameHandler extends ChannelInboundHandlerAdapter implements InPlace
             return INVALID_PARAMS_VALUE;
         }
         commitHeader.length = Math.max(1, record.valueLength());
-        final int tokenStatus = tokens.check(commitHeader);
+        final int tokenStatus = tokens != null ? tokens.check(commitHeader) : checkedTokenStatus;
         if (tokenStatus != 0)
         {
             return tokenStatus;

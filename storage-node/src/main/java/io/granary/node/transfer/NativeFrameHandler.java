@@ -61,7 +61,8 @@ final class NativeFrameHandler implements NativeTransferServer.Handler
     }
 
     @Override
-    public int onCommit(final byte[] headerBytes, final byte[] payload, final int failedWriteStatus)
+    public int onCommit(final byte[] headerBytes, final byte[] payload, final int failedWriteStatus,
+        final int tokenStatus)
     {
         try
         {
@@ -70,7 +71,9 @@ final class NativeFrameHandler implements NativeTransferServer.Handler
             final long offset = header.offset;
             // Checked as a WRITE of the committed extent: its token and grant, with the record's length.
             header.opcode = Opcode.WRITE;
-            return FrameHandler.commitStatus(header, payload, tokens, registry, segmentId, offset, failedWriteStatus);
+            // The native server checked the token in C when it could read the record's value length.
+            return FrameHandler.commitStatus(header, payload, tokenStatus == COMMIT_TOKEN_UNCHECKED ? tokens : null,
+                tokenStatus, registry, segmentId, offset, failedWriteStatus);
         }
         catch (final RuntimeException ex)
         {
