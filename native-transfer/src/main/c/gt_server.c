@@ -81,6 +81,22 @@ typedef struct failed_write
 typedef struct connection connection;
 typedef struct server_loop server_loop;
 
+/*
+ * The last token a connection's frames carried that verified, with the generation of the key it verified under: the
+ * slices of a WRITE and its COMMIT carry one token, which then costs one HMAC (as the Java server's Checker keeps
+ * the tokens it verified). The range and the expiry are checked every time.
+ */
+typedef struct verified_token
+{
+    uint64_t generation; /* 0: none */
+    int opcode;
+    uint32_t segment_id;
+    uint64_t grant_offset;
+    uint64_t grant_length;
+    uint32_t expiry;
+    uint8_t mac[GT_MAC_LENGTH];
+} verified_token;
+
 struct connection
 {
     server_loop *loop;
@@ -107,6 +123,7 @@ struct connection
     uint8_t request_bytes[GT_HEADER_LENGTH];
     failed_write failed[FAILED_WRITES_REMEMBERED];
     uint32_t failed_next;
+    verified_token verified;
     /* responses */
     out_item *items;
     uint32_t items_head;
@@ -429,8 +446,19 @@ static void loop_refresh(server_loop *loop)
 
 /* ---------------------------------------------------------------- checks */
 
-/* The frame's token, like AccessTokenVerifier.Checker: 0, ACCESS_DENIED or TOKEN_EXPIRED. */
-static int check_token(server_loop *loop, const gt_header *h, const int opcode)
+static int same_token(const verified_token *v, const uint64_t generation, const int opcode, const gt_header *h,
+    const uint64_t grant_offset)
+{
+    return v->generation == generation && v->opcode == opcode && v->segment_id == h->segment_id &&
+        v->grant_offset == grant_offset && v->grant_length == h->grant_length && v->expiry == h->token_expiry &&
+        memcmp(v->mac, h->token_mac, GT_MAC_LENGTH) == 0;
+}
+
+/*
+ * The frame's token, like AccessTokenVerifier.Checker: 0, ACCESS_DENIED or TOKEN_EXPIRED. memo (may be NULL) is the
+ * connection's last verified token: a token equal to it needs no HMAC.
+ */
+static int check_token(server_loop *loop, const gt_header *h, const int opcode, verified_token *memo)
 {
     gt_server *server = loop->server;
     const gt_hmac_key *hmac = &loop->hmac;
@@ -449,11 +477,25 @@ static int check_token(server_loop *loop, const gt_header *h, const int opcode)
         STAT_ADD(server, tokens_invalid, 1);
         return GT_ACCESS_DENIED;
     }
-    if (!gt_token_verify(hmac, opcode, h->segment_id, h->offset - h->grant_delta, h->grant_length,
-        h->token_expiry, h->token_mac))
+    const uint64_t grant_offset = h->offset - h->grant_delta;
+    if (memo == NULL || !same_token(memo, loop->generation, opcode, h, grant_offset))
     {
-        STAT_ADD(server, tokens_invalid, 1);
-        return GT_ACCESS_DENIED;
+        if (!gt_token_verify(hmac, opcode, h->segment_id, grant_offset, h->grant_length, h->token_expiry,
+            h->token_mac))
+        {
+            STAT_ADD(server, tokens_invalid, 1);
+            return GT_ACCESS_DENIED;
+        }
+        if (memo != NULL)
+        {
+            memo->generation = loop->generation;
+            memo->opcode = opcode;
+            memo->segment_id = h->segment_id;
+            memo->grant_offset = grant_offset;
+            memo->grant_length = h->grant_length;
+            memo->expiry = h->token_expiry;
+            memcpy(memo->mac, h->token_mac, GT_MAC_LENGTH);
+        }
     }
     const uint64_t now = server->callbacks.now_epoch_ms != NULL ?
         server->callbacks.now_epoch_ms(server->callbacks.context) : gt_epoch_ms();
@@ -467,14 +509,14 @@ static int check_token(server_loop *loop, const gt_header *h, const int opcode)
 }
 
 /* Validation of a READ, a WRITE or a READV entry before any byte moves; *address is set when it passes. */
-static int check_request(server_loop *loop, const gt_header *h, uint8_t **address)
+static int check_request(server_loop *loop, const gt_header *h, uint8_t **address, verified_token *memo)
 {
     *address = NULL;
     if (h->status != 0)
     {
         return GT_INVALID_PARAMS;
     }
-    const int token = check_token(loop, h, h->opcode);
+    const int token = check_token(loop, h, h->opcode, memo);
     if (token != GT_OK)
     {
         return token;
@@ -701,7 +743,8 @@ static void finish_write(gt_server *server, connection *c)
  * as the Java FrameHandler does: the value length is read from the record (docs/protocol.md, "COMMIT"); a payload
  * that is no record of format 1, or a value length beyond 32 bits, is left to the owner.
  */
-static int commit_token_status(server_loop *loop, const gt_header *h, const uint8_t *payload, const uint32_t length)
+static int commit_token_status(
+    server_loop *loop, const gt_header *h, const uint8_t *payload, const uint32_t length, verified_token *memo)
 {
     if (h->status != 0 || payload == NULL || length < 16 || payload[0] != 1)
     {
@@ -714,7 +757,7 @@ static int commit_token_status(server_loop *loop, const gt_header *h, const uint
     }
     gt_header extent = *h;
     extent.length = value_length > 0 ? (uint32_t)value_length : 1;
-    return check_token(loop, &extent, GT_OPC_WRITE);
+    return check_token(loop, &extent, GT_OPC_WRITE, memo);
 }
 
 static void finish_commit(gt_server *server, connection *c)
@@ -722,7 +765,7 @@ static void finish_commit(gt_server *server, connection *c)
     const gt_header *h = &c->header;
     const int32_t failed = take_failed_write(c, h->segment_id, h->offset);
     const uint32_t length = c->buffer == NULL ? 0 : h->length;
-    const int token_status = commit_token_status(c->loop, h, c->buffer, length);
+    const int token_status = commit_token_status(c->loop, h, c->buffer, length, &c->verified);
     const int status = server->callbacks.on_commit(server->callbacks.context, c->request_bytes, c->buffer,
         length, failed, token_status);
     free(c->buffer);
@@ -769,7 +812,7 @@ static void finish_readv(gt_server *server, connection *c)
             &entry);
         if (decoded == GT_DECODE_OK && entry.opcode == GT_OPC_READ)
         {
-            status = check_request(c->loop, &entry, &addresses[i]);
+            status = check_request(c->loop, &entry, &addresses[i], &c->verified);
             if (status == GT_OK)
             {
                 lengths[i] = entry.length;
@@ -970,7 +1013,7 @@ static void on_header(gt_server *server, connection *c)
         {
             const uint64_t start_ns = server->callbacks.on_latencies != NULL ? now_ns() : 0;
             c->last_write_large = 0;
-            const int status = check_request(c->loop, h, &address);
+            const int status = check_request(c->loop, h, &address, &c->verified);
             respond(server, c, GT_OPC_READ | GT_OPC_RESPONSE_BIT, h->request_id, h->segment_id, status, h->offset,
                 h->length);
             if (status == GT_OK)
@@ -983,7 +1026,7 @@ static void on_header(gt_server *server, connection *c)
         case GT_OPC_WRITE:
         {
             c->write_start_ns = server->callbacks.on_latencies != NULL ? now_ns() : 0;
-            int status = check_request(c->loop, h, &address);
+            int status = check_request(c->loop, h, &address, &c->verified);
             if (status == GT_OK)
             {
                 /* the ledger forgets what the range held, or the segment was re-keyed */

@@ -874,6 +874,20 @@ static void commit_token_is_checked_as_the_write_token_of_its_extent(void)
     CHECK(gt_engine_submit(engine, &read_token, 1, &error) == 1);
     CHECK(await(engine, done, 1, 5000) == 1 && done[0].status == GT_ACCESS_DENIED);
     CHECK(node.commits == 6 && node.last_token_status == GT_ACCESS_DENIED);
+    /* the connection remembers the last token that verified: one bit off, right after it, is still refused */
+    gt_op good = op_of(30, peer, GT_OP_WRITE, region, 0, sizeof(data), 65536);
+    good.has_token = 1;
+    good.grant_offset = 65536;
+    good.grant_length = sizeof(data);
+    sign_token(&key, GT_OPC_WRITE, SEGMENT_ID, 65536, sizeof(data), expiry, good.token);
+    gt_op forged = good;
+    forged.user_data = 31;
+    forged.token[GT_TOKEN_LENGTH - 1] ^= 1;
+    gt_op pair[2] = { good, forged };
+    CHECK(gt_engine_submit(engine, pair, 2, &error) == 2);
+    gt_completion both[2];
+    CHECK(await(engine, both, 2, 5000) == 2);
+    CHECK(status_of(both, 2, 30) == GT_OK && status_of(both, 2, 31) == GT_ACCESS_DENIED);
     gt_engine_destroy(engine);
     node_stop(&node);
 }
