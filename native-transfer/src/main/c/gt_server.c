@@ -82,10 +82,12 @@ typedef struct connection connection;
 typedef struct server_loop server_loop;
 
 /*
- * The last token a connection's frames carried that verified, with the generation of the key it verified under: the
- * slices of a WRITE and its COMMIT carry one token, which then costs one HMAC (as the Java server's Checker keeps
- * the tokens it verified). The range and the expiry are checked every time.
+ * A token a connection's frames carried that verified, with the generation of the key it verified under: the slices
+ * of a WRITE and its COMMIT carry one token, which then costs one HMAC (as the Java server's Checker keeps the tokens
+ * it verified). A connection keeps VERIFIED_TOKENS of them, one per slot of its extent's grant offset: a batch's
+ * COMMITs follow all of its WRITEs. The range and the expiry are checked every time.
  */
+#define VERIFIED_TOKENS 256
 typedef struct verified_token
 {
     uint64_t generation; /* 0: none */
@@ -123,7 +125,7 @@ struct connection
     uint8_t request_bytes[GT_HEADER_LENGTH];
     failed_write failed[FAILED_WRITES_REMEMBERED];
     uint32_t failed_next;
-    verified_token verified;
+    verified_token verified[VERIFIED_TOKENS];
     /* responses */
     out_item *items;
     uint32_t items_head;
@@ -446,6 +448,13 @@ static void loop_refresh(server_loop *loop)
 
 /* ---------------------------------------------------------------- checks */
 
+/* The slot of a connection's verified tokens for a grant: extents of one batch lie apart, slots are mixed from that. */
+static verified_token *verified_slot(verified_token *tokens, const uint32_t segment_id, const uint64_t grant_offset)
+{
+    const uint64_t mixed = (grant_offset ^ ((uint64_t)segment_id << 40)) * 0x9E3779B97F4A7C15ull;
+    return &tokens[mixed >> (64 - 8)];
+}
+
 static int same_token(const verified_token *v, const uint64_t generation, const int opcode, const gt_header *h,
     const uint64_t grant_offset)
 {
@@ -455,10 +464,10 @@ static int same_token(const verified_token *v, const uint64_t generation, const 
 }
 
 /*
- * The frame's token, like AccessTokenVerifier.Checker: 0, ACCESS_DENIED or TOKEN_EXPIRED. memo (may be NULL) is the
- * connection's last verified token: a token equal to it needs no HMAC.
+ * The frame's token, like AccessTokenVerifier.Checker: 0, ACCESS_DENIED or TOKEN_EXPIRED. verified (may be NULL) are
+ * the connection's verified tokens: a token equal to the one in its slot needs no HMAC.
  */
-static int check_token(server_loop *loop, const gt_header *h, const int opcode, verified_token *memo)
+static int check_token(server_loop *loop, const gt_header *h, const int opcode, verified_token *verified)
 {
     gt_server *server = loop->server;
     const gt_hmac_key *hmac = &loop->hmac;
@@ -478,6 +487,7 @@ static int check_token(server_loop *loop, const gt_header *h, const int opcode, 
         return GT_ACCESS_DENIED;
     }
     const uint64_t grant_offset = h->offset - h->grant_delta;
+    verified_token *memo = verified == NULL ? NULL : verified_slot(verified, h->segment_id, grant_offset);
     if (memo == NULL || !same_token(memo, loop->generation, opcode, h, grant_offset))
     {
         if (!gt_token_verify(hmac, opcode, h->segment_id, grant_offset, h->grant_length, h->token_expiry,
@@ -509,14 +519,14 @@ static int check_token(server_loop *loop, const gt_header *h, const int opcode, 
 }
 
 /* Validation of a READ, a WRITE or a READV entry before any byte moves; *address is set when it passes. */
-static int check_request(server_loop *loop, const gt_header *h, uint8_t **address, verified_token *memo)
+static int check_request(server_loop *loop, const gt_header *h, uint8_t **address, verified_token *verified)
 {
     *address = NULL;
     if (h->status != 0)
     {
         return GT_INVALID_PARAMS;
     }
-    const int token = check_token(loop, h, h->opcode, memo);
+    const int token = check_token(loop, h, h->opcode, verified);
     if (token != GT_OK)
     {
         return token;
@@ -744,7 +754,7 @@ static void finish_write(gt_server *server, connection *c)
  * that is no record of format 1, or a value length beyond 32 bits, is left to the owner.
  */
 static int commit_token_status(
-    server_loop *loop, const gt_header *h, const uint8_t *payload, const uint32_t length, verified_token *memo)
+    server_loop *loop, const gt_header *h, const uint8_t *payload, const uint32_t length, verified_token *verified)
 {
     if (h->status != 0 || payload == NULL || length < 16 || payload[0] != 1)
     {
@@ -757,7 +767,7 @@ static int commit_token_status(
     }
     gt_header extent = *h;
     extent.length = value_length > 0 ? (uint32_t)value_length : 1;
-    return check_token(loop, &extent, GT_OPC_WRITE, memo);
+    return check_token(loop, &extent, GT_OPC_WRITE, verified);
 }
 
 static void finish_commit(gt_server *server, connection *c)
@@ -765,7 +775,7 @@ static void finish_commit(gt_server *server, connection *c)
     const gt_header *h = &c->header;
     const int32_t failed = take_failed_write(c, h->segment_id, h->offset);
     const uint32_t length = c->buffer == NULL ? 0 : h->length;
-    const int token_status = commit_token_status(c->loop, h, c->buffer, length, &c->verified);
+    const int token_status = commit_token_status(c->loop, h, c->buffer, length, c->verified);
     const int status = server->callbacks.on_commit(server->callbacks.context, c->request_bytes, c->buffer,
         length, failed, token_status);
     free(c->buffer);
@@ -812,7 +822,7 @@ static void finish_readv(gt_server *server, connection *c)
             &entry);
         if (decoded == GT_DECODE_OK && entry.opcode == GT_OPC_READ)
         {
-            status = check_request(c->loop, &entry, &addresses[i], &c->verified);
+            status = check_request(c->loop, &entry, &addresses[i], c->verified);
             if (status == GT_OK)
             {
                 lengths[i] = entry.length;
@@ -1013,7 +1023,7 @@ static void on_header(gt_server *server, connection *c)
         {
             const uint64_t start_ns = server->callbacks.on_latencies != NULL ? now_ns() : 0;
             c->last_write_large = 0;
-            const int status = check_request(c->loop, h, &address, &c->verified);
+            const int status = check_request(c->loop, h, &address, c->verified);
             respond(server, c, GT_OPC_READ | GT_OPC_RESPONSE_BIT, h->request_id, h->segment_id, status, h->offset,
                 h->length);
             if (status == GT_OK)
@@ -1026,7 +1036,7 @@ static void on_header(gt_server *server, connection *c)
         case GT_OPC_WRITE:
         {
             c->write_start_ns = server->callbacks.on_latencies != NULL ? now_ns() : 0;
-            int status = check_request(c->loop, h, &address, &c->verified);
+            int status = check_request(c->loop, h, &address, c->verified);
             if (status == GT_OK)
             {
                 /* the ledger forgets what the range held, or the segment was re-keyed */
