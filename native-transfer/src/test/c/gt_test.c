@@ -810,6 +810,18 @@ static void commit_follows_its_write_and_may_come_later(void)
     node_stop(&node);
 }
 
+/* A WRITE of the region's first length bytes to at, under a token of opcode granting exactly [at, at + length). */
+static gt_op token_write(const uint64_t id, const uint32_t peer, const uint32_t region, const uint32_t length,
+    const uint64_t at, const gt_hmac_key *key, const int opcode, const uint32_t expiry)
+{
+    gt_op write = op_of(id, peer, GT_OP_WRITE, region, 0, length, at);
+    write.has_token = 1;
+    write.grant_offset = at;
+    write.grant_length = length;
+    sign_token(key, opcode, SEGMENT_ID, at, length, expiry, write.token);
+    return write;
+}
+
 /* A COMMIT's token is checked by the server as the WRITE token of the extent its record commits. */
 static void commit_token_is_checked_as_the_write_token_of_its_extent(void)
 {
@@ -830,7 +842,7 @@ static void commit_token_is_checked_as_the_write_token_of_its_extent(void)
     const uint32_t expiry = (uint32_t)(gt_epoch_ms() / 1000 + 600);
     uint8_t record[40] = { 0 };
     record[0] = 1; /* format; the server reads only the format and the value length */
-    gt_completion done[1];
+    gt_completion done[2];
 
     /* no key: nothing to check */
     gt_put_u64(record + 8, sizeof(data));
@@ -842,52 +854,32 @@ static void commit_token_is_checked_as_the_write_token_of_its_extent(void)
     CHECK(node.commits == 1 && node.last_token_status == GT_OK);
 
     CHECK(gt_server_set_token_key(node.server, secret, &error) == GT_OK);
-    const struct { uint64_t value_length; uint32_t expiry; int status; } cases[] = {
-        { sizeof(data), expiry, GT_OK },                  /* the extent its WRITE token grants */
-        { 0, expiry, GT_OK },                             /* an empty value commits one byte */
-        { sizeof(data) + 1, expiry, GT_ACCESS_DENIED },   /* a value longer than the grant */
-        { sizeof(data), 1000, GT_TOKEN_EXPIRED },         /* a token that expired long ago */
+    const struct { uint64_t value_length; int opcode; uint32_t expiry; int status; } cases[] = {
+        { sizeof(data), GT_OPC_WRITE, expiry, GT_OK },                /* the extent its WRITE token grants */
+        { 0, GT_OPC_WRITE, expiry, GT_OK },                           /* an empty value commits one byte */
+        { sizeof(data) + 1, GT_OPC_WRITE, expiry, GT_ACCESS_DENIED }, /* a value longer than the grant */
+        { sizeof(data), GT_OPC_WRITE, 1000, GT_TOKEN_EXPIRED },       /* a token that expired long ago */
+        { sizeof(data), GT_OPC_READ, expiry, GT_ACCESS_DENIED },      /* a READ token grants no COMMIT */
     };
     for (uint32_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
     {
         gt_put_u64(record + 8, cases[i].value_length);
-        gt_op write = op_of(10 + i, peer, GT_OP_WRITE, region, 0, sizeof(data), 65536);
-        write.has_token = 1;
-        write.grant_offset = 65536;
-        write.grant_length = sizeof(data);
-        sign_token(&key, GT_OPC_WRITE, SEGMENT_ID, 65536, sizeof(data), cases[i].expiry, write.token);
+        gt_op write = token_write(10 + i, peer, region, sizeof(data), 65536, &key, cases[i].opcode, cases[i].expiry);
         write.commit = record;
         write.commit_length = sizeof(record);
         CHECK(gt_engine_submit(engine, &write, 1, &error) == 1);
         CHECK(await(engine, done, 1, 5000) == 1);
         CHECK(node.commits == 2 + (int)i && node.last_token_status == cases[i].status);
     }
-    /* a READ token does not grant a COMMIT */
-    gt_put_u64(record + 8, sizeof(data));
-    gt_op read_token = op_of(20, peer, GT_OP_WRITE, region, 0, sizeof(data), 65536);
-    read_token.has_token = 1;
-    read_token.grant_offset = 65536;
-    read_token.grant_length = sizeof(data);
-    sign_token(&key, GT_OPC_READ, SEGMENT_ID, 65536, sizeof(data), expiry, read_token.token);
-    read_token.commit = record;
-    read_token.commit_length = sizeof(record);
-    CHECK(gt_engine_submit(engine, &read_token, 1, &error) == 1);
-    CHECK(await(engine, done, 1, 5000) == 1 && done[0].status == GT_ACCESS_DENIED);
-    CHECK(node.commits == 6 && node.last_token_status == GT_ACCESS_DENIED);
-    /* the connection remembers the last token that verified: one bit off, right after it, is still refused */
-    gt_op good = op_of(30, peer, GT_OP_WRITE, region, 0, sizeof(data), 65536);
-    good.has_token = 1;
-    good.grant_offset = 65536;
-    good.grant_length = sizeof(data);
-    sign_token(&key, GT_OPC_WRITE, SEGMENT_ID, 65536, sizeof(data), expiry, good.token);
+    /* the connection remembers the tokens that verified: one bit off, right after one, is still refused */
+    gt_op good = token_write(30, peer, region, sizeof(data), 65536, &key, GT_OPC_WRITE, expiry);
     gt_op forged = good;
     forged.user_data = 31;
     forged.token[GT_TOKEN_LENGTH - 1] ^= 1;
     gt_op pair[2] = { good, forged };
     CHECK(gt_engine_submit(engine, pair, 2, &error) == 2);
-    gt_completion both[2];
-    CHECK(await(engine, both, 2, 5000) == 2);
-    CHECK(status_of(both, 2, 30) == GT_OK && status_of(both, 2, 31) == GT_ACCESS_DENIED);
+    CHECK(await(engine, done, 2, 5000) == 2);
+    CHECK(status_of(done, 2, 30) == GT_OK && status_of(done, 2, 31) == GT_ACCESS_DENIED);
     gt_engine_destroy(engine);
     node_stop(&node);
 }
