@@ -25,4 +25,37 @@ final class Checksums
         view.limit(view.position() + length);
         return crc32c(view);
     }
+
+    /**
+     * A value's CRC32C computed at most once: handed to the master client as the work to do while PutStart is under
+     * way (the caller's core is idle then), or computed when first asked for. Confined to one thread at a time.
+     */
+    static final class Pending implements Runnable
+    {
+        private final ByteBuffer value;
+        private boolean done;
+        private int crc;
+
+        /** @param value the value between position and limit; it is not moved. */
+        Pending(final ByteBuffer value)
+        {
+            this.value = value;
+        }
+
+        @Override
+        public void run()
+        {
+            if (!done)
+            {
+                crc = crc32c(value);
+                done = true;
+            }
+        }
+
+        int get()
+        {
+            run();
+            return crc;
+        }
+    }
 }

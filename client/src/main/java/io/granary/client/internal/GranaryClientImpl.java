@@ -344,7 +344,8 @@ public final class GranaryClientImpl implements GranaryClient
     {
         ensureOpen();
         Keys.check(key);
-        return putAttempt(key, data, ProtoMapping.toProto(options), steps, Set.of(), config.putRetries(), mayStartOver);
+        return putAttempt(key, data, ProtoMapping.toProto(options), steps, Set.of(), config.putRetries(), mayStartOver,
+            checksums ? new Checksums.Pending(data) : null);
     }
 
     private CompletableFuture<Void> putAttempt(
@@ -354,7 +355,8 @@ public final class GranaryClientImpl implements GranaryClient
         final Executor steps,
         final Set<String> avoidNodes,
         final int retriesLeft,
-        final boolean mayStartOver)
+        final boolean mayStartOver,
+        final Checksums.Pending crc)
     {
         final PutStartResponse started = master.putStart(PutStartRequest.newBuilder()
             .setTenant(tenant)
@@ -363,7 +365,7 @@ public final class GranaryClientImpl implements GranaryClient
             .setValueLength(data.remaining())
             .setOptions(options)
             .addAllAvoidNodeIds(avoidNodes)
-            .build());
+            .build(), crc); // the checksum is computed while the master places the value
         if (started.getCode() == OBJECT_ALREADY_EXISTS)
         {
             return CompletableFuture.completedFuture(null); // objects are immutable: the stored value stands
@@ -385,25 +387,25 @@ public final class GranaryClientImpl implements GranaryClient
             throw ex;
         }
         final CompletableFuture<OpFailure> written = write.start(transfers);
-        final int crc = checksumAndSeal(data, record, commit); // while the bytes go out
+        seal(record, commit, crc);
         return written.thenComposeAsync(failure ->
         {
             if (failure == null)
             {
-                return CompletableFuture.completedFuture(endPut(key, null, crc));
+                return CompletableFuture.completedFuture(endPut(key, null, crc == null ? 0 : crc.get()));
             }
             final GranaryException ex = failure.toException();
             revokeQuietly(key, ex);
             if (mayStartOver && ReadOperation.isTokenRefusal(failure.code().code()))
             {
-                return putAttempt(key, data, options, steps, avoidNodes, retriesLeft, false);
+                return putAttempt(key, data, options, steps, avoidNodes, retriesLeft, false, crc);
             }
             if (retriesLeft > 0 && retryable(failure.code()) && !closed.get())
             {
                 final Set<String> avoid = new HashSet<>(avoidNodes);
                 avoid.addAll(write.failedNodes());
                 LOG.debug("put {} failed ({}); retrying away from {}", Keys.quote(key), failure.message(), avoid);
-                return putAttempt(key, data, options, steps, avoid, retriesLeft - 1, mayStartOver);
+                return putAttempt(key, data, options, steps, avoid, retriesLeft - 1, mayStartOver, crc);
             }
             throw ex;
         }, steps);
@@ -417,19 +419,16 @@ public final class GranaryClientImpl implements GranaryClient
     }
 
     /**
-     * Computes the value's CRC32C (when checksums are on), typically while its bytes are on their way, and completes
-     * the COMMIT payload with it, so that an object rebuilt from a node's ledger keeps its checksum.
-     *
-     * @return the CRC32C, 0 when checksums are off.
+     * Completes the COMMIT payload (when there is one) with the value's CRC32C ({@code crc} null: checksums are off),
+     * so that an object rebuilt from a node's ledger keeps its checksum.
      */
-    private int checksumAndSeal(final ByteBuffer data, final CommitRecord record, final CompletableFuture<byte[]> commit)
+    private static void seal(
+        final CommitRecord record, final CompletableFuture<byte[]> commit, final Checksums.Pending crc)
     {
-        final int crc = checksums ? Checksums.crc32c(data) : 0;
         if (commit != null)
         {
-            commit.complete((checksums ? record.withCrc32c(crc) : record).encode());
+            commit.complete((crc != null ? record.withCrc32c(crc.get()) : record).encode());
         }
-        return crc;
     }
 
     /**
@@ -631,7 +630,22 @@ public final class GranaryClientImpl implements GranaryClient
             }
         }
 
-        final BatchPutStartResponse started = master.batchPutStart(request.build());
+        // The values' checksums are computed while the master places them (this core is idle then).
+        final Checksums.Pending[] crcs = checksums ? new Checksums.Pending[n] : null;
+        if (crcs != null)
+        {
+            for (final int i : sent)
+            {
+                crcs[i] = new Checksums.Pending(data[i]);
+            }
+        }
+        final BatchPutStartResponse started = master.batchPutStart(request.build(), crcs == null ? null : () ->
+        {
+            for (final int i : sent)
+            {
+                crcs[i].run();
+            }
+        });
         if (started.getCode() != OK)
         {
             throw batchRefused("putBatch", sent.size(), "BatchPutStart", started.getCode());
@@ -684,15 +698,10 @@ public final class GranaryClientImpl implements GranaryClient
                 toRevoke.add(key);
             }
         }
-        final int[] crcs = checksums ? new int[n] : null;
         for (int w = 0; w < writeIndex.size(); w++)
         {
             final int i = writeIndex.get(w);
-            final int crc = checksumAndSeal(data[i], records.get(w), commits.get(w)); // while the bytes go out
-            if (crcs != null)
-            {
-                crcs[i] = crc;
-            }
+            seal(records.get(w), commits.get(w), crcs == null ? null : crcs[i]);
         }
         return CompletableFuture.allOf(writes.toArray(new CompletableFuture<?>[0])).thenComposeAsync(ignored ->
             endPutBatch(keys, data, options, steps, avoidNodes, retriesLeft, mayStartOver, results, writes, operations,
@@ -717,7 +726,7 @@ public final class GranaryClientImpl implements GranaryClient
         final List<WriteOperation> operations,
         final List<Integer> writeIndex,
         final List<String> toRevoke,
-        final int[] crcs)
+        final Checksums.Pending[] crcs)
     {
         ensureOpen();
         final List<String> toEnd = new ArrayList<>(writes.size());
@@ -799,7 +808,7 @@ public final class GranaryClientImpl implements GranaryClient
         final List<String> toEnd,
         final List<Integer> endIndex,
         final OpResult<Void>[] results,
-        final int[] crcs)
+        final Checksums.Pending[] crcs)
     {
         final BatchKeysRequest.Builder request =
             BatchKeysRequest.newBuilder().setTenant(tenant).setClientId(clientId).addAllKeys(toEnd);
@@ -807,7 +816,7 @@ public final class GranaryClientImpl implements GranaryClient
         {
             for (final int i : endIndex)
             {
-                request.addCrc32C(crcs[i]);
+                request.addCrc32C(crcs[i].get());
             }
         }
         final BatchCodeResponse ended;

@@ -77,13 +77,31 @@ final class LookupClient implements AutoCloseable
     <T> T call(final String rpc, final int method, final MessageLite request, final Parser<T> parser,
         final long deadlineNs)
     {
-        return call(rpc, method, out -> out.writeMessage(request), parser, deadlineNs);
+        return call(rpc, method, out -> out.writeMessage(request), parser, deadlineNs, null);
+    }
+
+    /**
+     * {@link #call(String, int, MessageLite, Parser, long)} that runs {@code whileWaiting} (may be null) on this
+     * thread after the request was sent and before the reply is read: work that overlaps the master's handling. It
+     * runs again if the call is sent again on a fresh connection; pass a task that does its work once.
+     */
+    <T> T call(final String rpc, final int method, final MessageLite request, final Parser<T> parser,
+        final long deadlineNs, final Runnable whileWaiting)
+    {
+        return call(rpc, method, out -> out.writeMessage(request), parser, deadlineNs, whileWaiting);
     }
 
     /** Sends a payload written by {@code request} as {@code method} and parses the reply. */
     <T> T call(final String rpc, final int method, final Payload request, final Parser<T> parser)
     {
-        return call(rpc, method, request, parser, deadlineFromNow());
+        return call(rpc, method, request, parser, deadlineFromNow(), null);
+    }
+
+    /** {@link #call(String, int, Payload, Parser)} finishing by {@code deadlineNs} (System.nanoTime). */
+    <T> T call(final String rpc, final int method, final Payload request, final Parser<T> parser,
+        final long deadlineNs)
+    {
+        return call(rpc, method, request, parser, deadlineNs, null);
     }
 
     private long deadlineFromNow()
@@ -92,13 +110,14 @@ final class LookupClient implements AutoCloseable
     }
 
     /**
-     * Sends a payload written by {@code request} as {@code method} and parses the reply, all by {@code deadlineNs}.
+     * Sends a payload written by {@code request} as {@code method} and parses the reply, all by {@code deadlineNs};
+     * {@code whileWaiting} (may be null) runs between sending and reading, each time the request is sent.
      *
      * @throws GranaryException RPC_TIMEOUT when the deadline passes, RPC_FAIL (cause: the IOException) when the
      *                          port cannot be reached or the connection breaks.
      */
     <T> T call(final String rpc, final int method, final Payload request, final Parser<T> parser,
-        final long deadlineNs)
+        final long deadlineNs, final Runnable whileWaiting)
     {
         for (int attempt = 0; ; attempt++)
         {
@@ -122,7 +141,7 @@ final class LookupClient implements AutoCloseable
                 }
                 c = reused ? pooled : new Connection(remainingMs);
                 c.timeout(remainingMs(deadlineNs));
-                final T reply = c.call(method, request, parser);
+                final T reply = c.call(method, request, parser, whileWaiting);
                 release(c);
                 return reply;
             }
@@ -246,7 +265,8 @@ final class LookupClient implements AutoCloseable
             socket.setSoTimeout(readTimeoutMs);
         }
 
-        <T> T call(final int method, final Payload request, final Parser<T> parser) throws IOException
+        <T> T call(final int method, final Payload request, final Parser<T> parser, final Runnable whileWaiting)
+            throws IOException
         {
             frame.reset(HEADER_LENGTH);
             request.writeTo(frame);
@@ -261,6 +281,10 @@ final class LookupClient implements AutoCloseable
             putLong(buffer, REQUEST_ID_OFFSET, requestId);
             out.write(buffer, 0, end);
             out.flush();
+            if (whileWaiting != null)
+            {
+                whileWaiting.run();
+            }
 
             // Read as much as the socket has (usually the whole reply) instead of the length first.
             frame.reset(0);

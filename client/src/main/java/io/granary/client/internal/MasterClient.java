@@ -127,10 +127,11 @@ final class MasterClient implements AutoCloseable
         channel.getState(true); // start connecting now, so the first call does not pay for it
     }
 
-    PutStartResponse putStart(final PutStartRequest request)
+    /** PutStart; {@code whileWaiting} (may be null) runs once on this thread while the master handles it. */
+    PutStartResponse putStart(final PutStartRequest request, final Runnable whileWaiting)
     {
         return fastOrGrpc("PutStart", LookupDescriptor.METHOD_PUT_START, request,
-            PutStartResponse.parser(), s -> s.putStart(request));
+            PutStartResponse.parser(), s -> s.putStart(request), whileWaiting);
     }
 
     CodeResponse putEnd(final PutEndRequest request)
@@ -145,10 +146,11 @@ final class MasterClient implements AutoCloseable
             CodeResponse.parser(), s -> s.putRevoke(request));
     }
 
-    BatchPutStartResponse batchPutStart(final BatchPutStartRequest request)
+    /** BatchPutStart; {@code whileWaiting} (may be null) runs once on this thread while the master handles it. */
+    BatchPutStartResponse batchPutStart(final BatchPutStartRequest request, final Runnable whileWaiting)
     {
         return fastOrGrpc("BatchPutStart", LookupDescriptor.METHOD_BATCH_PUT_START, request,
-            BatchPutStartResponse.parser(), s -> s.batchPutStart(request));
+            BatchPutStartResponse.parser(), s -> s.batchPutStart(request), whileWaiting);
     }
 
     BatchCodeResponse batchPutEnd(final BatchKeysRequest request)
@@ -292,13 +294,29 @@ final class MasterClient implements AutoCloseable
         final com.google.protobuf.Parser<T> parser,
         final Function<MasterServiceGrpc.MasterServiceBlockingStub, T> grpc)
     {
+        return fastOrGrpc(rpc, method, request, parser, grpc, null);
+    }
+
+    /**
+     * As above; {@code whileWaiting} (null: nothing) runs exactly once on this thread: after the request left on the
+     * lookup port, so that it overlaps the master's handling, or before the gRPC call.
+     */
+    private <T> T fastOrGrpc(
+        final String rpc,
+        final int method,
+        final com.google.protobuf.MessageLite request,
+        final com.google.protobuf.Parser<T> parser,
+        final Function<MasterServiceGrpc.MasterServiceBlockingStub, T> grpc,
+        final Runnable whileWaiting)
+    {
         final long deadlineNs = deadline();
         final LookupClient fast = lookup(deadlineNs);
+        final Runnable once = whileWaiting == null ? null : new Once(whileWaiting);
         if (fast != null)
         {
             try
             {
-                final T reply = fast.call(rpc, method, request, parser, deadlineNs);
+                final T reply = fast.call(rpc, method, request, parser, deadlineNs, once);
                 lookupReachable();
                 return reply;
             }
@@ -307,7 +325,33 @@ final class MasterClient implements AutoCloseable
                 fallBackToGrpc(ex);
             }
         }
+        if (once != null)
+        {
+            once.run();
+        }
         return call(rpc, grpc, deadlineNs);
+    }
+
+    /** Runs its task the first time only (a lookup call may be sent twice, or fall back to gRPC). */
+    private static final class Once implements Runnable
+    {
+        private Runnable task;
+
+        Once(final Runnable task)
+        {
+            this.task = task;
+        }
+
+        @Override
+        public void run()
+        {
+            final Runnable t = task;
+            if (t != null)
+            {
+                task = null;
+                t.run();
+            }
+        }
     }
 
     private long deadline()
