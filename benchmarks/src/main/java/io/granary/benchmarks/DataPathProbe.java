@@ -94,6 +94,12 @@ public final class DataPathProbe
                 final String endpoint = node.endpoint();
                 measure("caller-driven WRITE from direct", iterations, size, () -> drive(driver,
                     engine.submit(TransferRequest.write(endpoint, segment.id(), 0, direct.duplicate(), size))));
+                // As a put does: each value into the next extent of the segment, which is no longer in any cache.
+                final long extents = segment.sizeBytes() / size;
+                final long[] next = {0};
+                measure("caller-driven WRITE, fresh offsets", iterations, size, () -> drive(driver,
+                    engine.submit(TransferRequest.write(endpoint, segment.id(), (next[0]++ % extents) * size,
+                        direct.duplicate(), size))));
                 measure("caller-driven READ into direct", iterations, size, () -> drive(driver,
                     engine.submit(TransferRequest.read(endpoint, segment.id(), 0, direct.duplicate(), size))));
                 measure("caller-driven READ into heap", iterations, size, () -> drive(driver,

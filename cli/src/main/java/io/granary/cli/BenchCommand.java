@@ -46,8 +46,9 @@ import java.util.regex.Pattern;
  * {@code granary bench}: puts and gets {@code --count} values of each {@code --size} with {@code --concurrency}
  * callers sharing one client (one value per call, or {@code --batch} values per putBatch/getBatchInto), against a
  * running cluster or an in-process one per size ({@code --local}), and prints one table with a row per size and
- * phase: ops/s (values per second), GB/s and latency percentiles per call. With {@code --baseline} it first
- * measures the loopback limit of the same shapes ({@link LoopbackBaseline}) and adds Granary's share of it. Values
+ * phase: ops/s (values per second), GB/s and latency percentiles per call. With {@code --baseline} it measures the
+ * loopback limit of the same shapes ({@link LoopbackBaseline}) right before and right after the measured phases and
+ * adds Granary's share of the higher of the two. Values
  * are slices of one random pattern (deterministic, distinct per key), sent from direct memory; single gets read
  * into per-caller direct buffers. Runs on the calling thread, which starts and joins the caller threads.
  */
@@ -60,9 +61,10 @@ import java.util.regex.Pattern;
         "Put and get COUNT values of each SIZE with C concurrent callers (BATCH values per call) and print one row "
             + "per size and phase: ops/s (values/s), GB/s (1e9 bytes/s) and GiB/s, latency per call "
             + "p50/p99/p99.9/max, and errors.",
-        "Runs against the master at --master, or an in-process cluster per size with --local. --baseline first "
-            + "measures plain Java sockets moving the same values over loopback (the loopback limit) and adds "
-            + "%%LIMIT = Granary GB/s / limit GB/s of the same shape, size, concurrency and batch.",
+        "Runs against the master at --master, or an in-process cluster per size with --local. --baseline "
+            + "measures plain Java sockets moving the same values over loopback (the loopback limit) right before and "
+            + "right after the measured phases and adds %%LIMIT = Granary GB/s / the higher limit GB/s of the same "
+            + "shape, size, concurrency and batch.",
         "Keys are unique per run and removed at the end unless --keep. Exits 1 if any operation failed or any "
             + "verified value differed."})
 final class BenchCommand implements Callable<Integer>
@@ -73,6 +75,8 @@ final class BenchCommand implements Callable<Integer>
     private static final double MAX_BASELINE_SECONDS = 3600;
     /** Bytes of values the default warmup moves per size (docs/benchmarks.md, "Warmup"). */
     static final long DEFAULT_WARMUP_BYTES = 2L << 30;
+    /** Bytes of puts per round of the timed warmup (--warmup-seconds). */
+    static final long WARMUP_ROUND_BYTES = 256L << 20;
     private static final int KIND_GET = 0;
     private static final int KIND_PUT = 1;
 
@@ -151,6 +155,12 @@ final class BenchCommand implements Callable<Integer>
             + "as fill 2 GiB, at least 200 and at most COUNT.")
     private Integer warmupOption;
 
+    @Option(names = "--warmup-seconds", paramLabel = "S", defaultValue = "15",
+        description = "After the --warmup values, keep warming up until S seconds of warmup have passed: rounds of "
+            + "puts of fresh keys (removed after each round) and gets of the warmup values. The JIT needs 10-20 s of "
+            + "steady work to compile a put's and a get's whole path; 0 stops after the --warmup values. 0..600.")
+    private int warmupSeconds;
+
     @Option(names = "--verify", description = "Compare every value read (default: every 10th).")
     private boolean verifyAll;
 
@@ -177,9 +187,9 @@ final class BenchCommand implements Callable<Integer>
         + "--local prints (what the phase cost the master).")
     private String masterMetrics;
 
-    @Option(names = "--baseline", description = "Before each size, measure the loopback limit: plain blocking "
-        + "java.nio sockets between threads over 127.0.0.1, C connections, the same request/response shape, size "
-        + "and batch; adds LIMIT(GB/S) and %%LIMIT columns.")
+    @Option(names = "--baseline", description = "Right before and right after each size's measured phases, measure "
+        + "the loopback limit: plain blocking java.nio sockets between threads over 127.0.0.1, C connections, the "
+        + "same request/response shape, size and batch; adds LIMIT(GB/S) (the higher of the two) and %%LIMIT columns.")
     private boolean baseline;
 
     @Option(names = "--baseline-seconds", paramLabel = "S", defaultValue = "3",
@@ -333,6 +343,7 @@ final class BenchCommand implements Callable<Integer>
                 " bytes) and be at most " + Integer.MAX_VALUE + ", was " + poolBytes);
         }
         require(warmupOption == null || warmupOption >= 0, "--warmup must not be negative, was " + warmupOption);
+        require(warmupSeconds >= 0 && warmupSeconds <= 600, "--warmup-seconds must be in 0..600, was " + warmupSeconds);
         require(replicas >= 1, "--replicas must be positive, was " + replicas);
         require(local || tlsClientAuth == io.granary.common.tls.TlsSettings.ClientAuth.NONE,
             "--tls-client-auth applies to the in-process servers of --local only");
@@ -390,7 +401,8 @@ final class BenchCommand implements Callable<Integer>
         final long size, final int warmup, final String runPrefix, final List<Row> rows, final List<String> notes)
     {
         final int segmentsPerNode = Math.max(1, (replicas + nodes - 1) / nodes);
-        final long valuesStored = (long)count * (op == Op.mixed ? 2 : 1) + warmup;
+        final long valuesStored = (long)count * (op == Op.mixed ? 2 : 1) + warmup +
+            (warmup > 0 && warmupSeconds > 0 ? 2L * warmupRoundValues(size, warmup) : 0);
         final long segmentSize = segmentSizeOption != null ? segmentSizeOption :
             localSegmentSize(valuesStored * size * replicas, nodes * segmentsPerNode);
         info.printf(Locale.ROOT, "cluster: in-process, %d node(s) x %d segment(s) of %s%s%s, data tokens %s%s%n",
@@ -494,21 +506,13 @@ final class BenchCommand implements Callable<Integer>
             callerDriven ? "on" : "off", prefix);
         info.flush();
 
-        final Map<Shape, LoopbackBaseline.Result> limits = baseline ? measureBaseline(size) : Map.of();
-
         if (warmup > 0)
         {
-            final Phase warmPuts = new Phase("warmup", warmup, batch,
-                (first, n, outcome) -> put(client, prefix + "w", first, n, size, options, outcome)).run(concurrency);
-            final Phase warmGets = new Phase("warmup", warmup, batch,
-                (first, n, outcome) -> get(client, prefix + "w", first, n, size, true, outcome)).run(concurrency);
-            final long warmErrors = warmPuts.errors.get() + warmGets.errors.get();
-            if (warmErrors > 0)
-            {
-                info.println("warmup: " + warmErrors + " errors, first: " +
-                    (warmPuts.firstError.get() != null ? warmPuts.firstError.get() : warmGets.firstError.get()));
-            }
+            warmUp(client, prefix, size, warmup, options);
         }
+        // The limit is measured right before and right after the phases (this machine's speed drifts within a
+        // minute); each phase is compared with the higher of the two.
+        final Map<Shape, LoopbackBaseline.Result> before = baseline ? measureBaseline(size, "before") : Map.of();
 
         final List<Phase> phases = new ArrayList<>();
         final List<String> masterLines = new ArrayList<>();
@@ -533,6 +537,8 @@ final class BenchCommand implements Callable<Integer>
                 (first, n, outcome) -> mixed(client, prefix, first, n, size, options, outcome)), sizeLabel, masterLines));
         }
 
+        final Map<Shape, LoopbackBaseline.Result> limits =
+            baseline ? higherOf(before, measureBaseline(size, "after")) : Map.of();
         boolean failed = puts.errors.get() > 0;
         for (final Phase p : phases)
         {
@@ -577,8 +583,19 @@ final class BenchCommand implements Callable<Integer>
         return failed;
     }
 
-    /** The loopback limit of the shapes this run's phases have, printed as measured. */
-    private Map<Shape, LoopbackBaseline.Result> measureBaseline(final int size)
+    /** Per shape, the result with the higher throughput. */
+    static Map<Shape, LoopbackBaseline.Result> higherOf(
+        final Map<Shape, LoopbackBaseline.Result> a, final Map<Shape, LoopbackBaseline.Result> b)
+    {
+        final Map<Shape, LoopbackBaseline.Result> higher = new EnumMap<>(Shape.class);
+        higher.putAll(a);
+        b.forEach((shape, result) -> higher.merge(shape, result,
+            (x, y) -> y.gbPerSecond() > x.gbPerSecond() ? y : x));
+        return higher;
+    }
+
+    /** The loopback limit of this run's shapes; {@code when} ("before" or "after" the phases) labels its lines. */
+    private Map<Shape, LoopbackBaseline.Result> measureBaseline(final int size, final String when)
     {
         final List<Shape> shapes = new ArrayList<>();
         if (op != Op.get)
@@ -603,12 +620,12 @@ final class BenchCommand implements Callable<Integer>
             results.put(shape, result);
             if (json)
             {
-                out.println(baselineJson(result));
+                out.println(baselineJson(result, when));
                 out.flush();
             }
             else
             {
-                info.println("baseline: loopback " + result.describe());
+                info.println("baseline " + when + ": loopback " + result.describe());
                 info.flush();
             }
         }
@@ -642,6 +659,64 @@ final class BenchCommand implements Callable<Integer>
         final double secondsPerGb = (readRatio > 0 ? readRatio / getGbps : 0) +
             (readRatio < 1 ? (1 - readRatio) / putGbps : 0);
         return 1 / secondsPerGb;
+    }
+
+    /**
+     * Values per round of the timed warmup: a quarter GiB of them, within 1..{@code warmup} (the segment of --local
+     * holds two rounds besides the warmup values).
+     */
+    static int warmupRoundValues(final long size, final int warmup)
+    {
+        return (int)Math.max(1, Math.min(warmup, WARMUP_ROUND_BYTES / size));
+    }
+
+    /**
+     * Puts and gets the {@code warmup} values (kept, under {@code prefix + "w"}), then, until --warmup-seconds have
+     * passed since the start, rounds of puts of fresh keys (removed after their round, so memory stays bounded: they
+     * are never read, hence never leased) each followed by gets of as many kept values. Prints the rounds and errors.
+     */
+    private void warmUp(
+        final GranaryClient client, final String prefix, final int size, final int warmup, final PutOptions options)
+    {
+        final long start = System.nanoTime();
+        final long deadline = start + warmupSeconds * 1_000_000_000L;
+        final List<Phase> phases = new ArrayList<>();
+        phases.add(new Phase("warmup", warmup, batch,
+            (first, n, outcome) -> put(client, prefix + "w", first, n, size, options, outcome)).run(concurrency));
+        phases.add(new Phase("warmup", warmup, batch,
+            (first, n, outcome) -> get(client, prefix + "w", first, n, size, true, outcome)).run(concurrency));
+        final int roundValues = warmupRoundValues(size, warmup);
+        long values = 2L * warmup;
+        long removed = 0;
+        int rounds = 0;
+        while (System.nanoTime() < deadline)
+        {
+            rounds++;
+            final String roundPrefix = prefix + "w" + rounds + "-";
+            phases.add(new Phase("warmup", roundValues, batch,
+                (first, n, outcome) -> put(client, roundPrefix, first, n, size, options, outcome)).run(concurrency));
+            phases.add(new Phase("warmup", roundValues, batch,
+                (first, n, outcome) -> get(client, prefix + "w", first, n, size, false, outcome)).run(concurrency));
+            removed += client.removeByRegex(Pattern.quote(roundPrefix) + "[0-9]+");
+            values += 2L * roundValues;
+        }
+        info.printf(Locale.ROOT, "warmup: %d values put or read in %.1f s, %d timed round(s) of %d puts and gets, "
+            + "%d round values removed%n", values, (System.nanoTime() - start) / 1e9, rounds, roundValues, removed);
+        long errors = 0;
+        String firstError = null;
+        for (final Phase phase : phases)
+        {
+            errors += phase.errors.get();
+            if (firstError == null)
+            {
+                firstError = phase.firstError.get();
+            }
+        }
+        if (errors > 0)
+        {
+            info.println("warmup: " + errors + " errors, first: " + firstError);
+        }
+        info.flush();
     }
 
     // ------------------------------------------------------------------------------------------- operations
@@ -796,7 +871,8 @@ final class BenchCommand implements Callable<Integer>
         if (withLimit)
         {
             out.println("LIMIT: plain Java sockets over loopback, same shape (get: 64 B request -> value; put: value "
-                + "-> 64 B ack), size, concurrency and batch; mixed: the read-ratio mix of both");
+                + "-> 64 B ack), size, concurrency and batch, the higher of the runs before and after the phases; "
+                + "mixed: the read-ratio mix of both");
         }
     }
 
@@ -809,10 +885,11 @@ final class BenchCommand implements Callable<Integer>
             p.latencyOfKind[KIND_PUT].p50p99());
     }
 
-    private String baselineJson(final LoopbackBaseline.Result r)
+    private String baselineJson(final LoopbackBaseline.Result r, final String when)
     {
         final Map<String, Object> fields = new LinkedHashMap<>();
         fields.put("type", "baseline");
+        fields.put("when", when);
         fields.put("size", r.valueBytes());
         fields.put("shape", r.shape().label());
         fields.put("concurrency", r.concurrency());

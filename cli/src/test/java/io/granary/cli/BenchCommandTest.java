@@ -15,7 +15,8 @@ class BenchCommandTest
     @Test
     void shouldMeasurePutsAndGetsAgainstALocalCluster()
     {
-        final CliRun run = CliRun.run("bench", "--local", "--count", "50", "--size", "64k", "--concurrency", "2");
+        final CliRun run = CliRun.run("bench", "--local", "--count", "50", "--size", "64k", "--concurrency", "2",
+            "--warmup-seconds", "0");
 
         assertThat(run.exitCode()).as(run.toString()).isZero();
         assertThat(run.out()).contains("SIZE").contains("OPS/S").contains("GB/S").contains("GIB/S")
@@ -31,12 +32,32 @@ class BenchCommandTest
     }
 
     @Test
+    void shouldKeepWarmingUpInRoundsWhoseKeysItRemoves()
+    {
+        // 20 warmup values of 1 MiB, then rounds of 20 fresh puts (and 20 gets) for 2 s; the segment holds the
+        // measured values, the warmup values and two rounds, so every round's keys must really be removed.
+        final CliRun run = CliRun.run("bench", "--local", "--count", "20", "--size", "1m", "--warmup-seconds", "2");
+
+        assertThat(run.exitCode()).as(run.toString()).isZero();
+        final java.util.regex.Matcher warmup = java.util.regex.Pattern.compile("warmup: (\\d+) values put or read in "
+            + "([0-9.]+) s, (\\d+) timed round\\(s\\) of 20 puts and gets, (\\d+) round values removed").matcher(run.out());
+        assertThat(warmup.find()).as(run.out()).isTrue();
+        final int rounds = Integer.parseInt(warmup.group(3));
+        assertThat(rounds).isPositive();
+        assertThat(Double.parseDouble(warmup.group(2))).isGreaterThanOrEqualTo(2.0);
+        assertThat(Long.parseLong(warmup.group(1))).isEqualTo(40L + 40L * rounds);
+        assertThat(Long.parseLong(warmup.group(4))).isEqualTo(20L * rounds);
+        assertThat(run.out()).doesNotContain("errors, first:");
+        assertThat(run.out().lines().filter(l -> l.matches("1m\\s+(put|get)\\s+20\\s+0\\s+.*"))).hasSize(2);
+    }
+
+    @Test
     void shouldLandEveryGetInTheCallersPartOfThePoolAndVerifyIt()
     {
         // 3 callers x batches of 4 x 16 KiB in a 1 MiB pool: each caller's part holds 5 slots of a batch, picked at
         // random per call; every value is compared where it landed.
         final CliRun run = CliRun.run("bench", "--local", "--op", "get", "--count", "120", "--size", "16k", "--batch",
-            "4", "--concurrency", "3", "--pool", "1m", "--verify");
+            "4", "--concurrency", "3", "--pool", "1m", "--verify", "--warmup-seconds", "0");
 
         assertThat(run.exitCode()).as(run.toString()).isZero();
         assertThat(run.out()).contains("pool: gets land in random slots of a 1.00 MiB host buffer")
@@ -64,7 +85,7 @@ class BenchCommandTest
     void shouldPrintARowPerSizeAndPhaseOfABatchedMixedRun()
     {
         final CliRun run = CliRun.run("bench", "--size", "4k,64k", "--batch", "8", "--op", "mixed", "--local",
-            "--count", "200", "--warmup", "16");
+            "--count", "200", "--warmup", "16", "--warmup-seconds", "0");
 
         assertThat(run.exitCode()).as(run.toString()).isZero();
         assertThat(run.out().lines().filter(l -> l.matches("4k\\s+mixed\\s+200\\s+0\\s+.*"))).hasSize(1);
@@ -80,11 +101,27 @@ class BenchCommandTest
     void shouldPrintTheBaselineAndTheShareOfItReached()
     {
         final CliRun run = CliRun.run("bench", "--baseline", "--baseline-seconds", "0.3", "--local", "--count", "100",
-            "--size", "64k");
+            "--size", "64k", "--warmup-seconds", "0");
 
         assertThat(run.exitCode()).as(run.toString()).isZero();
-        assertThat(run.out()).containsPattern("baseline: loopback put 64\\.00 KiB c=1 batch=1: [0-9.]+ GB/s");
-        assertThat(run.out()).containsPattern("baseline: loopback get 64\\.00 KiB c=1 batch=1: [0-9.]+ GB/s");
+        for (final String when : List.of("before", "after"))
+        {
+            assertThat(run.out()).containsPattern("baseline " + when + ": loopback put 64\\.00 KiB c=1 batch=1: " +
+                "[0-9.]+ GB/s").containsPattern("baseline " + when + ": loopback get 64\\.00 KiB c=1 batch=1: " +
+                "[0-9.]+ GB/s");
+        }
+        // Each row's limit is the higher of its shape's two runs.
+        for (final String shape : List.of("put", "get"))
+        {
+            final double higher = run.out().lines()
+                .filter(l -> l.startsWith("baseline ") && l.contains(": loopback " + shape + " "))
+                .mapToDouble(l -> Double.parseDouble(l.replaceAll(".*batch=1: ([0-9.]+) GB/s.*", "$1"))).max()
+                .orElseThrow();
+            final String row = run.out().lines().filter(l -> l.matches("64k\\s+" + shape + "\\s.*")).findFirst()
+                .orElseThrow();
+            final String[] cells = row.trim().split("\\s+");
+            assertThat(Double.parseDouble(cells[cells.length - 2])).as(row).isCloseTo(higher, offset(0.0005));
+        }
         assertThat(run.out()).contains("LIMIT(GB/S)").contains("%LIMIT");
         // The last two cells of each row: the limit and Granary's share of it, both positive numbers.
         assertThat(run.out().lines().filter(l -> l.matches("64k\\s+(put|get)\\s+100\\s+0\\s+.*\\s[0-9]+\\.[0-9]{3}"
@@ -95,7 +132,7 @@ class BenchCommandTest
     void shouldPrintJsonLinesForScripts()
     {
         final CliRun run = CliRun.run("bench", "--json", "--baseline", "--baseline-seconds", "0.2", "--local",
-            "--count", "40", "--size", "4k,8k", "--op", "get", "--concurrency", "2");
+            "--count", "40", "--size", "4k,8k", "--op", "get", "--concurrency", "2", "--warmup-seconds", "0");
 
         assertThat(run.exitCode()).as(run.toString()).isZero();
         final List<String> lines = run.out().lines().collect(Collectors.toList());
@@ -108,8 +145,9 @@ class BenchCommandTest
             "\"values\":40", "\"errors\":0", "\"valuesPerSec\":", "\"gbPerSec\":", "\"p50Ms\":", "\"p99Ms\":",
             "\"limitGbPerSec\":", "\"pctLimit\":");
         assertThat(granary.get(1)).contains("\"size\":8192");
-        assertThat(lines.stream().filter(l -> l.startsWith("{\"type\":\"baseline\""))).hasSize(2)
-            .allSatisfy(l -> assertThat(l).contains("\"shape\":\"get\"", "\"gbPerSec\":"));
+        assertThat(lines.stream().filter(l -> l.startsWith("{\"type\":\"baseline\""))).hasSize(4)
+            .allSatisfy(l -> assertThat(l).contains("\"shape\":\"get\"", "\"gbPerSec\":"))
+            .filteredOn(l -> l.contains("\"when\":\"after\"")).hasSize(2);
         assertThat(run.err()).contains("verify:");
     }
 
@@ -117,6 +155,12 @@ class BenchCommandTest
     void shouldRefuseAZeroBatch()
     {
         assertBadInput(CliRun.run("bench", "--local", "--batch", "0"), "--batch");
+    }
+
+    @Test
+    void shouldRefuseANegativeWarmupDuration()
+    {
+        assertBadInput(CliRun.run("bench", "--local", "--warmup-seconds", "-1"), "--warmup-seconds");
     }
 
     @Test
