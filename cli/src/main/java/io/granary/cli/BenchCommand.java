@@ -77,6 +77,8 @@ final class BenchCommand implements Callable<Integer>
     static final long DEFAULT_WARMUP_BYTES = 2L << 30;
     /** Bytes of puts per round of the timed warmup (--warmup-seconds). */
     static final long WARMUP_ROUND_BYTES = 256L << 20;
+    /** Bytes of puts a round of the timed warmup has at least, however small --warmup is. */
+    static final long MIN_WARMUP_ROUND_BYTES = 16L << 20;
     private static final int KIND_GET = 0;
     private static final int KIND_PUT = 1;
 
@@ -157,7 +159,8 @@ final class BenchCommand implements Callable<Integer>
 
     @Option(names = "--warmup-seconds", paramLabel = "S", defaultValue = "15",
         description = "After the --warmup values, keep warming up until S seconds of warmup have passed: rounds of "
-            + "puts of fresh keys (removed after each round) and gets of the warmup values. The JIT needs 10-20 s of "
+            + "puts of fresh keys (16-256 MiB of them, removed after each round) and gets of the warmup values. The "
+            + "JIT needs 10-20 s of "
             + "steady work to compile a put's and a get's whole path; 0 stops after the --warmup values. 0..600.")
     private int warmupSeconds;
 
@@ -662,12 +665,13 @@ final class BenchCommand implements Callable<Integer>
     }
 
     /**
-     * Values per round of the timed warmup: a quarter GiB of them, within 1..{@code warmup} (the segment of --local
-     * holds two rounds besides the warmup values).
+     * Values per round of the timed warmup: {@code warmup} of them, but at least 16 MiB and at most 256 MiB of
+     * values (at least one), so that a round's removal (one RemoveByRegex) comes every few thousand small values, not
+     * every few. The segment of --local holds two rounds besides the warmup values.
      */
     static int warmupRoundValues(final long size, final int warmup)
     {
-        return (int)Math.max(1, Math.min(warmup, WARMUP_ROUND_BYTES / size));
+        return (int)Math.max(1, Math.min(WARMUP_ROUND_BYTES / size, Math.max(warmup, MIN_WARMUP_ROUND_BYTES / size)));
     }
 
     /**
@@ -680,12 +684,14 @@ final class BenchCommand implements Callable<Integer>
     {
         final long start = System.nanoTime();
         final long deadline = start + warmupSeconds * 1_000_000_000L;
-        final List<Phase> phases = new ArrayList<>();
-        phases.add(new Phase("warmup", warmup, batch,
+        // Each phase's errors are taken as it ends and the phase dropped (a phase holds three histograms).
+        final WarmupErrors errors = new WarmupErrors();
+        errors.add(new Phase("warmup", warmup, batch,
             (first, n, outcome) -> put(client, prefix + "w", first, n, size, options, outcome)).run(concurrency));
-        phases.add(new Phase("warmup", warmup, batch,
+        errors.add(new Phase("warmup", warmup, batch,
             (first, n, outcome) -> get(client, prefix + "w", first, n, size, true, outcome)).run(concurrency));
         final int roundValues = warmupRoundValues(size, warmup);
+        final int roundGets = Math.min(roundValues, warmup); // of the warmup values, which stay
         long values = 2L * warmup;
         long removed = 0;
         int rounds = 0;
@@ -693,30 +699,37 @@ final class BenchCommand implements Callable<Integer>
         {
             rounds++;
             final String roundPrefix = prefix + "w" + rounds + "-";
-            phases.add(new Phase("warmup", roundValues, batch,
+            errors.add(new Phase("warmup", roundValues, batch,
                 (first, n, outcome) -> put(client, roundPrefix, first, n, size, options, outcome)).run(concurrency));
-            phases.add(new Phase("warmup", roundValues, batch,
+            errors.add(new Phase("warmup", roundGets, batch,
                 (first, n, outcome) -> get(client, prefix + "w", first, n, size, false, outcome)).run(concurrency));
             removed += client.removeByRegex(Pattern.quote(roundPrefix) + "[0-9]+");
-            values += 2L * roundValues;
+            values += roundValues + roundGets;
         }
-        info.printf(Locale.ROOT, "warmup: %d values put or read in %.1f s, %d timed round(s) of %d puts and gets, "
-            + "%d round values removed%n", values, (System.nanoTime() - start) / 1e9, rounds, roundValues, removed);
-        long errors = 0;
-        String firstError = null;
-        for (final Phase phase : phases)
+        info.printf(Locale.ROOT, "warmup: %d values put or read in %.1f s, %d timed round(s) of %d puts and %d gets, "
+            + "%d round values removed%n", values, (System.nanoTime() - start) / 1e9, rounds, roundValues, roundGets,
+            removed);
+        if (errors.count > 0)
         {
-            errors += phase.errors.get();
-            if (firstError == null)
-            {
-                firstError = phase.firstError.get();
-            }
-        }
-        if (errors > 0)
-        {
-            info.println("warmup: " + errors + " errors, first: " + firstError);
+            info.println("warmup: " + errors.count + " errors, first: " + errors.first);
         }
         info.flush();
+    }
+
+    /** The errors of the warmup's phases, and the first one's message. */
+    private static final class WarmupErrors
+    {
+        long count;
+        String first;
+
+        void add(final Phase phase)
+        {
+            count += phase.errors.get();
+            if (first == null)
+            {
+                first = phase.firstError.get();
+            }
+        }
     }
 
     // ------------------------------------------------------------------------------------------- operations

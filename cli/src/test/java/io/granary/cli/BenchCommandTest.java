@@ -40,7 +40,7 @@ class BenchCommandTest
 
         assertThat(run.exitCode()).as(run.toString()).isZero();
         final java.util.regex.Matcher warmup = java.util.regex.Pattern.compile("warmup: (\\d+) values put or read in "
-            + "([0-9.]+) s, (\\d+) timed round\\(s\\) of 20 puts and gets, (\\d+) round values removed").matcher(run.out());
+            + "([0-9.]+) s, (\\d+) timed round\\(s\\) of 20 puts and 20 gets, (\\d+) round values removed").matcher(run.out());
         assertThat(warmup.find()).as(run.out()).isTrue();
         final int rounds = Integer.parseInt(warmup.group(3));
         assertThat(rounds).isPositive();
@@ -49,6 +49,13 @@ class BenchCommandTest
         assertThat(Long.parseLong(warmup.group(4))).isEqualTo(20L * rounds);
         assertThat(run.out()).doesNotContain("errors, first:");
         assertThat(run.out().lines().filter(l -> l.matches("1m\\s+(put|get)\\s+20\\s+0\\s+.*"))).hasSize(2);
+
+        // Fewer warmup values than a round's 16 MiB: the rounds put 16 fresh values and read the 3 that stay.
+        final CliRun few = CliRun.run("bench", "--local", "--count", "5", "--size", "1m", "--warmup", "3",
+            "--warmup-seconds", "1");
+        assertThat(few.exitCode()).as(few.toString()).isZero();
+        assertThat(few.out()).containsPattern("timed round\\(s\\) of 16 puts and 3 gets")
+            .doesNotContain("errors, first:");
     }
 
     @Test
@@ -245,6 +252,17 @@ class BenchCommandTest
     }
 
     @Test
+    void shouldWarmUpInRoundsOfSixteenToTwoHundredFiftySixMebibytes()
+    {
+        assertThat(BenchCommand.warmupRoundValues(1 << 20, 2048)).isEqualTo(256);
+        assertThat(BenchCommand.warmupRoundValues(1 << 20, 20)).isEqualTo(20);
+        assertThat(BenchCommand.warmupRoundValues(1 << 20, 3)).isEqualTo(16);
+        assertThat(BenchCommand.warmupRoundValues(4096, 524_288)).isEqualTo(65_536);
+        assertThat(BenchCommand.warmupRoundValues(4096, 8)).isEqualTo(4096);
+        assertThat(BenchCommand.warmupRoundValues(1L << 30, 1)).isEqualTo(1);
+    }
+
+    @Test
     void shouldSizeLocalSegmentsBelowTheEvictionWatermark()
     {
         final long bytes = 2200L << 20;
@@ -269,7 +287,7 @@ class BenchCommandTest
         {
             final String metrics = "127.0.0.1:" + cluster.master().adminPort();
             final CliRun run = CliRun.run("bench", "--master", cluster.masterAddress(), "--master-metrics", metrics,
-                "--count", "40", "--size", "4k", "--warmup", "8");
+                "--count", "40", "--size", "4k", "--warmup", "8", "--warmup-seconds", "0");
 
             assertThat(run.exitCode()).as(run.toString()).isZero();
             assertThat(run.out()).contains("its metrics at http://" + metrics + "/metrics")
