@@ -99,9 +99,11 @@ SHAPES=(
 )
 baseline_seconds=3
 warmup_seconds=15
+warmup_calls=0
 if [ "$quick" = 1 ]; then
     baseline_seconds=1
     warmup_seconds=3
+    warmup_calls=0
 fi
 
 # field FILE KEY: KEY's value in the first JSON line of FILE (flat objects, as granary bench --json prints them).
@@ -150,10 +152,10 @@ for shape in "${SHAPES[@]}"; do
 
     json="$WORK/granary.json"
     echo "-- $label: granary bench --local --pre-touch --baseline --json --op both --size $size --concurrency $gc" \
-        "--batch $gb --count $gn --warmup $gw --warmup-seconds $warmup_seconds" >&2
+        "--batch $gb --count $gn --warmup $gw --warmup-seconds $warmup_seconds --warmup-calls $warmup_calls" >&2
     "$GRANARY" bench --local --pre-touch --baseline --baseline-seconds "$baseline_seconds" --json --op both \
         --size "$size" --concurrency "$gc" --batch "$gb" --count "$gn" --warmup "$gw" \
-        --warmup-seconds "$warmup_seconds" >"$json" 2>"$WORK/granary.err" ||
+        --warmup-seconds "$warmup_seconds" --warmup-calls "$warmup_calls" >"$json" 2>"$WORK/granary.err" ||
         die "granary bench failed for $label: $(tail -n 5 "$WORK/granary.err")"
     put_line="$(grep '"type":"granary"' "$json" | grep '"phase":"put"' | head -n 1)"
     get_line="$(grep '"type":"granary"' "$json" | grep '"phase":"get"' | head -n 1)"

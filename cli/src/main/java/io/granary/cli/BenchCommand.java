@@ -77,6 +77,8 @@ final class BenchCommand implements Callable<Integer>
     static final long DEFAULT_WARMUP_BYTES = 2L << 30;
     /** Bytes of puts per round of the timed warmup (--warmup-seconds). */
     static final long WARMUP_ROUND_BYTES = 256L << 20;
+    /** The longest the timed warmup goes on for --warmup-calls alone. */
+    static final int MAX_CALL_WARMUP_SECONDS = 120;
     /** Bytes of puts a round of the timed warmup has at least, however small --warmup is. */
     static final long MIN_WARMUP_ROUND_BYTES = 16L << 20;
     private static final int KIND_GET = 0;
@@ -163,6 +165,13 @@ final class BenchCommand implements Callable<Integer>
             + "JIT needs 10-20 s of "
             + "steady work to compile a put's and a get's whole path; 0 stops after the --warmup values. 0..600.")
     private int warmupSeconds;
+
+    @Option(names = "--warmup-calls", paramLabel = "N", defaultValue = "0",
+        description = "With --warmup-seconds above 0, the timed rounds also go on until the warmup made at least N "
+            + "put calls and N get calls (at most " + MAX_CALL_WARMUP_SECONDS + " s in all, or --warmup-seconds if "
+            + "longer): C2 compiles a method after about 5,000 calls, and a call of 8 x 1 MiB takes milliseconds, so "
+            + "6000 gives slow batched calls a compiled path. 0..10000000.")
+    private int warmupCalls;
 
     @Option(names = "--verify", description = "Compare every value read (default: every 10th).")
     private boolean verifyAll;
@@ -347,6 +356,8 @@ final class BenchCommand implements Callable<Integer>
         }
         require(warmupOption == null || warmupOption >= 0, "--warmup must not be negative, was " + warmupOption);
         require(warmupSeconds >= 0 && warmupSeconds <= 600, "--warmup-seconds must be in 0..600, was " + warmupSeconds);
+        require(warmupCalls >= 0 && warmupCalls <= 10_000_000, "--warmup-calls must be in 0..10000000, was " +
+            warmupCalls);
         require(replicas >= 1, "--replicas must be positive, was " + replicas);
         require(local || tlsClientAuth == io.granary.common.tls.TlsSettings.ClientAuth.NONE,
             "--tls-client-auth applies to the in-process servers of --local only");
@@ -693,9 +704,13 @@ final class BenchCommand implements Callable<Integer>
         final int roundValues = warmupRoundValues(size, warmup);
         final int roundGets = Math.min(roundValues, warmup); // of the warmup values, which stay
         long values = 2L * warmup;
+        long putCalls = calls(warmup);
+        long getCalls = calls(warmup);
         long removed = 0;
         int rounds = 0;
-        while (System.nanoTime() < deadline)
+        final long capNs = Math.max(warmupSeconds, MAX_CALL_WARMUP_SECONDS) * 1_000_000_000L;
+        while (warmupSeconds > 0 && System.nanoTime() - start < capNs &&
+            (System.nanoTime() < deadline || Math.min(putCalls, getCalls) < warmupCalls))
         {
             rounds++;
             final String roundPrefix = prefix + "w" + rounds + "-";
@@ -705,15 +720,23 @@ final class BenchCommand implements Callable<Integer>
                 (first, n, outcome) -> get(client, prefix + "w", first, n, size, false, outcome)).run(concurrency));
             removed += client.removeByRegex(Pattern.quote(roundPrefix) + "[0-9]+");
             values += roundValues + roundGets;
+            putCalls += calls(roundValues);
+            getCalls += calls(roundGets);
         }
         info.printf(Locale.ROOT, "warmup: %d values put or read in %.1f s, %d timed round(s) of %d puts and %d gets, "
-            + "%d round values removed%n", values, (System.nanoTime() - start) / 1e9, rounds, roundValues, roundGets,
-            removed);
+            + "%d round values removed, %d put calls and %d get calls%n", values, (System.nanoTime() - start) / 1e9,
+            rounds, roundValues, roundGets, removed, putCalls, getCalls);
         if (errors.count > 0)
         {
             info.println("warmup: " + errors.count + " errors, first: " + errors.first);
         }
         info.flush();
+    }
+
+    /** Calls a phase of {@code values} values makes (calls of up to --batch values). */
+    private long calls(final int values)
+    {
+        return (values + batch - 1) / batch;
     }
 
     /** The errors of the warmup's phases, and the first one's message. */

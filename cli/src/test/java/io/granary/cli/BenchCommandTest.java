@@ -36,26 +36,38 @@ class BenchCommandTest
     {
         // 20 warmup values of 1 MiB, then rounds of 20 fresh puts (and 20 gets) for 2 s; the segment holds the
         // measured values, the warmup values and two rounds, so every round's keys must really be removed.
-        final CliRun run = CliRun.run("bench", "--local", "--count", "20", "--size", "1m", "--warmup-seconds", "2");
+        final CliRun run = CliRun.run("bench", "--local", "--count", "20", "--size", "1m", "--warmup-seconds", "2",
+            "--warmup-calls", "0");
 
         assertThat(run.exitCode()).as(run.toString()).isZero();
         final java.util.regex.Matcher warmup = java.util.regex.Pattern.compile("warmup: (\\d+) values put or read in "
-            + "([0-9.]+) s, (\\d+) timed round\\(s\\) of 20 puts and 20 gets, (\\d+) round values removed").matcher(run.out());
+            + "([0-9.]+) s, (\\d+) timed round\\(s\\) of 20 puts and 20 gets, (\\d+) round values removed, (\\d+) put calls "
+            + "and (\\d+) get calls").matcher(run.out());
         assertThat(warmup.find()).as(run.out()).isTrue();
         final int rounds = Integer.parseInt(warmup.group(3));
         assertThat(rounds).isPositive();
         assertThat(Double.parseDouble(warmup.group(2))).isGreaterThanOrEqualTo(2.0);
         assertThat(Long.parseLong(warmup.group(1))).isEqualTo(40L + 40L * rounds);
         assertThat(Long.parseLong(warmup.group(4))).isEqualTo(20L * rounds);
+        assertThat(Long.parseLong(warmup.group(5))).isEqualTo(20L + 20L * rounds);
+        assertThat(Long.parseLong(warmup.group(6))).isEqualTo(20L + 20L * rounds);
         assertThat(run.out()).doesNotContain("errors, first:");
         assertThat(run.out().lines().filter(l -> l.matches("1m\\s+(put|get)\\s+20\\s+0\\s+.*"))).hasSize(2);
 
         // Fewer warmup values than a round's 16 MiB: the rounds put 16 fresh values and read the 3 that stay.
+        // With --warmup-calls the rounds go on past --warmup-seconds until both kinds of calls reached it: batches of
+        // 2 give 8 put calls and 2 get calls per round, so 40 get calls need 19 rounds after the first 2 calls.
         final CliRun few = CliRun.run("bench", "--local", "--count", "5", "--size", "1m", "--warmup", "3",
-            "--warmup-seconds", "1");
+            "--warmup-seconds", "1", "--warmup-calls", "40", "--batch", "2");
         assertThat(few.exitCode()).as(few.toString()).isZero();
-        assertThat(few.out()).containsPattern("timed round\\(s\\) of 16 puts and 3 gets")
-            .doesNotContain("errors, first:");
+        final java.util.regex.Matcher calls = java.util.regex.Pattern.compile("(\\d+) timed round\\(s\\) of 16 puts and "
+            + "3 gets, \\d+ round values removed, (\\d+) put calls and (\\d+) get calls").matcher(few.out());
+        assertThat(calls.find()).as(few.out()).isTrue();
+        final int fewRounds = Integer.parseInt(calls.group(1));
+        assertThat(fewRounds).isGreaterThanOrEqualTo(19);
+        assertThat(Long.parseLong(calls.group(3))).isEqualTo(2L + 2L * fewRounds).isGreaterThanOrEqualTo(40);
+        assertThat(Long.parseLong(calls.group(2))).isEqualTo(2L + 8L * fewRounds);
+        assertThat(few.out()).doesNotContain("errors, first:");
     }
 
     @Test
@@ -168,6 +180,12 @@ class BenchCommandTest
     void shouldRefuseANegativeWarmupDuration()
     {
         assertBadInput(CliRun.run("bench", "--local", "--warmup-seconds", "-1"), "--warmup-seconds");
+    }
+
+    @Test
+    void shouldRefuseANegativeWarmupCallCount()
+    {
+        assertBadInput(CliRun.run("bench", "--local", "--warmup-calls", "-5"), "--warmup-calls");
     }
 
     @Test
