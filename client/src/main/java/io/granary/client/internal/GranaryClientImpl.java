@@ -388,11 +388,12 @@ public final class GranaryClientImpl implements GranaryClient
         }
         final CompletableFuture<OpFailure> written = write.start(transfers);
         seal(record, commit, crc);
+        final int crcValue = crc == null ? 0 : crc.get();
         return written.thenComposeAsync(failure ->
         {
             if (failure == null)
             {
-                return CompletableFuture.completedFuture(endPut(key, null, crc == null ? 0 : crc.get()));
+                return CompletableFuture.completedFuture(endPut(key, null, crcValue));
             }
             final GranaryException ex = failure.toException();
             revokeQuietly(key, ex);
@@ -698,14 +699,19 @@ public final class GranaryClientImpl implements GranaryClient
                 toRevoke.add(key);
             }
         }
+        final int[] crcValues = crcs == null ? null : new int[n];
         for (int w = 0; w < writeIndex.size(); w++)
         {
             final int i = writeIndex.get(w);
             seal(records.get(w), commits.get(w), crcs == null ? null : crcs[i]);
+            if (crcValues != null)
+            {
+                crcValues[i] = crcs[i].get();
+            }
         }
         return CompletableFuture.allOf(writes.toArray(new CompletableFuture<?>[0])).thenComposeAsync(ignored ->
             endPutBatch(keys, data, options, steps, avoidNodes, retriesLeft, mayStartOver, results, writes, operations,
-                writeIndex, toRevoke, crcs), steps);
+                writeIndex, toRevoke, crcValues), steps);
     }
 
     /**
@@ -726,7 +732,7 @@ public final class GranaryClientImpl implements GranaryClient
         final List<WriteOperation> operations,
         final List<Integer> writeIndex,
         final List<String> toRevoke,
-        final Checksums.Pending[] crcs)
+        final int[] crcs)
     {
         ensureOpen();
         final List<String> toEnd = new ArrayList<>(writes.size());
@@ -808,7 +814,7 @@ public final class GranaryClientImpl implements GranaryClient
         final List<String> toEnd,
         final List<Integer> endIndex,
         final OpResult<Void>[] results,
-        final Checksums.Pending[] crcs)
+        final int[] crcs)
     {
         final BatchKeysRequest.Builder request =
             BatchKeysRequest.newBuilder().setTenant(tenant).setClientId(clientId).addAllKeys(toEnd);
@@ -816,7 +822,7 @@ public final class GranaryClientImpl implements GranaryClient
         {
             for (final int i : endIndex)
             {
-                request.addCrc32C(crcs[i].get());
+                request.addCrc32C(crcs[i]);
             }
         }
         final BatchCodeResponse ended;

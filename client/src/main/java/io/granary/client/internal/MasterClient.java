@@ -127,7 +127,7 @@ final class MasterClient implements AutoCloseable
         channel.getState(true); // start connecting now, so the first call does not pay for it
     }
 
-    /** PutStart; {@code whileWaiting} (may be null) runs once on this thread while the master handles it. */
+    /** PutStart; {@code whileWaiting} (may be null, see fastOrGrpc) runs on this thread while the master handles it. */
     PutStartResponse putStart(final PutStartRequest request, final Runnable whileWaiting)
     {
         return fastOrGrpc("PutStart", LookupDescriptor.METHOD_PUT_START, request,
@@ -146,7 +146,7 @@ final class MasterClient implements AutoCloseable
             CodeResponse.parser(), s -> s.putRevoke(request));
     }
 
-    /** BatchPutStart; {@code whileWaiting} (may be null) runs once on this thread while the master handles it. */
+    /** BatchPutStart; {@code whileWaiting} (may be null, see fastOrGrpc) runs here while the master handles it. */
     BatchPutStartResponse batchPutStart(final BatchPutStartRequest request, final Runnable whileWaiting)
     {
         return fastOrGrpc("BatchPutStart", LookupDescriptor.METHOD_BATCH_PUT_START, request,
@@ -298,8 +298,9 @@ final class MasterClient implements AutoCloseable
     }
 
     /**
-     * As above; {@code whileWaiting} (null: nothing) runs exactly once on this thread: after the request left on the
-     * lookup port, so that it overlaps the master's handling, or before the gRPC call.
+     * As above; {@code whileWaiting} (null: nothing) runs on this thread after the request left on the lookup port, so
+     * that it overlaps the master's handling, and before a gRPC call: it may run more than once (a resent request, a
+     * fallback), so it must do its work only the first time.
      */
     private <T> T fastOrGrpc(
         final String rpc,
@@ -311,12 +312,11 @@ final class MasterClient implements AutoCloseable
     {
         final long deadlineNs = deadline();
         final LookupClient fast = lookup(deadlineNs);
-        final Runnable once = whileWaiting == null ? null : new Once(whileWaiting);
         if (fast != null)
         {
             try
             {
-                final T reply = fast.call(rpc, method, request, parser, deadlineNs, once);
+                final T reply = fast.call(rpc, method, request, parser, deadlineNs, whileWaiting);
                 lookupReachable();
                 return reply;
             }
@@ -325,33 +325,11 @@ final class MasterClient implements AutoCloseable
                 fallBackToGrpc(ex);
             }
         }
-        if (once != null)
+        if (whileWaiting != null)
         {
-            once.run();
+            whileWaiting.run();
         }
         return call(rpc, grpc, deadlineNs);
-    }
-
-    /** Runs its task the first time only (a lookup call may be sent twice, or fall back to gRPC). */
-    private static final class Once implements Runnable
-    {
-        private Runnable task;
-
-        Once(final Runnable task)
-        {
-            this.task = task;
-        }
-
-        @Override
-        public void run()
-        {
-            final Runnable t = task;
-            if (t != null)
-            {
-                task = null;
-                t.run();
-            }
-        }
     }
 
     private long deadline()
