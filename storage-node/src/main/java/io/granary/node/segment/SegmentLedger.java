@@ -2,10 +2,11 @@ package io.granary.node.segment;
 
 import io.granary.protocol.CommitRecord;
 
-import java.util.ArrayList;
+import java.nio.charset.StandardCharsets;
+import java.util.AbstractList;
+import java.util.Arrays;
 import java.util.List;
-import java.util.Map;
-import java.util.TreeMap;
+import java.util.RandomAccess;
 
 import static io.granary.proto.ErrorCode.OK_VALUE;
 import static io.granary.proto.ErrorCode.SEGMENT_NOT_FOUND_VALUE;
@@ -43,8 +44,88 @@ public final class SegmentLedger
         }
     }
 
+    private static final int MIN_SLOTS = 16;
+    /** Distinct tenants remembered for sharing one String among entries (tenants are few; a miss costs one String). */
+    private static final int TENANT_CACHE = 8;
+    private static final int PAGE_SHIFT = 12;
+    private static final int PAGE_SLOTS = 1 << PAGE_SHIFT;
+    private static final int PAGE_MASK = PAGE_SLOTS - 1;
+    // The long and int fields of a slot, at slot * LONGS + field and slot * INTS + field of its page.
+    private static final int OFFSET = 0;
+    private static final int VALUE_LENGTH = 1;
+    private static final int VERSION = 2;
+    private static final int SOFT_PIN_TTL_MS = 3;
+    private static final int SEQUENCE = 4;
+    private static final int COMMITTED_AT_MS = 5;
+    private static final int LONGS = 6;
+    private static final int FLAGS = 0;
+    private static final int CRC32C = 1;
+    private static final int INTS = 2;
+
+    /**
+     * The fields of {@link #PAGE_SLOTS} entries in columns: no object per entry but the bytes of its key and group id
+     * (one array), about 64 bytes an entry plus those. A page a {@link #snapshot} holds is copied before it changes.
+     */
+    private static final class Page
+    {
+        final long[] longs;
+        final int[] ints;
+        final String[] tenants;
+        /** Per slot: the key's UTF-8 length (2 bytes, big-endian), the key, then the group id (the rest). */
+        final byte[][] names;
+        boolean shared;
+
+        Page()
+        {
+            this(new long[LONGS * PAGE_SLOTS], new int[INTS * PAGE_SLOTS], new String[PAGE_SLOTS],
+                new byte[PAGE_SLOTS][]);
+        }
+
+        private Page(final long[] longs, final int[] ints, final String[] tenants, final byte[][] names)
+        {
+            this.longs = longs;
+            this.ints = ints;
+            this.tenants = tenants;
+            this.names = names;
+        }
+
+        Page copy()
+        {
+            return new Page(longs.clone(), ints.clone(), tenants.clone(), names.clone());
+        }
+
+        long get(final int slot, final int field)
+        {
+            return longs[(slot & PAGE_MASK) * LONGS + field];
+        }
+
+        int getInt(final int slot, final int field)
+        {
+            return ints[(slot & PAGE_MASK) * INTS + field];
+        }
+
+        Entry entry(final int slot)
+        {
+            final byte[] n = names[slot & PAGE_MASK];
+            final int keyLength = ((n[0] & 0xFF) << 8) | (n[1] & 0xFF);
+            final String key = new String(n, 2, keyLength, StandardCharsets.UTF_8);
+            final String groupId = new String(n, 2 + keyLength, n.length - 2 - keyLength, StandardCharsets.UTF_8);
+            final int flags = getInt(slot, FLAGS);
+            return new Entry(get(slot, OFFSET), get(slot, VALUE_LENGTH), tenants[slot & PAGE_MASK], key, groupId,
+                get(slot, VERSION), flags, get(slot, SOFT_PIN_TTL_MS), (flags & CommitRecord.FLAG_CRC32C) != 0,
+                getInt(slot, CRC32C), get(slot, SEQUENCE), get(slot, COMMITTED_AT_MS));
+        }
+    }
+
     private final Segment segment;
-    private final TreeMap<Long, Entry> entries = new TreeMap<>();
+    private final OffsetIndex index = new OffsetIndex();
+    private Page[] pages = new Page[0];
+    private int[] freeSlots = new int[0];
+    private int freeCount;
+    private int usedSlots;
+    private final String[] tenantCache = new String[TENANT_CACHE];
+    private int tenantCacheNext;
+
     private long nextSequence = 1;
     private long commits;
     private long invalidated;
@@ -82,11 +163,21 @@ public final class SegmentLedger
         {
             return SEGMENT_NOT_FOUND_VALUE;
         }
-        final Entry entry = new Entry(offset, record.valueLength(), record.tenant(), record.key(), record.groupId(),
-            record.version(), record.flags(), record.softPinTtlMs(), record.hasCrc32c(), record.crc32c(),
-            nextSequence++, nowMs);
-        invalidated += removeOverlapping(offset, entry.span());
-        entries.put(offset, entry);
+        invalidated += removeOverlapping(offset, Math.max(1, record.valueLength()));
+        final int slot = takeSlot();
+        final Page page = writable(slot);
+        final int l = (slot & PAGE_MASK) * LONGS;
+        page.longs[l + OFFSET] = offset;
+        page.longs[l + VALUE_LENGTH] = record.valueLength();
+        page.longs[l + VERSION] = record.version();
+        page.longs[l + SOFT_PIN_TTL_MS] = record.softPinTtlMs();
+        page.longs[l + SEQUENCE] = nextSequence++;
+        page.longs[l + COMMITTED_AT_MS] = nowMs;
+        page.ints[(slot & PAGE_MASK) * INTS + FLAGS] = record.flags();
+        page.ints[(slot & PAGE_MASK) * INTS + CRC32C] = record.crc32c();
+        page.tenants[slot & PAGE_MASK] = shared(record.tenant());
+        page.names[slot & PAGE_MASK] = names(record.key(), record.groupId());
+        index.put(offset, slot);
         commits++;
         return OK_VALUE;
     }
@@ -94,12 +185,12 @@ public final class SegmentLedger
     /** The master freed the extent at {@code offset} that held {@code version}: forget it if it still does. */
     public synchronized boolean free(final long offset, final long version)
     {
-        final Entry entry = entries.get(offset);
-        if (entry == null || entry.version() != version)
+        final int slot = index.get(offset);
+        if (slot < 0 || pages[slot >>> PAGE_SHIFT].get(slot, VERSION) != version)
         {
             return false;
         }
-        entries.remove(offset);
+        release(index.remove(offset));
         freed++;
         return true;
     }
@@ -110,7 +201,12 @@ public final class SegmentLedger
         int dropped = 0;
         for (final Long offset : offsets)
         {
-            dropped += entries.remove(offset) != null ? 1 : 0;
+            final int slot = index.remove(offset);
+            if (slot >= 0)
+            {
+                release(slot);
+                dropped++;
+            }
         }
         return dropped;
     }
@@ -118,20 +214,35 @@ public final class SegmentLedger
     /** Forgets everything (the master that expired this node will not take it back). */
     public synchronized int clear()
     {
-        final int size = entries.size();
-        entries.clear();
+        final int size = index.size();
+        index.clear();
+        pages = new Page[0];
+        freeSlots = new int[0];
+        freeCount = 0;
+        usedSlots = 0;
         return size;
     }
 
-    /** A copy of every entry in offset order. */
+    /**
+     * Every entry in offset order, as of now. The list holds the order of the entries (4 bytes each) and the ledger's
+     * pages as they are now (a page is copied before the ledger changes it, while a snapshot holds it), and builds
+     * each {@link Entry} when it is read: a report of millions of entries never holds them all as objects at once.
+     */
     public synchronized List<Entry> snapshot()
     {
-        return new ArrayList<>(entries.values());
+        for (final Page page : pages)
+        {
+            if (page != null)
+            {
+                page.shared = true;
+            }
+        }
+        return new Snapshot(index.slotsInOrder(), pages.clone());
     }
 
     public synchronized int size()
     {
-        return entries.size();
+        return index.size();
     }
 
     public synchronized long commits()
@@ -166,12 +277,119 @@ public final class SegmentLedger
     {
         final long end = offset + length;
         int removed = 0;
-        Map.Entry<Long, Entry> last;
-        while ((last = entries.lowerEntry(end)) != null && last.getKey() + last.getValue().span() > offset)
+        int slot;
+        while ((slot = index.lower(end)) >= 0 && spanEnd(slot) > offset)
         {
-            entries.remove(last.getKey());
+            release(index.remove(pages[slot >>> PAGE_SHIFT].get(slot, OFFSET)));
             removed++;
         }
         return removed;
+    }
+
+    private long spanEnd(final int slot)
+    {
+        final Page page = pages[slot >>> PAGE_SHIFT];
+        return page.get(slot, OFFSET) + Math.max(1, page.get(slot, VALUE_LENGTH));
+    }
+
+    private int takeSlot()
+    {
+        if (freeCount > 0)
+        {
+            return freeSlots[--freeCount];
+        }
+        final int slot = usedSlots++;
+        final int p = slot >>> PAGE_SHIFT;
+        if (p == pages.length)
+        {
+            pages = Arrays.copyOf(pages, Math.max(4, pages.length * 2));
+        }
+        if (pages[p] == null)
+        {
+            pages[p] = new Page();
+        }
+        return slot;
+    }
+
+    /** The page of {@code slot}, copied first if a snapshot holds it. */
+    private Page writable(final int slot)
+    {
+        final int p = slot >>> PAGE_SHIFT;
+        Page page = pages[p];
+        if (page.shared)
+        {
+            page = page.copy();
+            pages[p] = page;
+        }
+        return page;
+    }
+
+    private void release(final int slot)
+    {
+        final Page page = writable(slot);
+        page.tenants[slot & PAGE_MASK] = null;
+        page.names[slot & PAGE_MASK] = null;
+        if (freeCount == freeSlots.length)
+        {
+            freeSlots = Arrays.copyOf(freeSlots, Math.max(MIN_SLOTS, freeCount + (freeCount >> 1)));
+        }
+        freeSlots[freeCount++] = slot;
+    }
+
+    /** {@code tenant}, or an equal String an earlier entry holds, so that entries of one tenant share one. */
+    private String shared(final String tenant)
+    {
+        for (final String t : tenantCache)
+        {
+            if (t != null && t.equals(tenant))
+            {
+                return t;
+            }
+        }
+        tenantCache[tenantCacheNext] = tenant;
+        tenantCacheNext = (tenantCacheNext + 1) % TENANT_CACHE;
+        return tenant;
+    }
+
+    private static byte[] names(final String key, final String groupId)
+    {
+        final byte[] k = key.getBytes(StandardCharsets.UTF_8);
+        final byte[] g = groupId.getBytes(StandardCharsets.UTF_8);
+        if (k.length > 0xFFFF)
+        {
+            throw new IllegalArgumentException("key of " + k.length + " bytes");
+        }
+        final byte[] out = new byte[2 + k.length + g.length];
+        out[0] = (byte)(k.length >>> 8);
+        out[1] = (byte)k.length;
+        System.arraycopy(k, 0, out, 2, k.length);
+        System.arraycopy(g, 0, out, 2 + k.length, g.length);
+        return out;
+    }
+
+    /** The entries' order and the pages as they were; entries are built as they are read. */
+    private static final class Snapshot extends AbstractList<Entry> implements RandomAccess
+    {
+        private final int[] order;
+        private final Page[] pages;
+
+        Snapshot(final int[] order, final Page[] pages)
+        {
+            this.order = order;
+            this.pages = pages;
+        }
+
+        @Override
+        public Entry get(final int i)
+        {
+            final int slot = order[i];
+            return pages[slot >>> PAGE_SHIFT].entry(slot);
+        }
+
+        @Override
+        public int size()
+        {
+            return order.length;
+        }
     }
 }

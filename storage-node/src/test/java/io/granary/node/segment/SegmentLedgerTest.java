@@ -5,6 +5,9 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.TreeMap;
 
 import static io.granary.proto.ErrorCode.OK_VALUE;
 import static io.granary.proto.ErrorCode.SEGMENT_NOT_FOUND_VALUE;
@@ -13,7 +16,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 class SegmentLedgerTest
 {
     private final SegmentRegistry registry = new SegmentRegistry();
-    private final Segment segment = registry.allocate("n/seg0", 1 << 20);
+    private final Segment segment = registry.allocate("n/seg0", 80 << 20);
     private final SegmentLedger ledger = segment.ledger();
 
     @AfterEach
@@ -110,5 +113,127 @@ class SegmentLedgerTest
         assertThat(ledger.snapshot()).extracting(SegmentLedger.Entry::key).containsExactly("a", "c");
         assertThat(ledger.clear()).isEqualTo(2);
         assertThat(ledger.size()).isZero();
+    }
+
+    @Test
+    void shouldKeepEveryFieldThroughSlotReuseAndShareOneTenantString()
+    {
+        final String key = "kv1/ünïcode/" + "k".repeat(300);
+        for (int i = 0; i < 100; i++)
+        {
+            ledger.commit(segment.id(), i * 4096L, new CommitRecord(CommitRecord.FLAG_CRC32C | CommitRecord.FLAG_SOFT_PIN,
+                new String("tenant-" + (i % 2)), key + i, i % 3 == 0 ? "" : "group-" + i, 3000 + i, 10 + i, 500 + i,
+                -i), 7_000 + i);
+        }
+        for (int i = 0; i < 100; i += 2)
+        {
+            assertThat(ledger.free(i * 4096L, 10 + i)).isTrue();
+        }
+        // The freed slots are taken again by these: one entry per freed extent, at new offsets in the same order.
+        for (int i = 0; i < 100; i += 2)
+        {
+            ledger.commit(segment.id(), i * 4096L + 64, record("again-" + i, 64, 1_000 + i), 9_000);
+        }
+
+        final List<SegmentLedger.Entry> entries = ledger.snapshot();
+        assertThat(entries).hasSize(100);
+        for (int i = 0; i < 100; i++)
+        {
+            final SegmentLedger.Entry e = entries.get(i);
+            if (i % 2 == 0)
+            {
+                assertThat(e).isEqualTo(new SegmentLedger.Entry(i * 4096L + 64, 64, "default", "again-" + i, "",
+                    1_000 + i, 0, 0, false, 0, e.sequence(), 9_000));
+            }
+            else
+            {
+                assertThat(e).isEqualTo(new SegmentLedger.Entry(i * 4096L, 3000 + i, "tenant-" + (i % 2), key + i,
+                    i % 3 == 0 ? "" : "group-" + i, 10 + i, CommitRecord.FLAG_CRC32C | CommitRecord.FLAG_SOFT_PIN,
+                    500 + i, true, -i, i + 1, 7_000 + i));
+                assertThat(e.tenant()).as("one String for the entries of a tenant").isSameAs(entries.get(1).tenant());
+            }
+        }
+        assertThat(entries.stream().mapToLong(SegmentLedger.Entry::sequence).distinct().count()).isEqualTo(100);
+        assertThat(ledger.freed()).isEqualTo(50);
+    }
+
+    @Test
+    void shouldKeepASnapshotAsItWasWhenTheLedgerChangesAfterIt()
+    {
+        ledger.commit(segment.id(), 0, record("a", 64, 1), 0);
+        ledger.commit(segment.id(), 64, record("b", 64, 1), 0);
+
+        final List<SegmentLedger.Entry> before = ledger.snapshot();
+        ledger.free(0, 1);
+        ledger.commit(segment.id(), 0, record("c", 32, 2), 0);
+        ledger.clear();
+
+        assertThat(before).extracting(SegmentLedger.Entry::key).containsExactly("a", "b");
+        assertThat(ledger.snapshot()).isEmpty();
+        ledger.commit(segment.id(), 128, record("d", 64, 3), 0);
+        assertThat(ledger.snapshot()).extracting(SegmentLedger.Entry::key).containsExactly("d");
+    }
+    /** The ledger against a plain model (a TreeMap of entries, as the ledger was first written) under random frames. */
+    @Test
+    void shouldMatchAPlainModelUnderRandomWritesCommitsAndFrees()
+    {
+        final Random random = new Random(7);
+        final TreeMap<Long, SegmentLedger.Entry> model = new TreeMap<>();
+        List<SegmentLedger.Entry> held = null;
+        List<SegmentLedger.Entry> heldModel = null;
+        long sequence = 0;
+        for (int step = 0; step < 30_000; step++)
+        {
+            final long offset = random.nextInt(1 << 20) * 64L;   // a 64 MiB range: many regions and pages
+            final long length = random.nextInt(8) == 0 ? 0 : 1 + random.nextInt(256 << 10);
+            final int op = random.nextInt(10);
+            if (op < 2)
+            {
+                assertThat(ledger.beforeWrite(segment.id(), offset, length)).isTrue();
+                removeOverlapping(model, offset, Math.max(1, length));
+            }
+            else if (op < 7)
+            {
+                final long version = 1 + random.nextInt(1000);
+                final String key = "k" + step;
+                assertThat(ledger.commit(segment.id(), offset, record(key, length, version), step)).isEqualTo(OK_VALUE);
+                removeOverlapping(model, offset, Math.max(1, length));
+                model.put(offset, new SegmentLedger.Entry(offset, length, "default", key, "", version, 0, 0, false, 0,
+                    ++sequence, step));
+            }
+            else if (op < 9 && !model.isEmpty())
+            {
+                final SegmentLedger.Entry e = model.ceilingEntry(offset) != null ? model.ceilingEntry(offset).getValue()
+                    : model.firstEntry().getValue();
+                final boolean right = random.nextBoolean();
+                assertThat(ledger.free(e.offset(), right ? e.version() : e.version() + 1)).isEqualTo(right);
+                if (right)
+                {
+                    model.remove(e.offset());
+                }
+            }
+            else
+            {
+                held = ledger.snapshot();
+                heldModel = List.copyOf(model.values());
+            }
+            assertThat(ledger.size()).isEqualTo(model.size());
+            if (step % 3_000 == 0)
+            {
+                assertThat(ledger.snapshot()).containsExactlyElementsOf(model.values());
+            }
+        }
+        assertThat(ledger.snapshot()).containsExactlyElementsOf(model.values());
+        assertThat(held).as("a snapshot taken earlier is unchanged").containsExactlyElementsOf(heldModel);
+    }
+
+    private static void removeOverlapping(final TreeMap<Long, SegmentLedger.Entry> model, final long offset,
+        final long length)
+    {
+        Map.Entry<Long, SegmentLedger.Entry> last;
+        while ((last = model.lowerEntry(offset + length)) != null && last.getKey() + last.getValue().span() > offset)
+        {
+            model.remove(last.getKey());
+        }
     }
 }
