@@ -153,7 +153,11 @@ public final class MasterRequestHandler
         int apply(int index, String key);
     }
 
-    private static BatchCodeResponse perKey(final BatchKeysRequest req, final KeyOp op)
+    /**
+     * Applies {@code op} to every key of a valid request, after touching the keys' index memory (the keys of a
+     * BatchPutEnd or BatchPutRevoke exist: their slots, objects and key bytes are cold, so the misses overlap).
+     */
+    private BatchCodeResponse perKey(final BatchKeysRequest req, final KeyOp op)
     {
         final BatchCodeResponse.Builder b = BatchCodeResponse.newBuilder();
         if (badTenant(req.getTenant()) || badBatch(req.getKeysCount()) || badClientId(req.getClientId()))
@@ -161,6 +165,7 @@ public final class MasterRequestHandler
             return b.setCode(INVALID_PARAMS_VALUE).build();
         }
         final ProtocolStringList keys = req.getKeysList();
+        store.touch(tenant(req.getTenant()), keys);
         for (int i = 0; i < keys.size(); i++)
         {
             b.addCodes(op.apply(i, keys.get(i)));
