@@ -6,6 +6,7 @@ import io.granary.node.admin.NodeAdminServer;
 import io.granary.node.admin.NodeMetrics;
 import io.granary.node.master.MasterLink;
 import io.granary.node.segment.HugePages;
+import io.granary.node.segment.LedgerBudget;
 import io.granary.node.segment.Segment;
 import io.granary.node.segment.SegmentRegistry;
 import io.granary.node.transfer.AccessTokenVerifier;
@@ -35,7 +36,7 @@ public final class StorageNode implements AutoCloseable
 
     private final Context ctx;
     private final String nodeId = UUID.randomUUID().toString();
-    private final SegmentRegistry registry = new SegmentRegistry();
+    private final SegmentRegistry registry;
     private final TransferServer transferServer;
     private final String name;
     private final String endpoint;
@@ -48,6 +49,8 @@ public final class StorageNode implements AutoCloseable
     private StorageNode(final Context ctx)
     {
         this.ctx = ctx;
+        registry = new SegmentRegistry(
+            ctx.ledgerBudgetBytes() > 0 ? new LedgerBudget(ctx.ledgerBudgetBytes()) : LedgerBudget.ofHeap());
         transferServer = new TransferServer(ctx.host(), ctx.transferPort(), registry, ctx.maxFrameBytes(),
             ctx.ioThreads(), ctx.preferEpoll(), new TransferMetrics(meters), new AccessTokenVerifier(ctx.clock()),
             ctx.tls(), ctx.transport()).start();
@@ -284,6 +287,7 @@ public final class StorageNode implements AutoCloseable
         private TlsSettings tls = Configuration.tls();
         private int adminPort = Configuration.adminPort();
         private Clock clock = Clock.SYSTEM;
+        private long ledgerBudgetBytes;
 
         /**
          * Checks every setting and derives the rest (segment size rounded up to the page size).
@@ -333,6 +337,8 @@ public final class StorageNode implements AutoCloseable
             require(ioThreads >= 1 && ioThreads <= 256, "ioThreads must be in 1..256, was " + ioThreads);
             require(adminPort >= -1 && adminPort <= 65535, "adminPort must be in -1..65535, was " + adminPort);
             require(clock != null, "clock must not be null");
+            require(ledgerBudgetBytes >= 0, "ledgerBudgetBytes must be 0 (70 % of the max heap) or positive, was " +
+                ledgerBudgetBytes);
             require(tls != null, "tls must not be null");
             tls.validateForServer(); // names the --tls-* flag and file at fault
             return this;
@@ -497,6 +503,18 @@ public final class StorageNode implements AutoCloseable
         }
 
         /** Event-loop threads of the transfer server (default 2). */
+        /** Heap the segments' ledgers may take before COMMITs are refused; 0 (the default) = 70 % of the max heap. */
+        public long ledgerBudgetBytes()
+        {
+            return ledgerBudgetBytes;
+        }
+
+        public Context ledgerBudgetBytes(final long ledgerBudgetBytes)
+        {
+            this.ledgerBudgetBytes = ledgerBudgetBytes;
+            return this;
+        }
+
         public int ioThreads()
         {
             return ioThreads;
@@ -604,7 +622,7 @@ public final class StorageNode implements AutoCloseable
                 masterRpcTimeoutMs + ", reconnectBackoffMs=" + reconnectBackoffMs + ", reconnectBackoffMaxMs=" +
                 reconnectBackoffMaxMs + ", maxFrameBytes=" + maxFrameBytes + ", ioThreads=" + ioThreads +
                 ", preTouch=" + preTouch + ", hugePages=" + hugePages + ", preferEpoll=" + preferEpoll + ", transport=" + transport +
-                ", adminPort=" + adminPort + ", tls=" + tls + '}';
+                ", adminPort=" + adminPort + ", tls=" + tls + ", ledgerBudgetBytes=" + ledgerBudgetBytes + '}';
         }
     }
 }

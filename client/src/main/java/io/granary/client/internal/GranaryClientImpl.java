@@ -412,11 +412,15 @@ public final class GranaryClientImpl implements GranaryClient
         }, steps);
     }
 
-    /** Write failures another placement may not have: the node is gone, stalled, restarted or full. */
+    /**
+     * Write failures another placement may not have: the node is gone, stalled, restarted or full (its queue, or its
+     * ledgers' heap budget: a COMMIT answered NO_AVAILABLE_HANDLE).
+     */
     static boolean retryable(final ErrorCode code)
     {
         return code == ErrorCode.TRANSFER_FAIL || code == ErrorCode.RPC_TIMEOUT ||
-            code == ErrorCode.SEGMENT_NOT_FOUND || code == ErrorCode.UNAVAILABLE_IN_CURRENT_STATUS;
+            code == ErrorCode.SEGMENT_NOT_FOUND || code == ErrorCode.UNAVAILABLE_IN_CURRENT_STATUS ||
+            code == ErrorCode.NO_AVAILABLE_HANDLE;
     }
 
     /**

@@ -91,6 +91,14 @@ public final class NodeMetrics implements AutoCloseable
             NodeMetrics::ledgerCommits);
         Gauge.builder("granary.node.ledger.entries", segments, NodeMetrics::ledgerEntries)
             .description("Entries in the segments' ledgers: extents holding a committed value").register(meters);
+        counter(meters, "granary.node.ledger.refusals",
+            "COMMIT frames refused with NO_AVAILABLE_HANDLE because the ledgers were at their heap budget", segments,
+            s -> s.ledgerBudget().refusals());
+        Gauge.builder("granary.node.ledger.heap", segments, s -> s.ledgerBudget().usedBytes())
+            .description("Heap the segments' ledgers are counted as holding").baseUnit("bytes").register(meters);
+        Gauge.builder("granary.node.ledger.budget", segments, s -> s.ledgerBudget().limitBytes())
+            .description("Heap the segments' ledgers may hold (70 % of the JVM's max heap); COMMITs beyond it are refused")
+            .baseUnit("bytes").register(meters);
 
         new JvmMemoryMetrics().bindTo(meters);
         new JvmThreadMetrics().bindTo(meters);

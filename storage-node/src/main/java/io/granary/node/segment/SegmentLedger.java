@@ -1,6 +1,8 @@
 package io.granary.node.segment;
 
 import io.granary.protocol.CommitRecord;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 import java.nio.charset.StandardCharsets;
 import java.util.AbstractList;
@@ -8,6 +10,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.RandomAccess;
 
+import static io.granary.proto.ErrorCode.NO_AVAILABLE_HANDLE_VALUE;
 import static io.granary.proto.ErrorCode.OK_VALUE;
 import static io.granary.proto.ErrorCode.SEGMENT_NOT_FOUND_VALUE;
 
@@ -22,6 +25,8 @@ import static io.granary.proto.ErrorCode.SEGMENT_NOT_FOUND_VALUE;
  */
 public final class SegmentLedger
 {
+    private static final Logger LOG = LoggerFactory.getLogger(SegmentLedger.class);
+
     /** One complete extent. Immutable. */
     public record Entry(
         long offset,
@@ -125,6 +130,11 @@ public final class SegmentLedger
     private int usedSlots;
     private final String[] tenantCache = new String[TENANT_CACHE];
     private int tenantCacheNext;
+    private LedgerBudget budget = LedgerBudget.unlimited();
+    /** What this ledger's entries are counted as in its budget ({@link LedgerBudget#entryBytes}). */
+    private long heapBytes;
+    private boolean refusing;
+    private long refusals;
 
     private long nextSequence = 1;
     private long commits;
@@ -164,6 +174,27 @@ public final class SegmentLedger
             return SEGMENT_NOT_FOUND_VALUE;
         }
         invalidated += removeOverlapping(offset, Math.max(1, record.valueLength()));
+        final byte[] name = names(record.key(), record.groupId());
+        final long bytes = LedgerBudget.entryBytes(name.length);
+        if (!budget.tryReserve(bytes))
+        {
+            refusals++;
+            if (!refusing)
+            {
+                refusing = true;
+                LOG.warn("segment {}: the node's ledgers are at their heap budget ({} of {} bytes, {} of the max " +
+                        "heap); COMMITs are refused with NO_AVAILABLE_HANDLE until values are freed: give the node " +
+                        "more heap (-Xmx), about 140 bytes per value it should hold", segment.name(),
+                    budget.usedBytes(), budget.limitBytes(), LedgerBudget.HEAP_FRACTION);
+            }
+            return NO_AVAILABLE_HANDLE_VALUE;
+        }
+        if (refusing)
+        {
+            refusing = false;
+            LOG.info("segment {}: ledger commits accepted again ({} refused so far)", segment.name(), refusals);
+        }
+        heapBytes += bytes;
         final int slot = takeSlot();
         final Page page = writable(slot);
         final int l = (slot & PAGE_MASK) * LONGS;
@@ -176,7 +207,7 @@ public final class SegmentLedger
         page.ints[(slot & PAGE_MASK) * INTS + FLAGS] = record.flags();
         page.ints[(slot & PAGE_MASK) * INTS + CRC32C] = record.crc32c();
         page.tenants[slot & PAGE_MASK] = shared(record.tenant());
-        page.names[slot & PAGE_MASK] = names(record.key(), record.groupId());
+        page.names[slot & PAGE_MASK] = name;
         index.put(offset, slot);
         commits++;
         return OK_VALUE;
@@ -215,6 +246,8 @@ public final class SegmentLedger
     public synchronized int clear()
     {
         final int size = index.size();
+        budget.release(heapBytes);
+        heapBytes = 0;
         index.clear();
         pages = new Page[0];
         freeSlots = new int[0];
@@ -238,6 +271,28 @@ public final class SegmentLedger
             }
         }
         return new Snapshot(index.slotsInOrder(), pages.clone());
+    }
+
+    /** Shares {@code budget} with the other ledgers of a node; called before the first COMMIT. */
+    synchronized void budget(final LedgerBudget budget)
+    {
+        if (index.size() > 0)
+        {
+            throw new IllegalStateException("the ledger already holds entries");
+        }
+        this.budget = budget;
+    }
+
+    /** Heap its entries are counted as in the node's {@link LedgerBudget}. */
+    public synchronized long heapBytes()
+    {
+        return heapBytes;
+    }
+
+    /** COMMITs this ledger refused because the node's ledgers were at their budget. */
+    public synchronized long refusals()
+    {
+        return refusals;
     }
 
     public synchronized int size()
@@ -327,6 +382,9 @@ public final class SegmentLedger
     private void release(final int slot)
     {
         final Page page = writable(slot);
+        final long bytes = LedgerBudget.entryBytes(page.names[slot & PAGE_MASK].length);
+        heapBytes -= bytes;
+        budget.release(bytes);
         page.tenants[slot & PAGE_MASK] = null;
         page.names[slot & PAGE_MASK] = null;
         if (freeCount == freeSlots.length)

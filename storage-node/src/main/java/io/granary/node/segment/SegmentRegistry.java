@@ -14,6 +14,25 @@ public final class SegmentRegistry implements AutoCloseable
 
     private volatile Segment[] segments = EMPTY;
     private Runnable changeListener = () -> { };
+    private final LedgerBudget ledgerBudget;
+
+    /** A registry whose segments' ledgers share {@link LedgerBudget#ofHeap()}. */
+    public SegmentRegistry()
+    {
+        this(LedgerBudget.ofHeap());
+    }
+
+    /** A registry whose segments' ledgers share {@code ledgerBudget}. */
+    public SegmentRegistry(final LedgerBudget ledgerBudget)
+    {
+        this.ledgerBudget = ledgerBudget;
+    }
+
+    /** The heap budget of the ledgers of this registry's segments. */
+    public LedgerBudget ledgerBudget()
+    {
+        return ledgerBudget;
+    }
 
     /**
      * Run (under this registry's lock) after every change of the segments or their ids, and once at once; the native
@@ -35,6 +54,7 @@ public final class SegmentRegistry implements AutoCloseable
     public synchronized Segment allocate(final String name, final long sizeBytes, final HugePages hugePages)
     {
         final Segment segment = new Segment(freshId(), name, sizeBytes, hugePages);
+        segment.ledger().budget(ledgerBudget);
         add(segment);
         return segment;
     }

@@ -9,6 +9,7 @@ import java.util.Map;
 import java.util.Random;
 import java.util.TreeMap;
 
+import static io.granary.proto.ErrorCode.NO_AVAILABLE_HANDLE_VALUE;
 import static io.granary.proto.ErrorCode.OK_VALUE;
 import static io.granary.proto.ErrorCode.SEGMENT_NOT_FOUND_VALUE;
 import static org.assertj.core.api.Assertions.assertThat;
@@ -234,6 +235,38 @@ class SegmentLedgerTest
         while ((last = model.lowerEntry(offset + length)) != null && last.getKey() + last.getValue().span() > offset)
         {
             model.remove(last.getKey());
+        }
+    }
+    @Test
+    void shouldRefuseCommitsBeyondTheNodesLedgerBudgetUntilFreesMakeRoom()
+    {
+        // names of "a"+"" are 3 bytes: 72 + align8(16 + 3) = 96 bytes an entry; two segments share room for three.
+        final long entry = LedgerBudget.entryBytes(3);
+        assertThat(entry).isEqualTo(96);
+        try (SegmentRegistry small = new SegmentRegistry(new LedgerBudget(3 * entry)))
+        {
+            final Segment one = small.allocate("n/seg0", 1 << 20);
+            final Segment two = small.allocate("n/seg1", 1 << 20);
+            assertThat(one.ledger().commit(one.id(), 0, record("a", 64, 1), 0)).isEqualTo(OK_VALUE);
+            assertThat(one.ledger().commit(one.id(), 64, record("b", 64, 1), 0)).isEqualTo(OK_VALUE);
+            assertThat(two.ledger().commit(two.id(), 0, record("c", 64, 1), 0)).isEqualTo(OK_VALUE);
+
+            assertThat(two.ledger().commit(two.id(), 64, record("d", 64, 1), 0)).isEqualTo(NO_AVAILABLE_HANDLE_VALUE);
+            assertThat(one.ledger().commit(one.id(), 128, record("e", 64, 1), 0)).isEqualTo(NO_AVAILABLE_HANDLE_VALUE);
+            assertThat(small.ledgerBudget().refusals()).isEqualTo(2);
+            assertThat(small.ledgerBudget().usedBytes()).isEqualTo(3 * entry);
+            assertThat(two.ledger().snapshot()).extracting(SegmentLedger.Entry::key).containsExactly("c");
+            assertThat(one.ledger().heapBytes()).isEqualTo(2 * entry);
+
+            // A commit that replaces the entry it overlaps fits: the old one's bytes go first.
+            assertThat(one.ledger().commit(one.id(), 0, record("a2", 64, 2), 0)).isEqualTo(OK_VALUE);
+            assertThat(one.ledger().free(64, 1)).isTrue();
+            assertThat(two.ledger().commit(two.id(), 64, record("d", 64, 1), 0)).isEqualTo(OK_VALUE);
+            assertThat(two.ledger().snapshot()).extracting(SegmentLedger.Entry::key).containsExactly("c", "d");
+            assertThat(one.ledger().clear()).isEqualTo(1);
+            assertThat(small.ledgerBudget().usedBytes()).isEqualTo(2 * entry);
+            assertThat(one.ledger().commit(one.id(), 0, record("f", 64, 3), 0)).isEqualTo(OK_VALUE);
+            assertThat(one.ledger().refusals()).isEqualTo(1);
         }
     }
 }
