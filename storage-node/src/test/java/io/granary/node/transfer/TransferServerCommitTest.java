@@ -2,6 +2,7 @@ package io.granary.node.transfer;
 
 import io.granary.common.Clock;
 import io.granary.common.tls.TlsSettings;
+import io.granary.node.segment.LedgerBudget;
 import io.granary.node.segment.Segment;
 import io.granary.node.segment.SegmentLedger;
 import io.granary.node.segment.SegmentRegistry;
@@ -22,6 +23,7 @@ import java.nio.ByteBuffer;
 import java.util.concurrent.TimeUnit;
 
 import static io.granary.proto.ErrorCode.INVALID_PARAMS_VALUE;
+import static io.granary.proto.ErrorCode.NO_AVAILABLE_HANDLE_VALUE;
 import static io.granary.proto.ErrorCode.SEGMENT_NOT_FOUND_VALUE;
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -106,6 +108,57 @@ class TransferServerCommitTest
             .get(10, TimeUnit.SECONDS)).isZero();
 
         assertThat(segment.ledger().snapshot()).isEmpty();
+    }
+
+    @Test
+    void shouldRefuseACommitBeyondTheLedgerBudgetAndKeepTheConnection() throws Exception
+    {
+        // Room for one entry: "a" or "b" with group "grp" (names of 2 + 1 + 3 bytes).
+        final SegmentRegistry small = new SegmentRegistry(new LedgerBudget(LedgerBudget.entryBytes(6)));
+        final Segment seg = small.allocate("test/seg1", SEGMENT_BYTES);
+        final TransferServer smallServer = new TransferServer("127.0.0.1", 0, small, 1 << 20, 1, true,
+            TransferMetrics.NONE, new AccessTokenVerifier(Clock.SYSTEM), TlsSettings.DISABLED, serverTransport())
+            .start();
+        try (RawClient client = new RawClient(smallServer.port()))
+        {
+            final byte[] a = record("a", 100, 1).encode();
+            final byte[] b = record("b", 100, 2).encode();
+            final ByteArrayOutputStream frames = new ByteArrayOutputStream();
+            frames.write(RawClient.header(Opcode.WRITE, 1, seg.id(), 0, 100));
+            frames.write(new byte[100]);
+            frames.write(RawClient.header(Opcode.COMMIT, 2, seg.id(), 0, a.length));
+            frames.write(a);
+            frames.write(RawClient.header(Opcode.WRITE, 3, seg.id(), 4096, 100));
+            frames.write(new byte[100]);
+            frames.write(RawClient.header(Opcode.COMMIT, 4, seg.id(), 4096, b.length));
+            frames.write(b);
+            client.send(frames.toByteArray());
+            final int[] statuses = new int[5];
+            for (int i = 0; i < 4; i++)
+            {
+                final FrameHeader response = client.readHeader();
+                statuses[(int)response.requestId] = response.status;
+            }
+            assertThat(statuses).containsExactly(0, 0, 0, 0, NO_AVAILABLE_HANDLE_VALUE);
+            assertThat(seg.ledger().snapshot()).extracting(SegmentLedger.Entry::key).containsExactly("a");
+            assertThat(small.ledgerBudget().refusals()).isEqualTo(1);
+
+            // The master frees "a": "b"'s COMMIT fits now, on the same connection.
+            assertThat(seg.ledger().free(0, 1)).isTrue();
+            final ByteArrayOutputStream again = new ByteArrayOutputStream();
+            again.write(RawClient.header(Opcode.COMMIT, 5, seg.id(), 4096, b.length));
+            again.write(b);
+            client.send(again.toByteArray());
+            final FrameHeader response = client.readHeader();
+            assertThat(response.requestId).isEqualTo(5);
+            assertThat(response.status).isZero();
+            assertThat(seg.ledger().snapshot()).extracting(SegmentLedger.Entry::key).containsExactly("b");
+        }
+        finally
+        {
+            smallServer.close();
+            small.close();
+        }
     }
 
     @Test
