@@ -182,10 +182,10 @@ public final class SegmentLedger
             if (!refusing)
             {
                 refusing = true;
-                LOG.warn("segment {}: the node's ledgers are at their heap budget ({} of {} bytes, {} of the max " +
-                        "heap); COMMITs are refused with NO_AVAILABLE_HANDLE until values are freed: give the node " +
-                        "more heap (-Xmx), about 140 bytes per value it should hold", segment.name(),
-                    budget.usedBytes(), budget.limitBytes(), LedgerBudget.HEAP_FRACTION);
+                LOG.warn("segment {}: the node's ledgers are at their heap budget ({} of {} bytes); COMMITs are " +
+                        "refused with NO_AVAILABLE_HANDLE until values are freed: give the node more heap (-Xmx; the " +
+                        "ledgers may take {} % of it), about 140 bytes per value it should hold", segment.name(),
+                    budget.usedBytes(), budget.limitBytes(), Math.round(LedgerBudget.HEAP_FRACTION * 100));
             }
             return NO_AVAILABLE_HANDLE_VALUE;
         }
