@@ -70,6 +70,7 @@ public final class StorageNode implements AutoCloseable
                 }
             }
             logHugePages(ctx);
+            logLedgerBudget(ctx);
             link = new MasterLink(ctx.masterAddress(), nodeId, name, endpoint, registry, registry.segments(),
                 ctx.heartbeatIntervalMs(), ctx.masterRpcTimeoutMs(), ctx.reconnectBackoffMs(),
                 ctx.reconnectBackoffMaxMs(), ctx.clock(), ctx.tls());
@@ -238,6 +239,23 @@ public final class StorageNode implements AutoCloseable
      * Says once at start whether the segments got huge pages: with pre-touch the smaps figure is final, without it it
      * grows as values are first written.
      */
+    /**
+     * The ledgers' heap budget against what the segments could hold in 4 KiB values (the smallest common KV page): an
+     * operator learns at start, not at the first refused COMMIT, that small values need more heap.
+     */
+    private void logLedgerBudget(final Context ctx)
+    {
+        final long budget = registry.ledgerBudget().limitBytes();
+        final long perValue = LedgerBudget.entryBytes(64); // a key of about 60 bytes, no group id
+        final long fits = budget / perValue;
+        final long smallValues = ctx.segmentCount() * (ctx.segmentSizeBytes() / 4096);
+        LOG.info("ledgers: heap budget {} MiB{}: about {} values at {} bytes each (keys of ~60 bytes); the segments " +
+                "hold up to {} values of 4 KiB{}", budget >> 20,
+            ctx.ledgerBudgetBytes() > 0 ? "" : " (" + Math.round(LedgerBudget.HEAP_FRACTION * 100) + " % of the max heap)",
+            fits, perValue, smallValues,
+            fits < smallValues ? ": with values that small, give the node more heap (-Xmx)" : "");
+    }
+
     private void logHugePages(final Context ctx)
     {
         final List<Segment> segments = registry.segments();
