@@ -236,10 +236,6 @@ public final class StorageNode implements AutoCloseable
     }
 
     /**
-     * Says once at start whether the segments got huge pages: with pre-touch the smaps figure is final, without it it
-     * grows as values are first written.
-     */
-    /**
      * The ledgers' heap budget against what the segments could hold in 4 KiB values (the smallest common KV page): an
      * operator learns at start, not at the first refused COMMIT, that small values need more heap.
      */
@@ -256,6 +252,10 @@ public final class StorageNode implements AutoCloseable
             fits < smallValues ? ": with values that small, give the node more heap (-Xmx)" : "");
     }
 
+    /**
+     * Says once at start whether the segments got huge pages: with pre-touch the smaps figure is final, without it it
+     * grows as values are first written.
+     */
     private void logHugePages(final Context ctx)
     {
         final List<Segment> segments = registry.segments();
@@ -520,7 +520,6 @@ public final class StorageNode implements AutoCloseable
             return this;
         }
 
-        /** Event-loop threads of the transfer server (default 2). */
         /** Heap the segments' ledgers may take before COMMITs are refused; 0 (the default) = 70 % of the max heap. */
         public long ledgerBudgetBytes()
         {
@@ -533,6 +532,7 @@ public final class StorageNode implements AutoCloseable
             return this;
         }
 
+        /** Event-loop threads of the transfer server (default 2). */
         public int ioThreads()
         {
             return ioThreads;
