@@ -61,6 +61,7 @@ class StorageNodeContextTest
         assertThatThrownBy(() -> valid().name("a/b").conclude()).hasMessageContaining("name");
         assertThatThrownBy(() -> valid().host(" ").conclude()).hasMessageContaining("host");
         assertThatThrownBy(() -> valid().clock(null).conclude()).hasMessageContaining("clock");
+        assertThatThrownBy(() -> valid().ledgerBudgetBytes(-1).conclude()).hasMessageContaining("ledgerBudgetBytes");
     }
 
     @Test
