@@ -48,6 +48,7 @@ bytes_of() {
     esac
 }
 
+command -v curl >/dev/null 2>&1 || die "needs curl (apt-get install curl) to read the admin ports"
 [[ "$minutes" =~ ^[1-9][0-9]*$ ]] || die "--minutes must be a positive whole number, was '$minutes'"
 segment_bytes=$(bytes_of "$segment")
 value_bytes=$(bytes_of "$value")
