@@ -21,14 +21,14 @@ import java.util.Random;
 import java.util.concurrent.TimeUnit;
 
 /**
- * Steady-state throughput of one free plus one allocate on a 1 GiB {@link TlsfExtentAllocator} held at about
- * 80% fill: (a) every extent 64 KiB, (b) KV-like mixed sizes from 16 KiB to 4 MiB. Each slot of a fixed table
- * keeps one extent; an operation frees a random slot's extent and allocates a new one into it.
+ * Steady-state throughput of one free plus one allocate on a {@link TlsfExtentAllocator} held at about 80% fill:
+ * (a) 1 GiB, every extent 64 KiB, (b) 1 GiB, KV-like mixed sizes from 16 KiB to 4 MiB, both freeing a random slot's
+ * extent and allocating a new one into it; (c) 16 GiB of 4 KiB extents freed oldest first, as eviction frees them.
  */
 @State(Scope.Thread)
 @BenchmarkMode(Mode.Throughput)
 @OutputTimeUnit(TimeUnit.MICROSECONDS)
-@Fork(value = 1, jvmArgsAppend = {"-Xmx1g"})
+@Fork(value = 1, jvmArgsAppend = {"-Xmx2g"})
 @Warmup(iterations = 3, time = 1)
 @Measurement(iterations = 5, time = 1)
 public class AllocatorBenchmark
@@ -42,8 +42,15 @@ public class AllocatorBenchmark
 
     public enum Workload
     {
+        /** 1 GiB, every extent 64 KiB, random victims. */
         FIXED_64K,
-        MIXED_KV
+        /** 1 GiB, KV-like mixed sizes, random victims. */
+        MIXED_KV,
+        /**
+         * 16 GiB of 4 KiB extents (3.4 million live), the oldest freed first, as the master's eviction does: the
+         * allocator's structures far outgrow the caches.
+         */
+        FIFO_4K_16G
     }
 
     @Param
@@ -55,6 +62,7 @@ public class AllocatorBenchmark
     private int[] victimScript;
     private long[] sizeScript;
     private int cursor;
+    private int fifoCursor;
     private long failures;
 
     @Setup(Level.Trial)
@@ -65,18 +73,20 @@ public class AllocatorBenchmark
         long sizeSum = 0;
         for (int i = 0; i < SCRIPT_LENGTH; i++)
         {
-            sizeScript[i] = workload == Workload.FIXED_64K ? 64 * KIB : kvSize(random);
+            sizeScript[i] = workload == Workload.FIXED_64K ? 64 * KIB :
+                workload == Workload.FIFO_4K_16G ? 4 * KIB : kvSize(random);
             sizeSum += sizeScript[i];
         }
         // Slots times the mean size gives the target fill; the sum then wanders only a few percent around it.
-        final int slots = (int)(FILL * CAPACITY_BYTES / ((double)sizeSum / SCRIPT_LENGTH));
+        final long capacity = workload == Workload.FIFO_4K_16G ? 16 * 1024 * MIB : CAPACITY_BYTES;
+        final int slots = (int)(FILL * capacity / ((double)sizeSum / SCRIPT_LENGTH));
         victimScript = new int[SCRIPT_LENGTH];
         for (int i = 0; i < SCRIPT_LENGTH; i++)
         {
-            victimScript[i] = random.nextInt(slots);
+            victimScript[i] = workload == Workload.FIFO_4K_16G ? -1 : random.nextInt(slots);
         }
 
-        allocator = new TlsfExtentAllocator(CAPACITY_BYTES);
+        allocator = new TlsfExtentAllocator(capacity);
         slotOffset = new long[slots];
         for (int i = 0; i < slots; i++)
         {
@@ -95,7 +105,8 @@ public class AllocatorBenchmark
     {
         final int i = cursor;
         cursor = (i + 1) & (SCRIPT_LENGTH - 1);
-        final int slot = victimScript[i];
+        final int scripted = victimScript[i];
+        final int slot = scripted >= 0 ? scripted : oldest();
         final long old = slotOffset[slot];
         if (old != ExtentAllocator.NO_SPACE)
         {
@@ -108,6 +119,14 @@ public class AllocatorBenchmark
         }
         slotOffset[slot] = offset;
         return offset;
+    }
+
+    /** The slot allocated longest ago (slots are refilled in order, so they age in order). */
+    private int oldest()
+    {
+        final int slot = fifoCursor;
+        fifoCursor = slot + 1 == slotOffset.length ? 0 : slot + 1;
+        return slot;
     }
 
     @TearDown(Level.Iteration)

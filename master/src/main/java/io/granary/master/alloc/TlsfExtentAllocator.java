@@ -38,7 +38,12 @@ public final class TlsfExtentAllocator implements ExtentAllocator
 
     private static final int INITIAL_RECORDS = 64;
     private static final int MAX_RECORDS = 1 << 30;
-    private static final long FIBONACCI = 0x9E3779B97F4A7C15L;
+
+    // Offset index regions: at least 2^12 granules each (so a region holds at most 4096 allocations), and at most
+    // 2^22 regions per allocator (16 MiB of references for the largest capacity).
+    private static final int MIN_REGION_SHIFT = 12;
+    private static final int MAX_REGION_BITS = 22;
+    private static final int INITIAL_REGION_ENTRIES = 4;
 
     private final int granularity;
     private final int granularityShift;
@@ -61,11 +66,17 @@ public final class TlsfExtentAllocator implements ExtentAllocator
     private final int[] slBitmap;
     private long flBitmap;
 
-    // Offset index of live allocations: open addressing, linear probing, holding record ids whose key is
-    // blockOffset[id]; the key is not duplicated, so an entry costs one int (load <= 1/2: 8..16 bytes per live
-    // allocation).
-    private int[] index;
-    private int indexShift;
+    // Offset index of live allocations: the segment is cut into regions of 2^regionShift granules, and each
+    // region keeps the allocations that start in it as one sorted array of longs (granule within the region << 32
+    // | record id; null while the region holds none). Allocations made one after another in offset order, as puts
+    // into a fresh or freshly evicted stretch of a segment are, append to the same short array, and a free finds its
+    // record by a binary search there: a hash table touched a random cache line of a table as large as the
+    // allocation count for every one (about 200 ns per allocate + free once millions were live). 8 bytes per live
+    // allocation, up to twice that while a region's array is half empty.
+    private final int regionShift;
+    private final long regionMask;
+    private final long[][] regions;
+    private final int[] regionCounts;
     private int indexSize;
 
     /** The free block after the last {@link #allocateAt} extent: where the next one in offset order starts. */
@@ -123,9 +134,12 @@ public final class TlsfExtentAllocator implements ExtentAllocator
         binNext = new int[INITIAL_RECORDS];
         blockState = new byte[INITIAL_RECORDS];
 
-        index = new int[INITIAL_RECORDS];
-        Arrays.fill(index, NONE);
-        indexShift = Long.SIZE - Integer.numberOfTrailingZeros(INITIAL_RECORDS);
+        final int unitBits = Long.SIZE - Long.numberOfLeadingZeros(capacityUnits - 1);
+        regionShift = Math.max(MIN_REGION_SHIFT, unitBits - MAX_REGION_BITS);
+        regionMask = (1L << regionShift) - 1;
+        final int regionCount = (int)((capacityUnits - 1) >>> regionShift) + 1;
+        regions = new long[regionCount][];
+        regionCounts = new int[regionCount];
 
         final int whole = newRecord();
         blockOffset[whole] = 0;
@@ -584,84 +598,93 @@ public final class TlsfExtentAllocator implements ExtentAllocator
             return NONE;
         }
         final long key = offsetBytes >>> granularityShift;
-        final int mask = index.length - 1;
-        for (int slot = slotOf(key); ; slot = (slot + 1) & mask)
+        final int region = (int)(key >>> regionShift);
+        final long[] entries = regions[region];
+        if (entries == null)
         {
-            final int record = index[slot];
-            if (record == NONE)
-            {
-                return NONE;
-            }
-            if (blockOffset[record] == key)
-            {
-                return record;
-            }
+            return NONE;
         }
+        final int at = search(entries, regionCounts[region], (int)(key & regionMask));
+        return at >= 0 ? (int)entries[at] : NONE;
     }
 
-    private int slotOf(final long key)
+    /** Index of the entry for granule {@code local} among the first {@code count}, or -(insertion point) - 1. */
+    private static int search(final long[] entries, final int count, final int local)
     {
-        return (int)((key * FIBONACCI) >>> indexShift);
+        int low = 0;
+        int high = count - 1;
+        while (low <= high)
+        {
+            final int mid = (low + high) >>> 1;
+            final int at = (int)(entries[mid] >>> 32);
+            if (at < local)
+            {
+                low = mid + 1;
+            }
+            else if (at > local)
+            {
+                high = mid - 1;
+            }
+            else
+            {
+                return mid;
+            }
+        }
+        return -(low + 1);
     }
 
     private void indexPut(final int record)
     {
-        if ((indexSize + 1) * 2 > index.length)
+        final long key = blockOffset[record];
+        final int region = (int)(key >>> regionShift);
+        final int local = (int)(key & regionMask);
+        final int count = regionCounts[region];
+        long[] entries = regions[region];
+        if (entries == null)
         {
-            rehash(index.length * 2);
+            entries = new long[INITIAL_REGION_ENTRIES];
+            regions[region] = entries;
         }
-        final int mask = index.length - 1;
-        int slot = slotOf(blockOffset[record]);
-        while (index[slot] != NONE)
+        else if (count == entries.length)
         {
-            slot = (slot + 1) & mask;
+            entries = Arrays.copyOf(entries, count * 2);
+            regions[region] = entries;
         }
-        index[slot] = record;
+        int at = count;
+        if (count > 0 && (int)(entries[count - 1] >>> 32) > local) // not the common append in offset order
+        {
+            final int found = search(entries, count, local);
+            if (found >= 0)
+            {
+                throw new IllegalStateException("granule " + key + " indexed twice");
+            }
+            at = -found - 1;
+            System.arraycopy(entries, at, entries, at + 1, count - at);
+        }
+        entries[at] = ((long)local << 32) | record;
+        regionCounts[region] = count + 1;
         indexSize++;
     }
 
     private void indexRemove(final int record)
     {
-        final int mask = index.length - 1;
-        int hole = slotOf(blockOffset[record]);
-        while (index[hole] != record)
+        final long key = blockOffset[record];
+        final int region = (int)(key >>> regionShift);
+        final long[] entries = regions[region];
+        final int count = regionCounts[region];
+        final int at = search(entries, count, (int)(key & regionMask));
+        System.arraycopy(entries, at + 1, entries, at, count - at - 1);
+        final int left = count - 1;
+        regionCounts[region] = left;
+        if (left == 0)
         {
-            hole = (hole + 1) & mask;
+            regions[region] = null;
         }
-        // Backward-shift deletion: pull later members of the probe run into the hole, so no tombstones pile up.
-        for (int slot = (hole + 1) & mask; index[slot] != NONE; slot = (slot + 1) & mask)
+        else if (entries.length > INITIAL_REGION_ENTRIES * 4 && left <= entries.length / 4)
         {
-            final int home = slotOf(blockOffset[index[slot]]);
-            final boolean staysPut = hole <= slot ? (home > hole && home <= slot) : (home > hole || home <= slot);
-            if (!staysPut)
-            {
-                index[hole] = index[slot];
-                hole = slot;
-            }
+            regions[region] = Arrays.copyOf(entries, entries.length / 2);
         }
-        index[hole] = NONE;
         indexSize--;
-    }
-
-    private void rehash(final int newLength)
-    {
-        final int[] old = index;
-        index = new int[newLength];
-        Arrays.fill(index, NONE);
-        indexShift = Long.SIZE - Integer.numberOfTrailingZeros(newLength);
-        final int mask = newLength - 1;
-        for (final int record : old)
-        {
-            if (record != NONE)
-            {
-                int slot = slotOf(blockOffset[record]);
-                while (index[slot] != NONE)
-                {
-                    slot = (slot + 1) & mask;
-                }
-                index[slot] = record;
-            }
-        }
     }
 
     // ------------------------------------------------------------------------------------------- checking
@@ -704,6 +727,23 @@ public final class TlsfExtentAllocator implements ExtentAllocator
         check(used == allocatedUnits, "allocated %d granules, counter says %d", used, allocatedUnits);
         check(usedCount == allocationCount && usedCount == indexSize, "allocations %d, counter %d, index %d",
             usedCount, allocationCount, indexSize);
+        int indexed = 0;
+        for (int region = 0; region < regions.length; region++)
+        {
+            final long[] entries = regions[region];
+            check((entries == null) == (regionCounts[region] == 0), "region %d: %d entries, array %s", region,
+                regionCounts[region], entries == null ? "absent" : "present");
+            for (int i = 0; i < regionCounts[region]; i++)
+            {
+                final int record = (int)entries[i];
+                final long granule = ((long)region << regionShift) + (entries[i] >>> 32);
+                check(i == 0 || (entries[i - 1] >>> 32) < (entries[i] >>> 32), "region %d unsorted at %d", region, i);
+                check(blockState[record] == USED && blockOffset[record] == granule,
+                    "region %d entry %d: record %d is not the allocation at granule %d", region, i, record, granule);
+            }
+            indexed += regionCounts[region];
+        }
+        check(indexed == indexSize, "regions index %d allocations, counter %d", indexed, indexSize);
         check(freeCount == freeBlockCount, "free blocks %d, counter %d", freeCount, freeBlockCount);
         check(!largestFreeKnown || largest == largestFreeUnits, "largest free %d, cached %d",
             largest, largestFreeUnits);

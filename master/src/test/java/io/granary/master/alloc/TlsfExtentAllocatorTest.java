@@ -4,6 +4,9 @@ import org.junit.jupiter.api.Test;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.TreeMap;
 
 import static io.granary.master.alloc.ExtentAllocator.NO_SPACE;
 import static org.assertj.core.api.Assertions.assertThat;
@@ -251,6 +254,73 @@ class TlsfExtentAllocatorTest
         assertThat(allocator.allocate(1005 * 64)).isEqualTo(large);
         assertThat(allocator.allocate(1001 * 64)).isEqualTo(NO_SPACE);
         assertThat(allocator.allocate(1000 * 64)).isIn(smalls);
+        allocator.verifyIntegrity();
+    }
+
+    @Test
+    void shouldKeepTheOffsetIndexExactUnderRandomSmallAllocationsAndFrees()
+    {
+        // Regions of 4096 granules (256 KiB here) hold from one to hundreds of these allocations, so entries go in
+        // out of offset order, region arrays grow and shrink, and regions empty and fill again.
+        final TlsfExtentAllocator allocator = new TlsfExtentAllocator(4 * MIB, 64);
+        final Random random = new Random(20261202);
+        final TreeMap<Long, Long> live = new TreeMap<>();
+        for (int step = 0; step < 200_000; step++)
+        {
+            if (live.isEmpty() || random.nextInt(100) < 55)
+            {
+                final long size = random.nextBoolean() ? 64 : 64L * (1 + random.nextInt(128));
+                final long offset = allocator.allocate(size);
+                if (offset != NO_SPACE)
+                {
+                    assertThat(live.put(offset, size)).as("offset %d handed out twice", offset).isNull();
+                }
+            }
+            else
+            {
+                final Long key = live.ceilingKey((long)random.nextInt(4 * (int)MIB));
+                final long offset = key != null ? key : live.firstKey();
+                allocator.free(offset);
+                live.remove(offset);
+                assertThat(allocator.allocationSize(offset)).isEqualTo(-1);
+            }
+            if (step % 25_000 == 0)
+            {
+                allocator.verifyIntegrity();
+            }
+        }
+        allocator.verifyIntegrity();
+        assertThat(allocator.allocationCount()).isEqualTo(live.size());
+        for (final Map.Entry<Long, Long> e : live.entrySet())
+        {
+            assertThat(allocator.allocationSize(e.getKey())).isEqualTo(e.getValue());
+            assertThat(allocator.allocationSize(e.getKey() + 64)).isIn(-1L, live.get(e.getKey() + 64));
+        }
+    }
+
+    @Test
+    void shouldIndexAllocationsAcrossTheWholeOfAHugeCapacity()
+    {
+        // 2^37 granules of 8 bytes: the offset index uses its largest regions (2^15 granules, 2^22 of them).
+        final TlsfExtentAllocator allocator = new TlsfExtentAllocator(TIB, 8);
+        final long[] offsets = {0, 8, 256 * KIB - 8, 256 * KIB, 4 * GIB, 4 * GIB + 8, TIB - 16, TIB - 8};
+        for (final long offset : offsets)
+        {
+            assertThat(allocator.allocateAt(offset, 8)).as("allocateAt(%d)", offset).isTrue();
+        }
+        allocator.verifyIntegrity();
+        for (final long offset : offsets)
+        {
+            assertThat(allocator.allocationSize(offset)).isEqualTo(8);
+        }
+        assertThat(allocator.allocationSize(16)).isEqualTo(-1);
+        assertThat(allocator.allocationSize(TIB - 24)).isEqualTo(-1);
+        for (final long offset : offsets)
+        {
+            allocator.free(offset);
+        }
+        assertThat(allocator.allocationCount()).isZero();
+        assertThat(allocator.largestFreeBlock()).isEqualTo(TIB);
         allocator.verifyIntegrity();
     }
 
