@@ -41,6 +41,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.IntSupplier;
+import java.util.function.LongSupplier;
 
 /**
  * Where the time of a put and a get goes: the transfer engine alone (READ/WRITE of one value
@@ -88,41 +89,15 @@ public final class DataPathProbe
                 measure("engine READ into heap", iterations, size, () ->
                     engine.submit(TransferRequest.read(endpoint, segment.id(), 0, heap.duplicate(), size)).join());
             }
-            // The engine synchronous calls use: the calling thread moves the bytes itself (no event loop).
-            try (CallerDrivenEngine engine = new CallerDrivenEngine(new TransferConfig().conclude());
-                 TransferEngine.Driver driver = engine.openDriver())
+            // The engines synchronous calls use, the calling thread moving the bytes itself (no event loop): the Java
+            // one, and the JNI one (the client's native transport).
+            try (TransferEngine engine = new CallerDrivenEngine(new TransferConfig().conclude()))
             {
-                final String endpoint = node.endpoint();
-                measure("caller-driven WRITE from direct", iterations, size, () -> drive(driver,
-                    engine.submit(TransferRequest.write(endpoint, segment.id(), 0, direct.duplicate(), size))));
-                // As a put does: each value into the next extent of the segment, which is no longer in any cache.
-                final long extents = segment.sizeBytes() / size;
-                final long[] next = {0};
-                measure("caller-driven WRITE, fresh offsets", iterations, size, () -> drive(driver,
-                    engine.submit(TransferRequest.write(endpoint, segment.id(), (next[0]++ % extents) * size,
-                        direct.duplicate(), size))));
-                measure("caller-driven READ into direct", iterations, size, () -> drive(driver,
-                    engine.submit(TransferRequest.read(endpoint, segment.id(), 0, direct.duplicate(), size))));
-                measure("caller-driven READ into heap", iterations, size, () -> drive(driver,
-                    engine.submit(TransferRequest.read(endpoint, segment.id(), 0, heap.duplicate(), size))));
+                measureCallerDriven("caller-driven", engine, node.endpoint(), segment, direct, heap, iterations);
             }
-            // The JNI engine (the client's native transport) driven by the calling thread, as synchronous calls use it.
-            try (NativeTransferEngine engine = new NativeTransferEngine(new TransferConfig().conclude());
-                 TransferEngine.Driver driver = engine.openDriver())
+            try (TransferEngine engine = new NativeTransferEngine(new TransferConfig().conclude()))
             {
-                final String endpoint = node.endpoint();
-                measure("native caller-driven WRITE from direct", iterations, size, () -> drive(driver,
-                    engine.submit(TransferRequest.write(endpoint, segment.id(), 0, direct.duplicate(), size))));
-                final long extents = segment.sizeBytes() / size;
-                final long[] next = {0};
-                measure("native caller-driven WRITE, fresh offsets", iterations, size, () -> drive(driver,
-                    engine.submit(TransferRequest.write(endpoint, segment.id(), (next[0]++ % extents) * size,
-                        direct.duplicate(), size))));
-                measure("native caller-driven READ into direct", iterations, size, () -> drive(driver,
-                    engine.submit(TransferRequest.read(endpoint, segment.id(), 0, direct.duplicate(), size))));
-                measure("native caller-driven READ, fresh offsets", iterations, size, () -> drive(driver,
-                    engine.submit(TransferRequest.read(endpoint, segment.id(), (next[0]++ % extents) * size,
-                        direct.duplicate(), size))));
+                measureCallerDriven("native caller-driven", engine, node.endpoint(), segment, direct, heap, iterations);
             }
             catch (final UnsatisfiedLinkError | IllegalStateException unavailable)
             {
@@ -224,6 +199,35 @@ public final class DataPathProbe
     }
 
     /** Drives {@code driver} until {@code future} is done; its code. */
+    /**
+     * WRITE and READ of one value by {@code engine} driven by the calling thread: to the same extent every time, and
+     * to the next extent of the segment every time (as puts and reads of many keys meet memory no cache holds).
+     */
+    private static void measureCallerDriven(
+        final String label, final TransferEngine engine, final String endpoint, final Segment segment,
+        final ByteBuffer direct, final ByteBuffer heap, final int iterations)
+    {
+        final int size = direct.capacity();
+        final long extents = segment.sizeBytes() / size;
+        final long[] next = {0};
+        final LongSupplier fresh = () -> (next[0]++ % extents) * size;
+        try (TransferEngine.Driver driver = engine.openDriver())
+        {
+            measure(label + " WRITE from direct", iterations, size, () -> drive(driver,
+                engine.submit(TransferRequest.write(endpoint, segment.id(), 0, direct.duplicate(), size))));
+            measure(label + " WRITE, fresh offsets", iterations, size, () -> drive(driver,
+                engine.submit(TransferRequest.write(endpoint, segment.id(), fresh.getAsLong(), direct.duplicate(),
+                    size))));
+            measure(label + " READ into direct", iterations, size, () -> drive(driver,
+                engine.submit(TransferRequest.read(endpoint, segment.id(), 0, direct.duplicate(), size))));
+            measure(label + " READ, fresh offsets", iterations, size, () -> drive(driver,
+                engine.submit(TransferRequest.read(endpoint, segment.id(), fresh.getAsLong(), direct.duplicate(),
+                    size))));
+            measure(label + " READ into heap", iterations, size, () -> drive(driver,
+                engine.submit(TransferRequest.read(endpoint, segment.id(), 0, heap.duplicate(), size))));
+        }
+    }
+
     private static int drive(final TransferEngine.Driver driver, final CompletableFuture<Integer> future)
     {
         while (!future.isDone())
