@@ -40,7 +40,7 @@ public final class TlsfExtentAllocator implements ExtentAllocator
     private static final int MAX_RECORDS = 1 << 30;
 
     // Offset index regions: at least 2^12 granules each (so a region holds at most 4096 allocations), and at most
-    // 2^22 regions per allocator (16 MiB of references for the largest capacity).
+    // 2^22 regions per allocator (32 MiB of references and counts for the largest capacity).
     private static final int MIN_REGION_SHIFT = 12;
     private static final int MAX_REGION_BITS = 22;
     private static final int INITIAL_REGION_ENTRIES = 4;
@@ -72,7 +72,8 @@ public final class TlsfExtentAllocator implements ExtentAllocator
     // into a fresh or freshly evicted stretch of a segment are, append to the same short array, and a free finds its
     // record by a binary search there: a hash table touched a random cache line of a table as large as the
     // allocation count for every one (about 200 ns per allocate + free once millions were live). 8 bytes per live
-    // allocation, up to twice that while a region's array is half empty.
+    // allocation (up to four times that while a region drains: its array halves at a quarter full) plus 8 bytes per
+    // region.
     private final int regionShift;
     private final long regionMask;
     private final long[][] regions;
