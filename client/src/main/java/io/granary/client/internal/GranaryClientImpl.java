@@ -29,6 +29,8 @@ import io.granary.proto.ListKeysRequest;
 import io.granary.proto.ListKeysResponse;
 import io.granary.proto.PutEndRequest;
 import io.granary.proto.PutRevokeRequest;
+import io.granary.proto.SettledReplica;
+import io.granary.proto.SettledReplicas;
 import io.granary.proto.PutStartRequest;
 import io.granary.proto.PutStartResponse;
 import io.granary.proto.RemoveAllRequest;
@@ -383,7 +385,7 @@ public final class GranaryClientImpl implements GranaryClient
         }
         catch (final GranaryException ex)
         {
-            revokeQuietly(key, ex);
+            revokeQuietly(key, ex, WriteOperation.unwritten(started.getReplicasList()));
             throw ex;
         }
         final CompletableFuture<OpFailure> written = write.start(transfers);
@@ -393,10 +395,10 @@ public final class GranaryClientImpl implements GranaryClient
         {
             if (failure == null)
             {
-                return CompletableFuture.completedFuture(endPut(key, null, crcValue));
+                return CompletableFuture.completedFuture(endPut(key, crcValue));
             }
             final GranaryException ex = failure.toException();
-            revokeQuietly(key, ex);
+            revokeQuietly(key, ex, write.settled());
             if (mayStartOver && ReadOperation.isTokenRefusal(failure.code().code()))
             {
                 return putAttempt(key, data, options, steps, avoidNodes, retriesLeft, false, crc);
@@ -466,14 +468,8 @@ public final class GranaryClientImpl implements GranaryClient
         return new CommitRecord(flags, tenant, key, options.getGroupId(), length, version, softPinTtlMs, 0);
     }
 
-    private Void endPut(final String key, final OpFailure failure, final int crc)
+    private Void endPut(final String key, final int crc)
     {
-        if (failure != null)
-        {
-            final GranaryException ex = failure.toException();
-            revokeQuietly(key, ex);
-            throw ex;
-        }
         ensureOpen();
         final PutEndRequest.Builder end = PutEndRequest.newBuilder()
             .setTenant(tenant)
@@ -659,7 +655,7 @@ public final class GranaryClientImpl implements GranaryClient
         {
             final GranaryException ex = new GranaryException(ErrorCode.INTERNAL_ERROR, "BatchPutStart answered " +
                 started.getResultsCount() + " results for " + sent.size() + " keys");
-            batchRevokeQuietly(request.getKeysList(), ex);
+            batchRevokeQuietly(request.getKeysList(), ex, null);
             throw ex;
         }
 
@@ -670,6 +666,7 @@ public final class GranaryClientImpl implements GranaryClient
         final List<CommitRecord> records = new ArrayList<>(sent.size());
         final List<CompletableFuture<byte[]>> commits = new ArrayList<>(sent.size());
         final List<String> toRevoke = new ArrayList<>();
+        final List<List<SettledReplica>> settled = new ArrayList<>();
         for (int j = 0; j < sent.size(); j++)
         {
             final int i = sent.get(j);
@@ -701,6 +698,7 @@ public final class GranaryClientImpl implements GranaryClient
             {
                 results[i] = OpFailure.of(ex).toResult();
                 toRevoke.add(key);
+                settled.add(WriteOperation.unwritten(result.getReplicasList()));
             }
         }
         final int[] crcValues = crcs == null ? null : new int[n];
@@ -715,7 +713,7 @@ public final class GranaryClientImpl implements GranaryClient
         }
         return CompletableFuture.allOf(writes.toArray(new CompletableFuture<?>[0])).thenComposeAsync(ignored ->
             endPutBatch(keys, data, options, steps, avoidNodes, retriesLeft, mayStartOver, results, writes, operations,
-                writeIndex, toRevoke, crcValues), steps);
+                writeIndex, toRevoke, settled, crcValues), steps);
     }
 
     /**
@@ -736,6 +734,7 @@ public final class GranaryClientImpl implements GranaryClient
         final List<WriteOperation> operations,
         final List<Integer> writeIndex,
         final List<String> toRevoke,
+        final List<List<SettledReplica>> settled,
         final int[] crcs)
     {
         ensureOpen();
@@ -758,6 +757,7 @@ public final class GranaryClientImpl implements GranaryClient
             {
                 results[i] = failure.toResult();
                 toRevoke.add(keys.get(i));
+                settled.add(operations.get(w).settled());
                 if (mayStartOver && ReadOperation.isTokenRefusal(failure.code().code()))
                 {
                     again.add(i);
@@ -777,7 +777,7 @@ public final class GranaryClientImpl implements GranaryClient
         }
         if (!toRevoke.isEmpty())
         {
-            batchRevokeQuietly(toRevoke, null);
+            batchRevokeQuietly(toRevoke, null, settled);
         }
         if (again.isEmpty() || closed.get())
         {
@@ -865,7 +865,11 @@ public final class GranaryClientImpl implements GranaryClient
         }
     }
 
-    private void revokeQuietly(final String key, final GranaryException cause)
+    /**
+     * PutRevoke, telling the master which replicas it may free at once ({@code settled}: every write to them answered
+     * OK, or none sent); the others stay out of use for its discard timeout.
+     */
+    private void revokeQuietly(final String key, final GranaryException cause, final List<SettledReplica> settled)
     {
         if (closed.get())
         {
@@ -877,6 +881,7 @@ public final class GranaryClientImpl implements GranaryClient
                 .setTenant(tenant)
                 .setClientId(clientId)
                 .setKey(key)
+                .addAllSettled(settled)
                 .build());
             if (revoked.getCode() != OK)
             {
@@ -890,7 +895,9 @@ public final class GranaryClientImpl implements GranaryClient
         }
     }
 
-    private void batchRevokeQuietly(final List<String> keys, final GranaryException cause)
+    /** BatchPutRevoke; {@code settled} is null or holds each key's settled replicas (see revokeQuietly). */
+    private void batchRevokeQuietly(
+        final List<String> keys, final GranaryException cause, final List<List<SettledReplica>> settled)
     {
         if (closed.get())
         {
@@ -898,7 +905,16 @@ public final class GranaryClientImpl implements GranaryClient
         }
         try
         {
-            final BatchCodeResponse revoked = master.batchPutRevoke(batchKeys(keys));
+            final BatchKeysRequest.Builder request =
+                BatchKeysRequest.newBuilder().setTenant(tenant).setClientId(clientId).addAllKeys(keys);
+            if (settled != null && settled.stream().anyMatch(s -> !s.isEmpty()))
+            {
+                for (final List<SettledReplica> replicas : settled)
+                {
+                    request.addSettled(SettledReplicas.newBuilder().addAllReplicas(replicas));
+                }
+            }
+            final BatchCodeResponse revoked = master.batchPutRevoke(request.build());
             if (revoked.getCode() != OK)
             {
                 LOG.debug("BatchPutRevoke of {} keys answered {}", keys.size(),

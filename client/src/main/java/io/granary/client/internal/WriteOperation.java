@@ -2,6 +2,7 @@ package io.granary.client.internal;
 
 import io.granary.client.ErrorCode;
 import io.granary.proto.Replica;
+import io.granary.proto.SettledReplica;
 import io.granary.transfer.TransferRequest;
 
 import java.nio.ByteBuffer;
@@ -27,6 +28,8 @@ final class WriteOperation
     private final CompletableFuture<byte[]> commit;
     /** Node ids whose write failed; written before the future completes, read after. */
     private final Set<String> failedNodes = new HashSet<>();
+    /** Replicas whose every write the node answered OK; written before the future completes, read after. */
+    private final List<SettledReplica> settled = new ArrayList<>(2);
 
     private WriteOperation(
         final String key, final ByteBuffer value, final List<ReplicaExtent> replicas,
@@ -83,6 +86,31 @@ final class WriteOperation
         return failedNodes;
     }
 
+    /**
+     * The replicas this put will send no more bytes to because the node answered every write to them OK (a revoke
+     * lets the master free them at once); valid once the future of {@link #start} completed.
+     */
+    List<SettledReplica> settled()
+    {
+        return settled;
+    }
+
+    /** Every replica of a PutStart answer, for a revoke of a put that sent no bytes at all. */
+    static List<SettledReplica> unwritten(final List<Replica> replicas)
+    {
+        final List<SettledReplica> all = new ArrayList<>(replicas.size());
+        for (final Replica r : replicas)
+        {
+            all.add(settled(r.getNodeId(), r.getSegmentId(), r.getOffset()));
+        }
+        return all;
+    }
+
+    private static SettledReplica settled(final String nodeId, final int segmentId, final long offset)
+    {
+        return SettledReplica.newBuilder().setNodeId(nodeId).setSegmentId(segmentId).setOffset(offset).build();
+    }
+
     String key()
     {
         return key;
@@ -99,6 +127,10 @@ final class WriteOperation
         final int length = value.remaining();
         if (length == 0 && commit == null)
         {
+            for (final ReplicaExtent extent : replicas)
+            {
+                settled.add(settled(extent.nodeId(), extent.segmentId(), extent.offset()));
+            }
             return NO_FAILURE;
         }
         final CompletableFuture<?>[] writes = new CompletableFuture<?>[replicas.size()];
@@ -124,7 +156,12 @@ final class WriteOperation
         for (int i = 0; i < writes.length; i++)
         {
             final int code = (Integer)writes[i].join();
-            if (code != 0)
+            if (code == 0)
+            {
+                final ReplicaExtent extent = replicas.get(i);
+                settled.add(settled(extent.nodeId(), extent.segmentId(), extent.offset()));
+            }
+            else
             {
                 if (firstCode == null)
                 {

@@ -119,6 +119,7 @@ public final class AdminHttpServer implements AutoCloseable
             .field("started", store.putStarts())
             .field("ended", store.putEnds())
             .field("revoked", store.putRevokes())
+            .field("revoked_extents_released", store.revokedExtentsReleased())
             .field("allocation_failures", store.allocationFailures())
             .field("partial_allocations", store.partialAllocations())
             .field("discarded", store.discardedPuts())

@@ -140,6 +140,8 @@ public final class MetadataStore implements SnapshotSource
     private final LongAdder putStarts = new LongAdder();
     private final LongAdder putEnds = new LongAdder();
     private final LongAdder putRevokes = new LongAdder();
+    /** Extents of revoked puts freed at once (their client named them settled) instead of quarantined. */
+    private final LongAdder revokedExtentsReleased = new LongAdder();
     private final LongAdder allocationFailures = new LongAdder();
     private final LongAdder partialAllocations = new LongAdder();
     private final LongAdder discardedPuts = new LongAdder();
@@ -722,6 +724,18 @@ public final class MetadataStore implements SnapshotSource
     /** Abandons a put: the object disappears; its extents are freed after the discard timeout. */
     public int putRevoke(final String tenant, final String clientId, final String key)
     {
+        return putRevoke(tenant, clientId, key, List.of());
+    }
+
+    /**
+     * Abandons a put: the object disappears. Its extents named in {@code settled} (replicas the client sends no more
+     * bytes to: every write answered OK, or none sent) are freed at once; the others after the discard timeout, since
+     * a write that timed out on the client may still land. Entries naming no replica of the put are ignored.
+     */
+    public int putRevoke(
+        final String tenant, final String clientId, final String key,
+        final List<io.granary.proto.SettledReplica> settled)
+    {
         final int code = checkKey(key);
         if (code != OK_VALUE)
         {
@@ -749,10 +763,48 @@ public final class MetadataStore implements SnapshotSource
             unlockOwner(m);
         }
         finishDetach(m);
-        // A write that timed out on the client may still land: keep the extents out of use for a while.
-        quarantine(m.replicas, clock.nanoTime() + settings.putDiscardTimeoutNs);
+        // A write that timed out on the client may still land: keep those extents out of use for a while.
+        final ReplicaRecord[] held = releaseSettled(m.replicas, settled);
+        quarantine(held, clock.nanoTime() + settings.putDiscardTimeoutNs);
         putRevokes.increment();
         return OK_VALUE;
+    }
+
+    /** Frees the replicas named in {@code settled}; returns the others (the same array when none was freed). */
+    private ReplicaRecord[] releaseSettled(
+        final ReplicaRecord[] replicas, final List<io.granary.proto.SettledReplica> settled)
+    {
+        if (settled.isEmpty() || replicas.length == 0)
+        {
+            return replicas;
+        }
+        final ArrayList<ReplicaRecord> held = new ArrayList<>(replicas.length);
+        for (final ReplicaRecord r : replicas)
+        {
+            if (isSettled(r, settled))
+            {
+                r.release();
+                revokedExtentsReleased.increment();
+            }
+            else
+            {
+                held.add(r);
+            }
+        }
+        return held.size() == replicas.length ? replicas : held.toArray(new ReplicaRecord[0]);
+    }
+
+    private static boolean isSettled(final ReplicaRecord r, final List<io.granary.proto.SettledReplica> settled)
+    {
+        for (final io.granary.proto.SettledReplica s : settled)
+        {
+            if (s.getOffset() == r.offset() && s.getSegmentId() == r.segment().segmentId() &&
+                s.getNodeId().equals(r.segment().nodeId()))
+            {
+                return true;
+            }
+        }
+        return false;
     }
 
     private void quarantine(final ReplicaRecord[] replicas, final long releaseAtNs)
@@ -2322,6 +2374,12 @@ public final class MetadataStore implements SnapshotSource
     public long putRevokes()
     {
         return putRevokes.sum();
+    }
+
+    /** Extents of revoked puts freed at once because their client named them settled (see {@link #putRevoke}). */
+    public long revokedExtentsReleased()
+    {
+        return revokedExtentsReleased.sum();
     }
 
     public long allocationFailures()

@@ -97,6 +97,9 @@ public final class MasterMetrics implements AutoCloseable
             MetadataStore::putEnds);
         counter(meters, "granary.master.puts.revoked", "Puts revoked by their client", store,
             MetadataStore::putRevokes);
+        counter(meters, "granary.master.put.revoke.released.extents",
+            "Extents of revoked puts freed at once (their client had settled every write to them), not quarantined",
+            store, MetadataStore::revokedExtentsReleased);
         counter(meters, "granary.master.put.allocation.failures",
             "PutStart calls refused for lack of space (NO_AVAILABLE_HANDLE), after eviction", store,
             MetadataStore::allocationFailures);

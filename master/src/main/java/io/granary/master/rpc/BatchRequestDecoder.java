@@ -2,6 +2,7 @@ package io.granary.master.rpc;
 
 import com.google.protobuf.InvalidProtocolBufferException;
 import io.granary.master.meta.KeyBatch;
+import io.granary.proto.SettledReplicas;
 import io.netty.buffer.ByteBuf;
 
 import java.lang.invoke.MethodHandles;
@@ -40,21 +41,24 @@ final class BatchRequestDecoder
     private int pos;
     private int end;
 
-    /** BatchKeysRequest: 1 tenant, 2 client_id, 3 repeated keys, 4 packed fixed32 crc32c (unused here). */
+    /**
+     * BatchKeysRequest: 1 tenant, 2 client_id, 3 repeated keys, 4 packed fixed32 crc32c and 5 repeated
+     * SettledReplicas (both unused here).
+     */
     void decodeBatchKeys(final ByteBuf in) throws InvalidProtocolBufferException
     {
-        decode(in, 3, 1, -1, -1, 2, 4);
+        decode(in, 3, 1, -1, -1, 2, 4, 5);
     }
 
     /** BatchProbeKeyRequest: 1 tenant, 2 mode, 3 candidate_size, 4 repeated keys. */
     void decodeBatchProbe(final ByteBuf in) throws InvalidProtocolBufferException
     {
-        decode(in, 4, 1, 2, 3, -1, -1);
+        decode(in, 4, 1, 2, 3, -1, -1, -1);
     }
 
     private void decode(
         final ByteBuf in, final int keysField, final int tenantField, final int modeField, final int sizeField,
-        final int ignoredStringField, final int ignoredFixed32Field)
+        final int ignoredStringField, final int ignoredFixed32Field, final int ignoredSettledField)
         throws InvalidProtocolBufferException
     {
         final int length = in.readableBytes();
@@ -114,6 +118,14 @@ final class BatchRequestDecoder
                 {
                     throw new InvalidProtocolBufferException("packed fixed32 field " + field + " of " + len + " bytes");
                 }
+                pos += len;
+            }
+            else if (wire == WIRE_LEN && field == ignoredSettledField)
+            {
+                // Unused here (BatchPutRevoke's settled replicas), but protobuf refuses the message if an entry is
+                // malformed: so must we. Only revokes carry it, so parsing it the slow way costs nothing that matters.
+                final int len = readLength();
+                SettledReplicas.parser().parseFrom(payload, pos, len);
                 pos += len;
             }
             else if (wire == WIRE_VARINT && field == modeField)

@@ -444,8 +444,9 @@ public final class MasterRequestHandler
 
     public CodeResponse putRevoke(final PutRevokeRequest req)
     {
-        return badTenant(req.getTenant()) || badClientId(req.getClientId()) ? code(INVALID_PARAMS_VALUE) :
-            code(store.putRevoke(tenant(req.getTenant()), req.getClientId(), req.getKey()));
+        return badTenant(req.getTenant()) || badClientId(req.getClientId()) ||
+            req.getSettledCount() > Limits.MAX_REPLICAS ? code(INVALID_PARAMS_VALUE) :
+            code(store.putRevoke(tenant(req.getTenant()), req.getClientId(), req.getKey(), req.getSettledList()));
     }
 
     public BatchPutStartResponse batchPutStart(final BatchPutStartRequest req)
@@ -486,9 +487,23 @@ public final class MasterRequestHandler
             store.putEnd(tenant(req.getTenant()), req.getClientId(), key, hasCrc, hasCrc ? req.getCrc32C(i) : 0));
     }
 
+    /** BatchPutRevoke: {@code settled} holds nothing or one entry per key, of at most MAX_REPLICAS replicas each. */
     public BatchCodeResponse batchPutRevoke(final BatchKeysRequest req)
     {
-        return perKey(req, (i, key) -> store.putRevoke(tenant(req.getTenant()), req.getClientId(), key));
+        final boolean hasSettled = req.getSettledCount() > 0;
+        if (hasSettled && req.getSettledCount() != req.getKeysCount())
+        {
+            return BatchCodeResponse.newBuilder().setCode(INVALID_PARAMS_VALUE).build();
+        }
+        for (int i = 0; i < req.getSettledCount(); i++)
+        {
+            if (req.getSettled(i).getReplicasCount() > Limits.MAX_REPLICAS)
+            {
+                return BatchCodeResponse.newBuilder().setCode(INVALID_PARAMS_VALUE).build();
+            }
+        }
+        return perKey(req, (i, key) -> store.putRevoke(tenant(req.getTenant()), req.getClientId(), key,
+            hasSettled ? req.getSettled(i).getReplicasList() : List.of()));
     }
 
     public GetReplicaListResponse getReplicaList(final KeyRequest req)

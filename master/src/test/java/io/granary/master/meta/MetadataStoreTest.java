@@ -403,6 +403,77 @@ class MetadataStoreTest
     }
 
     @Test
+    void shouldFreeTheSettledReplicasOfARevokedPutAtOnceAndHoldTheOthersForTheDiscardTimeout()
+    {
+        mount("node-2", "127.0.0.1:7002", 21);
+        final long before = allocatedBytes();
+        final List<Replica> replicas = start("k", 4096, replicas(2), OK_VALUE);
+        assertThat(replicas).hasSize(2);
+        final long oneExtent = (allocatedBytes() - before) / 2;
+        final Replica written = replicas.get(0);
+        final Replica unknown = replicas.get(1);
+        final List<io.granary.proto.SettledReplica> settled = List.of(
+            settled(written.getNodeId(), written.getSegmentId(), written.getOffset()),
+            // Entries naming no replica of this put change nothing: another offset, another node's segment id.
+            settled(unknown.getNodeId(), unknown.getSegmentId(), unknown.getOffset() + 4096),
+            settled("node-9", unknown.getSegmentId(), unknown.getOffset()));
+
+        assertThat(store.putRevoke(T, CLIENT, "k", settled)).isEqualTo(OK_VALUE);
+
+        assertThat(store.exists(T, "k", false)).isZero();
+        assertThat(store.revokedExtentsReleased()).isEqualTo(1);
+        assertThat(allocatedBytes() - before).isEqualTo(oneExtent); // the settled extent is free at once
+        assertThat(segment(unknown.getNodeId()).allocatedBytes()).isEqualTo(oneExtent);
+        assertThat(segment(written.getNodeId()).allocatedBytes()).isZero();
+        clock.advance(Duration.ofSeconds(29));
+        store.reclaimAbandonedPuts();
+        assertThat(allocatedBytes() - before).isEqualTo(oneExtent);
+        clock.advance(Duration.ofSeconds(2)); // past the 30 s discard timeout
+        store.reclaimAbandonedPuts();
+        assertThat(allocatedBytes()).isEqualTo(before);
+    }
+
+    @Test
+    void shouldFreeEveryReplicaOfARevokedPutWhenAllAreSettled()
+    {
+        mount("node-2", "127.0.0.1:7002", 21);
+        final List<Replica> replicas = start("k", 100_000, replicas(2), OK_VALUE);
+        final List<io.granary.proto.SettledReplica> settled = new ArrayList<>();
+        for (final Replica r : replicas)
+        {
+            settled.add(settled(r.getNodeId(), r.getSegmentId(), r.getOffset()));
+        }
+        assertThat(store.putRevoke(T, CLIENT, "k", settled)).isEqualTo(OK_VALUE);
+        assertThat(allocatedBytes()).isZero();
+        assertThat(store.pendingReleaseCount()).isZero();
+        assertThat(store.revokedExtentsReleased()).isEqualTo(2);
+        // A revoke from another client frees nothing, settled or not.
+        final List<Replica> again = start("k", 100_000, replicas(1), OK_VALUE);
+        assertThat(store.putRevoke(T, "intruder", "k",
+            List.of(settled(again.get(0).getNodeId(), again.get(0).getSegmentId(), again.get(0).getOffset()))))
+            .isEqualTo(ILLEGAL_CLIENT_VALUE);
+        assertThat(allocatedBytes()).isEqualTo(100_032); // rounded up to the 64-byte granularity
+    }
+
+    static io.granary.proto.SettledReplica settled(final String nodeId, final int segmentId, final long offset)
+    {
+        return io.granary.proto.SettledReplica.newBuilder().setNodeId(nodeId).setSegmentId(segmentId)
+            .setOffset(offset).build();
+    }
+
+    MountedSegment segment(final String nodeId)
+    {
+        for (final MountedSegment s : registry.liveSegments())
+        {
+            if (s.nodeId().equals(nodeId))
+            {
+                return s;
+            }
+        }
+        throw new AssertionError("no segment of " + nodeId);
+    }
+
+    @Test
     void shouldDropADeadNodesReplicasAndEraseObjectsLeftWithout()
     {
         mount("node-2", "127.0.0.1:7002", 21);

@@ -70,6 +70,24 @@ class BatchRequestDecoderTest
     }
 
     @Test
+    void shouldRefuseMalformedSettledReplicasAsProtobufDoesAndSkipWellFormedOnes() throws InvalidProtocolBufferException
+    {
+        // Field 5 (BatchPutRevoke's settled replicas) holding an entry whose node id (field 1 of field 1) is not UTF-8.
+        final byte[] bad = java.util.HexFormat.of().parseHex("1a016b" + "2a05" + "0a03" + "0a01ff");
+        final BatchRequestDecoder d = new BatchRequestDecoder();
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> BatchKeysRequest.parseFrom(bad))
+            .isInstanceOf(InvalidProtocolBufferException.class);
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> d.decodeBatchKeys(Unpooled.wrappedBuffer(bad)))
+            .isInstanceOf(InvalidProtocolBufferException.class);
+
+        final byte[] good = BatchKeysRequest.newBuilder().addKeys("k").addSettled(io.granary.proto.SettledReplicas
+            .newBuilder().addReplicas(io.granary.proto.SettledReplica.newBuilder().setNodeId("n").setSegmentId(3)
+                .setOffset(4096))).build().toByteArray();
+        d.decodeBatchKeys(Unpooled.wrappedBuffer(good));
+        assertThat(keysOf(d)).containsExactly("k");
+    }
+
+    @Test
     void shouldEitherDecodeOrRefuseRandomAndMutatedBytes()
     {
         final byte[] valid = BatchKeysRequest.newBuilder().setTenant("t").addKeys("alpha").addKeys("beta").build()

@@ -12,8 +12,11 @@ import io.granary.proto.HeartbeatRequest;
 import io.granary.proto.MasterServiceGrpc;
 import io.granary.proto.PutEndRequest;
 import io.granary.proto.PutOptions;
+import io.granary.proto.PutRevokeRequest;
 import io.granary.proto.PutStartRequest;
 import io.granary.proto.RemoveByRegexRequest;
+import io.granary.proto.SettledReplica;
+import io.granary.proto.SettledReplicas;
 import io.granary.proto.UnmountSegmentRequest;
 import io.grpc.ManagedChannel;
 import io.grpc.ManagedChannelBuilder;
@@ -89,6 +92,38 @@ class InputValidationTest
         assertThat(putStart("c", PutOptions.newBuilder().setPreferredSegment("s".repeat(5000)).build()))
             .isEqualTo(INVALID_PARAMS_VALUE);
         assertThat(master.store().objectCount()).isZero();
+    }
+
+    @Test
+    void shouldRefuseRevokesNamingMoreSettledReplicasThanAPutCanHaveAndFreeTheOnesNamed()
+    {
+        final io.granary.proto.PutStartResponse started = stub.putStart(PutStartRequest.newBuilder().setClientId("c")
+            .setKey("k").setValueLength(64).build());
+        assertThat(started.getCode()).isEqualTo(OK_VALUE);
+        final io.granary.proto.Replica r = started.getReplicas(0);
+        final SettledReplica mine = SettledReplica.newBuilder().setNodeId(r.getNodeId())
+            .setSegmentId(r.getSegmentId()).setOffset(r.getOffset()).build();
+        final PutRevokeRequest.Builder revoke = PutRevokeRequest.newBuilder().setClientId("c").setKey("k");
+        for (int i = 0; i < 17; i++)
+        {
+            revoke.addSettled(mine);
+        }
+        assertThat(stub.putRevoke(revoke.build()).getCode()).as("17 settled replicas").isEqualTo(INVALID_PARAMS_VALUE);
+        final BatchKeysRequest.Builder batch = BatchKeysRequest.newBuilder().setClientId("c").addKeys("k").addKeys("j")
+            .addSettled(SettledReplicas.newBuilder().addReplicas(mine));
+        assertThat(stub.batchPutRevoke(batch.build()).getCode()).as("settled entries for 1 of 2 keys")
+            .isEqualTo(INVALID_PARAMS_VALUE);
+        batch.addSettled(SettledReplicas.newBuilder().addAllReplicas(revoke.getSettledList()));
+        assertThat(stub.batchPutRevoke(batch.build()).getCode()).as("17 settled replicas for one key")
+            .isEqualTo(INVALID_PARAMS_VALUE);
+        assertThat(master.store().objectCount()).as("nothing revoked by a refused request").isEqualTo(1);
+
+        batch.setSettled(1, SettledReplicas.getDefaultInstance());
+        final io.granary.proto.BatchCodeResponse revoked = stub.batchPutRevoke(batch.build());
+        assertThat(revoked.getCode()).isEqualTo(OK_VALUE);
+        assertThat(revoked.getCodesList()).containsExactly(OK_VALUE, io.granary.proto.ErrorCode.OBJECT_NOT_FOUND_VALUE);
+        assertThat(master.store().revokedExtentsReleased()).isEqualTo(1);
+        assertThat(master.store().pendingReleaseCount()).isZero();
     }
 
     @Test
