@@ -111,7 +111,8 @@ final class StatCommand extends ClientCommand
             number(summary, "soft_pinned_objects"));
         final Map<String, Object> puts = map(summary, "puts");
         out.println("puts: " + number(puts, "started") + " started, " + number(puts, "ended") + " completed, " +
-            number(puts, "revoked") + " revoked, " + number(puts, "allocation_failures") + " allocation failures, " +
+            number(puts, "revoked") + " revoked (" + number(puts, "revoked_extents_released") +
+            " of their extents freed at once), " + number(puts, "allocation_failures") + " allocation failures, " +
             number(puts, "partial_allocations") + " partial, " + number(puts, "discarded") + " discarded, " +
             number(puts, "released") + " released");
         final Map<String, Object> eviction = map(summary, "eviction");
