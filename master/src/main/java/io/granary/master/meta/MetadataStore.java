@@ -530,6 +530,11 @@ public final class MetadataStore implements SnapshotSource
         final int wanted = Math.max(1, options.getReplicas());
         List<ReplicaRecord> placed =
             placement.place(registry.liveSegments(), wanted, valueLength, options.getPreferredSegment(), avoidNodes);
+        if (placed.isEmpty() && releaseDueExtents(clock.nanoTime()) > 0)
+        {
+            placed = placement.place(
+                registry.liveSegments(), wanted, valueLength, options.getPreferredSegment(), avoidNodes);
+        }
         if (placed.isEmpty() && allocationFailureHandler != null &&
             allocationFailureHandler.test(Math.max(1, valueLength) * wanted))
         {
@@ -1899,6 +1904,22 @@ public final class MetadataStore implements SnapshotSource
             }
         }
 
+        releaseDueExtents(now);
+        if (reclaimed > 0)
+        {
+            LOG.info("reclaimed {} abandoned put(s) older than the release timeout", reclaimed);
+        }
+        return reclaimed;
+    }
+
+    /**
+     * Frees the quarantined extents whose time has come (those of force-removed objects whose lease ended, of revoked
+     * puts past the discard timeout). The housekeeper calls it every period; a put that finds no room calls it first,
+     * so that space already due is never refused for waiting on the next period. @return extents freed.
+     */
+    private int releaseDueExtents(final long now)
+    {
+        int freed = 0;
         while (true)
         {
             final PendingRelease due;
@@ -1914,13 +1935,10 @@ public final class MetadataStore implements SnapshotSource
             for (final ReplicaRecord r : due.replicas)
             {
                 r.release();
+                freed++;
             }
         }
-        if (reclaimed > 0)
-        {
-            LOG.info("reclaimed {} abandoned put(s) older than the release timeout", reclaimed);
-        }
-        return reclaimed;
+        return freed;
     }
 
     public int pendingReleaseCount()

@@ -403,6 +403,20 @@ class MetadataStoreTest
     }
 
     @Test
+    void shouldGiveAPutTheExtentsOfAForceRemovedObjectOnceItsLeaseEndedWithoutWaitingForTheHousekeeper()
+    {
+        put("old", 48L << 20);
+        assertThat(lookup("old").code).isEqualTo(OK_VALUE); // a reader leases it
+        assertThat(store.remove(T, "old", true)).isEqualTo(OK_VALUE);
+        start("new", 48L << 20, replicas(1), NO_AVAILABLE_HANDLE_VALUE); // its readers may still hold tokens
+
+        clock.advance(Duration.ofNanos(store.settings().leaseTtlNs + 1));
+        // No housekeeping pass ran: the put itself frees what has become due.
+        start("new", 48L << 20, replicas(1), OK_VALUE);
+        assertThat(store.pendingReleaseCount()).isZero();
+    }
+
+    @Test
     void shouldFreeTheSettledReplicasOfARevokedPutAtOnceAndHoldTheOthersForTheDiscardTimeout()
     {
         mount("node-2", "127.0.0.1:7002", 21);
