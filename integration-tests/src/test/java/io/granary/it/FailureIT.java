@@ -64,12 +64,15 @@ class FailureIT
         try (ProcessCluster cluster = new ProcessCluster(test))
         {
             // Forced removes keep a leased object's extents until its lease ends (its readers' tokens last that
-            // long): a short lease and room for a second of churn keep the workload's removes from filling the two
-            // nodes left (a caller-driven client puts ~200 values of up to 1 MiB a second here).
+            // long), and the workload leases every object it puts: a short lease and room for a few seconds of
+            // churn keep its removes from filling the two nodes left. A caller-driven client put ~590 values of
+            // 4 KiB to 1 MiB (mean 184 KiB) a second here, two replicas each: ~106 MiB a second on each node left,
+            // whose allocated bytes then swung between 110 and 180 MiB (the housekeeper frees due extents every
+            // 750 ms). 256 MiB segments filled up on some runs; 512 MiB leave about four seconds of churn.
             final ServiceProcess master = cluster.startMaster("--node-ttl", "3s", "--heartbeat-interval", "500ms",
                 "--lease-ttl", "1s");
             final List<ServiceProcess> nodes = cluster.startNodesOnFixedPorts(
-                List.of("node-0", "node-1", "node-2"), "--segment-size", "256m", "--pre-touch", "false");
+                List.of("node-0", "node-1", "node-2"), "--segment-size", "512m", "--pre-touch", "false");
             final GranaryClient client = cluster.newClient(b -> b.rpcTimeout(Duration.ofSeconds(3))
                 .transferTimeout(Duration.ofSeconds(2)).connectTimeout(Duration.ofSeconds(1)));
             final Workload.Generations generations = new Workload.Generations();
