@@ -530,8 +530,13 @@ public final class MetadataStore implements SnapshotSource
         final int wanted = Math.max(1, options.getReplicas());
         List<ReplicaRecord> placed =
             placement.place(registry.liveSegments(), wanted, valueLength, options.getPreferredSegment(), avoidNodes);
-        if (placed.isEmpty() && releaseDueExtents(clock.nanoTime()) > 0)
+        if (placed.size() < wanted && releaseDueExtents(clock.nanoTime()) > 0)
         {
+            // Room just freed may take every replica asked for: place again from scratch.
+            for (final ReplicaRecord r : placed)
+            {
+                r.release(); // no version yet: nothing to tell a node
+            }
             placed = placement.place(
                 registry.liveSegments(), wanted, valueLength, options.getPreferredSegment(), avoidNodes);
         }

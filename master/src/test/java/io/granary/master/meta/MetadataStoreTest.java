@@ -417,6 +417,31 @@ class MetadataStoreTest
     }
 
     @Test
+    void shouldPlaceEveryReplicaAskedForWhenRoomDueForReleaseMakesItFit()
+    {
+        mount("node-2", "127.0.0.1:7002", 21);
+        final List<Replica> first = start("old", 48L << 20,
+            PutOptions.newBuilder().setPreferredSegment("node-2/seg0").build(), OK_VALUE);
+        assertThat(first.get(0).getNodeId()).isEqualTo("node-2");
+        assertThat(store.putEnd(T, CLIENT, "old")).isEqualTo(OK_VALUE);
+        assertThat(lookup("old").code).isEqualTo(OK_VALUE);
+        assertThat(store.remove(T, "old", true)).isEqualTo(OK_VALUE);
+        // While the lease lasts, node-2 has no room: two replicas asked, one placed.
+        final List<Replica> partial = start("partial", 48L << 20, replicas(2), OK_VALUE);
+        assertThat(partial).extracting(Replica::getNodeId).containsExactly("node-1");
+        assertThat(store.partialAllocations()).isEqualTo(1);
+        assertThat(store.putRevoke(T, CLIENT, "partial", List.of(settled(partial.get(0).getNodeId(),
+            partial.get(0).getSegmentId(), partial.get(0).getOffset())))).isEqualTo(OK_VALUE);
+
+        clock.advance(Duration.ofNanos(store.settings().leaseTtlNs + 1));
+        // The lease ended but no housekeeping pass ran: the put frees node-2's extent and gets both replicas
+        // (node-2 has 16 MiB free before that).
+        assertThat(start("full", 32L << 20, replicas(2), OK_VALUE)).extracting(Replica::getNodeId)
+            .containsExactlyInAnyOrder("node-1", "node-2");
+        assertThat(store.partialAllocations()).isEqualTo(1);
+    }
+
+    @Test
     void shouldFreeTheSettledReplicasOfARevokedPutAtOnceAndHoldTheOthersForTheDiscardTimeout()
     {
         mount("node-2", "127.0.0.1:7002", 21);
