@@ -127,10 +127,6 @@ final class WriteOperation
         final int length = value.remaining();
         if (length == 0 && commit == null)
         {
-            for (final ReplicaExtent extent : replicas)
-            {
-                settled.add(settled(extent.nodeId(), extent.segmentId(), extent.offset()));
-            }
             return NO_FAILURE;
         }
         final CompletableFuture<?>[] writes = new CompletableFuture<?>[replicas.size()];

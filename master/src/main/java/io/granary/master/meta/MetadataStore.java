@@ -13,6 +13,7 @@ import io.granary.proto.LedgerEntry;
 import io.granary.proto.PutOptions;
 import io.granary.proto.Replica;
 import io.granary.proto.ReplicaStatus;
+import io.granary.proto.SettledReplica;
 import io.granary.proto.SoftPinAction;
 import io.granary.protocol.AccessTokenCodec;
 import io.granary.protocol.Limits;
@@ -528,8 +529,7 @@ public final class MetadataStore implements SnapshotSource
         final byte[][] parentKey = new byte[1][];
         final Object parentUnit = linkParent(tenant, options.getParentKey(), key, options.getGroupId(), parentKey);
         final int wanted = Math.max(1, options.getReplicas());
-        List<ReplicaRecord> placed =
-            placement.place(registry.liveSegments(), wanted, valueLength, options.getPreferredSegment(), avoidNodes);
+        List<ReplicaRecord> placed = place(wanted, valueLength, options, avoidNodes);
         if (placed.size() < wanted && releaseDueExtents(clock.nanoTime()) > 0)
         {
             // Room just freed may take every replica asked for: place again from scratch.
@@ -537,14 +537,12 @@ public final class MetadataStore implements SnapshotSource
             {
                 r.release(); // no version yet: nothing to tell a node
             }
-            placed = placement.place(
-                registry.liveSegments(), wanted, valueLength, options.getPreferredSegment(), avoidNodes);
+            placed = place(wanted, valueLength, options, avoidNodes);
         }
         if (placed.isEmpty() && allocationFailureHandler != null &&
             allocationFailureHandler.test(Math.max(1, valueLength) * wanted))
         {
-            placed = placement.place(
-                registry.liveSegments(), wanted, valueLength, options.getPreferredSegment(), avoidNodes);
+            placed = place(wanted, valueLength, options, avoidNodes);
         }
         if (placed.isEmpty())
         {
@@ -731,6 +729,12 @@ public final class MetadataStore implements SnapshotSource
         }
     }
 
+    private List<ReplicaRecord> place(
+        final int wanted, final long valueLength, final PutOptions options, final Set<String> avoidNodes)
+    {
+        return placement.place(registry.liveSegments(), wanted, valueLength, options.getPreferredSegment(), avoidNodes);
+    }
+
     /** Abandons a put: the object disappears; its extents are freed after the discard timeout. */
     public int putRevoke(final String tenant, final String clientId, final String key)
     {
@@ -744,7 +748,7 @@ public final class MetadataStore implements SnapshotSource
      */
     public int putRevoke(
         final String tenant, final String clientId, final String key,
-        final List<io.granary.proto.SettledReplica> settled)
+        final List<SettledReplica> settled)
     {
         final int code = checkKey(key);
         if (code != OK_VALUE)
@@ -782,7 +786,7 @@ public final class MetadataStore implements SnapshotSource
 
     /** Frees the replicas named in {@code settled}; returns the others (the same array when none was freed). */
     private ReplicaRecord[] releaseSettled(
-        final ReplicaRecord[] replicas, final List<io.granary.proto.SettledReplica> settled)
+        final ReplicaRecord[] replicas, final List<SettledReplica> settled)
     {
         if (settled.isEmpty() || replicas.length == 0)
         {
@@ -804,9 +808,9 @@ public final class MetadataStore implements SnapshotSource
         return held.size() == replicas.length ? replicas : held.toArray(new ReplicaRecord[0]);
     }
 
-    private static boolean isSettled(final ReplicaRecord r, final List<io.granary.proto.SettledReplica> settled)
+    private static boolean isSettled(final ReplicaRecord r, final List<SettledReplica> settled)
     {
-        for (final io.granary.proto.SettledReplica s : settled)
+        for (final SettledReplica s : settled)
         {
             if (s.getOffset() == r.offset() && s.getSegmentId() == r.segment().segmentId() &&
                 s.getNodeId().equals(r.segment().nodeId()))
