@@ -212,6 +212,21 @@ final class BenchCommand implements Callable<Integer>
         + "same values (no responses; for information, not used in %%LIMIT).")
     private boolean baselineStream;
 
+    @Option(names = "--baseline-cold", description = "With --baseline, also measure the put and get shapes with the "
+        + "server side reading (get) or landing (put) every value at the next place of a --baseline-cold-region "
+        + "region instead of one buffer that stays in the CPU's caches, as a storage node reads and writes values "
+        + "where they live in its segment; adds COLD(GB/S) (the higher of before and after) and %%COLD columns, for "
+        + "information: %%LIMIT stays the measure of the targets.")
+    private boolean baselineCold;
+
+    @Option(names = "--baseline-cold-region", paramLabel = "SIZE", converter = Converters.SizeConverter.class,
+        defaultValue = "1GiB", description = "Size of the --baseline-cold region (direct memory, allocated once): "
+        + "much larger than the CPU's last-level cache, at least one value, less than 2 GiB.")
+    private long baselineColdRegion;
+
+    /** The region of --baseline-cold, allocated at its first use. */
+    private ByteBuffer coldRegion;
+
     @Option(names = "--tls-client-auth", paramLabel = "MODE", defaultValue = "none",
         converter = TlsOptions.ClientAuthConverter.class,
         description = "With --local and --tls-*: whether the in-process master and nodes require the client's "
@@ -338,6 +353,8 @@ final class BenchCommand implements Callable<Integer>
         for (final long size : sizes)
         {
             require(size >= 1 && size <= MAX_SIZE, "--size must be in 1.." + MAX_SIZE + ", was " + size);
+            require(!baselineCold || size <= baselineColdRegion, "--baseline-cold-region (" + baselineColdRegion +
+                " bytes) must hold at least one value of --size " + size);
         }
         require(concurrency >= 1 && concurrency <= 1024, "--concurrency must be in 1..1024, was " + concurrency);
         require(batch >= 1 && batch <= LoopbackBaseline.MAX_BATCH,
@@ -346,6 +363,9 @@ final class BenchCommand implements Callable<Integer>
         require(baselineSeconds > 0 && baselineSeconds <= MAX_BASELINE_SECONDS,
             "--baseline-seconds must be above 0 and at most " + (int)MAX_BASELINE_SECONDS + ", was " + baselineSeconds);
         require(baseline || !baselineStream, "--baseline-stream needs --baseline");
+        require(baseline || !baselineCold, "--baseline-cold needs --baseline");
+        require(baselineColdRegion >= 1 && baselineColdRegion <= Integer.MAX_VALUE,
+            "--baseline-cold-region must be at least 1 byte and below 2 GiB, was " + baselineColdRegion);
         require(nodes >= 1 && nodes <= 64, "--nodes must be in 1..64, was " + nodes);
         if (poolBytes != null)
         {
@@ -526,7 +546,9 @@ final class BenchCommand implements Callable<Integer>
         }
         // The limit is measured right before and right after the phases (this machine's speed drifts within a
         // minute); each phase is compared with the higher of the two.
-        final Map<Shape, LoopbackBaseline.Result> before = baseline ? measureBaseline(size, "before") : Map.of();
+        final Map<Shape, LoopbackBaseline.Result> before = baseline ? measureBaseline(size, "before", false) : Map.of();
+        final Map<Shape, LoopbackBaseline.Result> coldBefore =
+            baselineCold ? measureBaseline(size, "before", true) : Map.of();
 
         final List<Phase> phases = new ArrayList<>();
         final List<String> masterLines = new ArrayList<>();
@@ -552,11 +574,13 @@ final class BenchCommand implements Callable<Integer>
         }
 
         final Map<Shape, LoopbackBaseline.Result> limits =
-            baseline ? higherOf(before, measureBaseline(size, "after")) : Map.of();
+            baseline ? higherOf(before, measureBaseline(size, "after", false)) : Map.of();
+        final Map<Shape, LoopbackBaseline.Result> coldLimits =
+            baselineCold ? higherOf(coldBefore, measureBaseline(size, "after", true)) : Map.of();
         boolean failed = puts.errors.get() > 0;
         for (final Phase p : phases)
         {
-            final Row row = new Row(sizeLabel, size, p, limitOf(p.name, limits));
+            final Row row = new Row(sizeLabel, size, p, limitOf(p.name, limits), limitOf(p.name, coldLimits));
             rows.add(row);
             if (json)
             {
@@ -608,9 +632,16 @@ final class BenchCommand implements Callable<Integer>
         return higher;
     }
 
-    /** The loopback limit of this run's shapes; {@code when} ("before" or "after" the phases) labels its lines. */
-    private Map<Shape, LoopbackBaseline.Result> measureBaseline(final int size, final String when)
+    /**
+     * The loopback limit of this run's shapes; {@code when} ("before" or "after" the phases) labels its lines. With
+     * {@code cold}, the put and get shapes with the server side's values spread over the cold region.
+     */
+    private Map<Shape, LoopbackBaseline.Result> measureBaseline(final int size, final String when, final boolean cold)
     {
+        if (cold && coldRegion == null)
+        {
+            coldRegion = ByteBuffer.allocateDirect((int)baselineColdRegion); // zeroed, so every page is in memory
+        }
         final List<Shape> shapes = new ArrayList<>();
         if (op != Op.get)
         {
@@ -620,7 +651,7 @@ final class BenchCommand implements Callable<Integer>
         {
             shapes.add(Shape.GET);
         }
-        if (baselineStream)
+        if (baselineStream && !cold)
         {
             shapes.add(Shape.STREAM);
         }
@@ -630,7 +661,7 @@ final class BenchCommand implements Callable<Integer>
         for (final Shape shape : shapes)
         {
             final LoopbackBaseline.Result result =
-                LoopbackBaseline.measure(shape, size, concurrency, batch, warmup, measured);
+                LoopbackBaseline.measure(shape, size, concurrency, batch, warmup, measured, cold ? coldRegion : null);
             results.put(shape, result);
             if (json)
             {
@@ -885,6 +916,11 @@ final class BenchCommand implements Callable<Integer>
             headers.add(">LIMIT(GB/S)");
             headers.add(">%LIMIT");
         }
+        if (baselineCold)
+        {
+            headers.add(">COLD(GB/S)");
+            headers.add(">%COLD");
+        }
         final Table table = new Table(headers.toArray(new String[0]));
         for (final Row r : rows)
         {
@@ -896,6 +932,11 @@ final class BenchCommand implements Callable<Integer>
             {
                 cells.add(r.limitGbps == null ? null : fixed(r.limitGbps, 3));
                 cells.add(r.percentOfLimit() == null ? null : fixed(r.percentOfLimit(), 1));
+            }
+            if (baselineCold)
+            {
+                cells.add(r.coldLimitGbps == null ? null : fixed(r.coldLimitGbps, 3));
+                cells.add(r.percentOf(r.coldLimitGbps) == null ? null : fixed(r.percentOf(r.coldLimitGbps), 1));
             }
             table.row(cells.toArray());
         }
@@ -909,6 +950,12 @@ final class BenchCommand implements Callable<Integer>
             out.println("LIMIT: plain Java sockets over loopback, same shape (get: 64 B request -> value; put: value "
                 + "-> 64 B ack), size, concurrency and batch, the higher of the runs before and after the phases; "
                 + "mixed: the read-ratio mix of both");
+        }
+        if (baselineCold)
+        {
+            out.println("COLD: the same sockets with the server side's values read from or landed at distinct places of "
+                + "a " + Units.formatBytes(baselineColdRegion) + " region (main memory, as a storage node's segment), "
+                + "not one cached buffer");
         }
     }
 
@@ -928,6 +975,7 @@ final class BenchCommand implements Callable<Integer>
         fields.put("when", when);
         fields.put("size", r.valueBytes());
         fields.put("shape", r.shape().label());
+        fields.put("memory", r.cold() ? "cold" : "hot");
         fields.put("concurrency", r.concurrency());
         fields.put("batch", r.batch());
         fields.put("values", r.values());
@@ -1082,9 +1130,11 @@ final class BenchCommand implements Callable<Integer>
         final long gets;
         final long puts;
         final Double limitGbps;
+        final Double coldLimitGbps;
 
-        Row(final String sizeLabel, final int size, final Phase p, final Double limitGbps)
+        Row(final String sizeLabel, final int size, final Phase p, final Double limitGbps, final Double coldLimitGbps)
         {
+            this.coldLimitGbps = coldLimitGbps;
             this.sizeLabel = sizeLabel;
             this.size = size;
             this.phase = p.name;
@@ -1112,7 +1162,13 @@ final class BenchCommand implements Callable<Integer>
 
         Double percentOfLimit()
         {
-            return limitGbps == null || limitGbps <= 0 ? null : 100 * gbPerSecond() / limitGbps;
+            return percentOf(limitGbps);
+        }
+
+        /** This row's GB/s as a percentage of {@code limit}; null without one. */
+        Double percentOf(final Double limit)
+        {
+            return limit == null || limit <= 0 ? null : 100 * gbPerSecond() / limit;
         }
 
         String json(final BenchCommand bench)
@@ -1148,6 +1204,11 @@ final class BenchCommand implements Callable<Integer>
             }
             fields.put("limitGbPerSec", limitGbps);
             fields.put("pctLimit", percentOfLimit());
+            if (bench.baselineCold)
+            {
+                fields.put("coldLimitGbPerSec", coldLimitGbps);
+                fields.put("pctColdLimit", percentOf(coldLimitGbps));
+            }
             return jsonObject(fields);
         }
     }

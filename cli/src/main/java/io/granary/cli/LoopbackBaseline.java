@@ -26,6 +26,12 @@ import java.util.concurrent.atomic.AtomicReference;
  * connection to their own server thread (TCP_NODELAY, 4 MiB socket buffers like the data plane) and run round trips
  * in the shape of a Granary operation, {@code batch} requests pipelined per round trip. Each call of
  * {@link #measure} starts and joins its own threads; the class holds no state.
+ *
+ * <p>By default the server side sends (get) or receives (put) every value from or into one small buffer, which stays in
+ * the CPU's caches: the most a socket moves. Given a {@code coldRegion}, the server side takes every value from, or
+ * lands it at, the next place of that region instead (each server thread starting at its own part of it), as a
+ * storage node does with its segment: when the region is much larger than the caches, every value crosses main memory
+ * once more, which is what a store of many distinct values pays and a hot buffer does not.
  */
 public final class LoopbackBaseline
 {
@@ -84,7 +90,31 @@ public final class LoopbackBaseline
         final Duration warmup,
         final Duration duration)
     {
+        return measure(shape, valueBytes, concurrency, batch, warmup, duration, null);
+    }
+
+    /**
+     * {@link #measure(Shape, int, int, int, Duration, Duration)} with the server's side of every value at the next
+     * place of {@code coldRegion} (a direct buffer of at least one value; null: one hot buffer). The region's content
+     * is read (get) or overwritten (put); several runs may share it.
+     *
+     * @throws IllegalArgumentException also for a region that is not direct or smaller than one value.
+     */
+    public static Result measure(
+        final Shape shape,
+        final int valueBytes,
+        final int concurrency,
+        final int batch,
+        final Duration warmup,
+        final Duration duration,
+        final ByteBuffer coldRegion)
+    {
         Objects.requireNonNull(shape, "shape");
+        if (coldRegion != null && (!coldRegion.isDirect() || coldRegion.capacity() < valueBytes))
+        {
+            throw new IllegalArgumentException("the cold region must be a direct buffer of at least one value (" +
+                valueBytes + " bytes), was " + (coldRegion.isDirect() ? coldRegion.capacity() + " bytes" : "a heap buffer"));
+        }
         if (valueBytes < 1)
         {
             throw new IllegalArgumentException("valueBytes must be positive, was " + valueBytes);
@@ -103,7 +133,8 @@ public final class LoopbackBaseline
         }
         try
         {
-            return new Run(shape, valueBytes, concurrency, batch).execute(warmup.toNanos(), duration.toNanos());
+            return new Run(shape, valueBytes, concurrency, batch, coldRegion)
+                .execute(warmup.toNanos(), duration.toNanos());
         }
         catch (final IOException ex)
         {
@@ -115,6 +146,7 @@ public final class LoopbackBaseline
     /** What one measurement moved; byte counts are value bytes only (no 64-byte requests or acks). */
     public record Result(
         Shape shape,
+        boolean cold,
         int valueBytes,
         int concurrency,
         int batch,
@@ -142,11 +174,15 @@ public final class LoopbackBaseline
             return elapsedNs == 0 ? 0 : values * (double)valueBytes / elapsedNs;
         }
 
-        /** "get 1.00 MiB c=1 batch=1: 1.234 GB/s, 1176.0 values/s, round trip p50 0.812 ms p99 1.020 ms". */
+        /**
+         * "get 1.00 MiB c=1 batch=1: 1.234 GB/s, 1176.0 values/s, round trip p50 0.812 ms p99 1.020 ms" ("cold get ..."
+         * for a run with a cold region).
+         */
         public String describe()
         {
-            return String.format(Locale.ROOT, "%s %s c=%d batch=%d: %.3f GB/s, %.1f values/s, round trip p50 %.3f ms "
-                    + "p99 %.3f ms (%d round trips in %.2f s)", shape.label(), Units.formatBytes(valueBytes),
+            return String.format(Locale.ROOT, "%s%s %s c=%d batch=%d: %.3f GB/s, %.1f values/s, round trip p50 %.3f ms "
+                    + "p99 %.3f ms (%d round trips in %.2f s)", cold ? "cold " : "", shape.label(),
+                Units.formatBytes(valueBytes),
                 concurrency, batch, gbPerSecond(), valuesPerSecond(), p50Ms, p99Ms, roundTrips, seconds());
         }
     }
@@ -159,13 +195,16 @@ public final class LoopbackBaseline
         private final int concurrency;
         private final int batch;
         private final ByteBuffer value;
+        /** The server side's values (cold runs), or null. */
+        private final ByteBuffer coldRegion;
         private final List<SocketChannel> channels = new ArrayList<>();
         private final AtomicReference<Throwable> failure = new AtomicReference<>();
         private volatile boolean stopping;
 
-        Run(final Shape shape, final int valueBytes, final int concurrency, final int batch)
+        Run(final Shape shape, final int valueBytes, final int concurrency, final int batch, final ByteBuffer coldRegion)
         {
             this.shape = shape;
+            this.coldRegion = coldRegion;
             this.valueBytes = valueBytes;
             this.concurrency = concurrency;
             this.batch = batch;
@@ -193,7 +232,8 @@ public final class LoopbackBaseline
                     configure(server);
                     channels.add(client);
                     channels.add(server);
-                    servers[i] = thread("server-" + i, () -> serve(server));
+                    final long startAt = coldRegion == null ? 0 : placeOf(i);
+                    servers[i] = thread("server-" + i, () -> serve(server, startAt));
                     clients[i] = new Client(client);
                     final Client c = clients[i];
                     clientThreads[i] = thread("client-" + i, () -> c.run(start));
@@ -257,7 +297,7 @@ public final class LoopbackBaseline
                 roundTrips += client.roundTrips;
                 lastEndNs = Math.max(lastEndNs, client.lastEndNs);
             }
-            return new Result(shape, valueBytes, concurrency, batch, roundTrips, roundTrips * batch,
+            return new Result(shape, coldRegion != null, valueBytes, concurrency, batch, roundTrips, roundTrips * batch,
                 lastEndNs - measureStartNs, latency.percentileMs(50), latency.percentileMs(99),
                 latency.percentileMs(99.9), latency.maxMs());
         }
@@ -291,9 +331,21 @@ public final class LoopbackBaseline
             return thread;
         }
 
-        /** The server side: answers whatever complete requests each read brought, with one gathering write. */
-        private void serve(final SocketChannel channel) throws IOException
+        /** Where server {@code i} starts in the cold region: at its share of it, on a value boundary. */
+        private long placeOf(final int i)
         {
+            final long values = coldRegion.capacity() / valueBytes;
+            return values * i / concurrency * valueBytes;
+        }
+
+        /**
+         * The server side: answers whatever complete requests each read brought, with one gathering write. In a cold
+         * run the values it sends (get) come from, and the bytes it reads (put) land at, the next place of the cold
+         * region from {@code place} on, wrapping at its end.
+         */
+        private void serve(final SocketChannel channel, final long startAt) throws IOException
+        {
+            long place = startAt;
             final ByteBuffer[] responses = new ByteBuffer[Math.min(batch, 1024)];
             final ByteBuffer ack = ByteBuffer.allocateDirect(HEADER_BYTES);
             final int requestBytes = shape == Shape.GET ? HEADER_BYTES : valueBytes;
@@ -302,11 +354,28 @@ public final class LoopbackBaseline
             long partial = 0; // bytes of the request now arriving
             while (true)
             {
-                in.clear();
-                final int read = channel.read(in);
+                final ByteBuffer into;
+                if (coldRegion != null && shape != Shape.GET)
+                {
+                    if (coldRegion.capacity() - place < HEADER_BYTES)
+                    {
+                        place = 0;
+                    }
+                    final int room = (int)Math.min(in.capacity(), coldRegion.capacity() - place);
+                    into = coldRegion.duplicate().limit((int)place + room).position((int)place);
+                }
+                else
+                {
+                    into = in.clear();
+                }
+                final int read = channel.read(into);
                 if (read < 0)
                 {
                     return;
+                }
+                if (coldRegion != null && shape != Shape.GET)
+                {
+                    place += read;
                 }
                 if (shape == Shape.STREAM)
                 {
@@ -321,7 +390,23 @@ public final class LoopbackBaseline
                     final int n = (int)Math.min(left, responses.length);
                     for (int i = 0; i < n; i++)
                     {
-                        responses[i] = shape == Shape.GET ? value.duplicate() : ack.duplicate().clear();
+                        if (shape != Shape.GET)
+                        {
+                            responses[i] = ack.duplicate().clear();
+                        }
+                        else if (coldRegion == null)
+                        {
+                            responses[i] = value.duplicate();
+                        }
+                        else
+                        {
+                            if (coldRegion.capacity() - place < valueBytes)
+                            {
+                                place = 0;
+                            }
+                            responses[i] = coldRegion.duplicate().limit((int)place + valueBytes).position((int)place);
+                            place += valueBytes;
+                        }
                     }
                     writeFully(channel, responses, n);
                     left -= n;

@@ -148,6 +148,44 @@ class BenchCommandTest
     }
 
     @Test
+    void shouldPrintTheColdBaselineAndTheShareOfItReached()
+    {
+        final CliRun run = CliRun.run("bench", "--baseline", "--baseline-cold", "--baseline-cold-region", "16MiB",
+            "--baseline-seconds", "0.3", "--local", "--count", "50", "--size", "64k", "--op", "get",
+            "--warmup-seconds", "0");
+
+        assertThat(run.exitCode()).as(run.toString()).isZero();
+        for (final String when : List.of("before", "after"))
+        {
+            assertThat(run.out()).containsPattern("baseline " + when + ": loopback get 64\\.00 KiB c=1 batch=1: " +
+                "[0-9.]+ GB/s").containsPattern("baseline " + when + ": loopback cold get 64\\.00 KiB c=1 batch=1: " +
+                "[0-9.]+ GB/s");
+        }
+        final double higherCold = run.out().lines()
+            .filter(l -> l.startsWith("baseline ") && l.contains(": loopback cold get "))
+            .mapToDouble(l -> Double.parseDouble(l.replaceAll(".*batch=1: ([0-9.]+) GB/s.*", "$1"))).max()
+            .orElseThrow();
+        final String row = run.out().lines().filter(l -> l.matches("64k\\s+get\\s.*")).findFirst().orElseThrow();
+        final String[] cells = row.trim().split("\\s+");
+        // ... LIMIT(GB/S) %LIMIT COLD(GB/S) %COLD: the cold limit is the higher of its two runs, the share Granary's.
+        assertThat(Double.parseDouble(cells[cells.length - 2])).as(row).isCloseTo(higherCold, offset(0.0005));
+        final double gbps = Double.parseDouble(cells[6]);
+        assertThat(Double.parseDouble(cells[cells.length - 1])).as(row)
+            .isCloseTo(100 * gbps / higherCold, offset(0.1 + 0.001 * 100 * gbps / higherCold));
+        assertThat(run.out()).contains("COLD(GB/S)").contains("%COLD").contains("COLD: the same sockets");
+    }
+
+    @Test
+    void shouldRefuseAColdBaselineWithoutABaselineOrARegionSmallerThanAValue()
+    {
+        assertBadInput(CliRun.run("bench", "--local", "--baseline-cold"), "--baseline-cold needs --baseline");
+        assertBadInput(CliRun.run("bench", "--local", "--baseline", "--baseline-cold", "--baseline-cold-region", "1MiB",
+            "--size", "2MiB"), "--baseline-cold-region");
+        assertBadInput(CliRun.run("bench", "--local", "--baseline", "--baseline-cold", "--baseline-cold-region",
+            "2GiB"), "--baseline-cold-region");
+    }
+
+    @Test
     void shouldPrintJsonLinesForScripts()
     {
         final CliRun run = CliRun.run("bench", "--json", "--baseline", "--baseline-seconds", "0.2", "--local",

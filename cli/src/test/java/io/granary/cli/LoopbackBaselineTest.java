@@ -4,6 +4,7 @@ import io.granary.cli.LoopbackBaseline.Result;
 import io.granary.cli.LoopbackBaseline.Shape;
 import org.junit.jupiter.api.Test;
 
+import java.nio.ByteBuffer;
 import java.time.Duration;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -59,6 +60,59 @@ class LoopbackBaselineTest
     }
 
     @Test
+    void shouldLandTheValuesOfAColdPutAllOverTheRegion()
+    {
+        final ByteBuffer region = ByteBuffer.allocateDirect(8 << 20);
+
+        final Result result = LoopbackBaseline.measure(Shape.PUT, 64 << 10, 2, 1, WARMUP, BRIEF, region);
+
+        assertSane(result, Shape.PUT, 64 << 10, 2, 1);
+        assertThat(result.cold()).isTrue();
+        assertThat(result.describe()).startsWith("cold put 64.00 KiB c=2");
+        // The values are random bytes and the region started zeroed: every 64 KiB part of it was written, once the
+        // run moved more than the region (both servers wrapping around it).
+        assertThat(result.values() * (64 << 10)).isGreaterThan(2L * region.capacity());
+        for (int part = 0; part < region.capacity() / (64 << 10); part++)
+        {
+            assertThat(nonZeroBytes(region, part * (64 << 10), 64 << 10)).as("part %d", part).isPositive();
+        }
+    }
+
+    @Test
+    void shouldSendTheValuesOfAColdGetFromTheRegion()
+    {
+        final Result hot = LoopbackBaseline.measure(Shape.GET, 64 << 10, 1, 4, WARMUP, BRIEF);
+        final Result cold = LoopbackBaseline.measure(Shape.GET, 64 << 10, 1, 4, WARMUP, BRIEF,
+            ByteBuffer.allocateDirect(3 * (64 << 10) + 100));
+
+        assertSane(cold, Shape.GET, 64 << 10, 1, 4);
+        assertThat(cold.cold()).isTrue();
+        assertThat(hot.cold()).isFalse();
+        assertThat(hot.describe()).startsWith("get 64.00 KiB");
+    }
+
+    @Test
+    void shouldRefuseAColdRegionSmallerThanAValueOrOnTheHeap()
+    {
+        assertThatThrownBy(() -> LoopbackBaseline.measure(Shape.GET, 4096, 1, 1, WARMUP, BRIEF,
+            ByteBuffer.allocateDirect(4095))).isInstanceOf(IllegalArgumentException.class)
+            .hasMessageContaining("at least one value");
+        assertThatThrownBy(() -> LoopbackBaseline.measure(Shape.PUT, 4096, 1, 1, WARMUP, BRIEF,
+            ByteBuffer.allocate(1 << 20))).isInstanceOf(IllegalArgumentException.class)
+            .hasMessageContaining("heap buffer");
+    }
+
+    private static int nonZeroBytes(final ByteBuffer region, final int from, final int length)
+    {
+        int n = 0;
+        for (int i = from; i < from + length; i++)
+        {
+            n += region.get(i) != 0 ? 1 : 0;
+        }
+        return n;
+    }
+
+    @Test
     void shouldRefuseAZeroBatch()
     {
         assertThatThrownBy(() -> LoopbackBaseline.measure(Shape.GET, 4096, 1, 0, WARMUP, BRIEF))
@@ -90,6 +144,6 @@ class LoopbackBaselineTest
         assertThat(result.valuesPerSecond()).isPositive();
         assertThat(result.p50Ms()).isPositive().isLessThanOrEqualTo(result.p99Ms());
         assertThat(result.p99Ms()).isLessThanOrEqualTo(result.maxMs());
-        assertThat(result.describe()).startsWith(shape.label() + " ").contains("GB/s");
+        assertThat(result.describe()).startsWith((result.cold() ? "cold " : "") + shape.label() + " ").contains("GB/s");
     }
 }
