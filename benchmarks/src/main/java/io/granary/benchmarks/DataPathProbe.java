@@ -128,7 +128,7 @@ public final class DataPathProbe
             for (final LoopbackBaseline.Shape shape : List.of(LoopbackBaseline.Shape.PUT, LoopbackBaseline.Shape.GET))
             {
                 final LoopbackBaseline.Result limit = LoopbackBaseline.measure(shape, size, 1, 1,
-                    Duration.ofMillis(500), Duration.ofSeconds(2));
+                    Duration.ofMillis(500), Duration.ofSeconds(2), null);
                 System.out.printf(Locale.ROOT, "%-40s %8.3f GB/s  p50 %6d us  p99 %6d us%n",
                     "loopback limit, " + shape.label() + " shape (no node)", limit.gbPerSecond(),
                     Math.round(limit.p50Ms() * 1000), Math.round(limit.p99Ms() * 1000));
@@ -321,7 +321,7 @@ public final class DataPathProbe
                     () -> blocking.readPipelined(segment.id(), batch, size, in));
             }
             final LoopbackBaseline.Result limit = LoopbackBaseline.measure(LoopbackBaseline.Shape.GET, size, 1, batch,
-                Duration.ofMillis(500), Duration.ofSeconds(2));
+                Duration.ofMillis(500), Duration.ofSeconds(2), null);
             System.out.printf(Locale.ROOT, "%-40s %8.3f GB/s %10.0f values/s  p50 %6d us  p99 %6d us%n",
                 "loopback limit, get shape x" + batch, limit.gbPerSecond(), limit.valuesPerSecond(),
                 Math.round(limit.p50Ms() * 1000), Math.round(limit.p99Ms() * 1000));

@@ -77,28 +77,13 @@ public final class LoopbackBaseline
      * Runs {@code shape} with {@code concurrency} connections for {@code warmup} (unmeasured), then for
      * {@code duration}, and returns what moved in the measured part. Counts a round trip when it started inside
      * the measured part; the elapsed time runs from the start of the measured part to the end of the last counted
-     * round trip.
+     * round trip. With a {@code coldRegion} (a direct buffer of at least one value; null: one hot buffer) the server's
+     * side of every value is at the next place of it; its content is read (get) or overwritten (put), and several
+     * runs may share it.
      *
-     * @throws IllegalArgumentException for a value size, concurrency or batch out of range.
+     * @throws IllegalArgumentException for a value size, concurrency or batch out of range, or a cold region that is
+     *                                  not direct or smaller than one value.
      * @throws UncheckedIOException     when a socket fails.
-     */
-    public static Result measure(
-        final Shape shape,
-        final int valueBytes,
-        final int concurrency,
-        final int batch,
-        final Duration warmup,
-        final Duration duration)
-    {
-        return measure(shape, valueBytes, concurrency, batch, warmup, duration, null);
-    }
-
-    /**
-     * {@link #measure(Shape, int, int, int, Duration, Duration)} with the server's side of every value at the next
-     * place of {@code coldRegion} (a direct buffer of at least one value; null: one hot buffer). The region's content
-     * is read (get) or overwritten (put); several runs may share it.
-     *
-     * @throws IllegalArgumentException also for a region that is not direct or smaller than one value.
      */
     public static Result measure(
         final Shape shape,

@@ -20,7 +20,7 @@ class LoopbackBaselineTest
     @Test
     void shouldMoveValuesInTheShapeOfAGet()
     {
-        final Result result = LoopbackBaseline.measure(Shape.GET, 64 << 10, 1, 1, WARMUP, BRIEF);
+        final Result result = LoopbackBaseline.measure(Shape.GET, 64 << 10, 1, 1, WARMUP, BRIEF, null);
 
         assertSane(result, Shape.GET, 64 << 10, 1, 1);
     }
@@ -28,7 +28,7 @@ class LoopbackBaselineTest
     @Test
     void shouldMoveValuesInTheShapeOfAPutWithSeveralConnections()
     {
-        final Result result = LoopbackBaseline.measure(Shape.PUT, 4096, 3, 1, WARMUP, BRIEF);
+        final Result result = LoopbackBaseline.measure(Shape.PUT, 4096, 3, 1, WARMUP, BRIEF, null);
 
         assertSane(result, Shape.PUT, 4096, 3, 1);
     }
@@ -36,7 +36,7 @@ class LoopbackBaselineTest
     @Test
     void shouldPipelineABatchPerRoundTrip()
     {
-        final Result result = LoopbackBaseline.measure(Shape.GET, 4096, 2, 16, WARMUP, BRIEF);
+        final Result result = LoopbackBaseline.measure(Shape.GET, 4096, 2, 16, WARMUP, BRIEF, null);
 
         assertSane(result, Shape.GET, 4096, 2, 16);
         assertThat(result.values()).isEqualTo(result.roundTrips() * 16);
@@ -46,7 +46,7 @@ class LoopbackBaselineTest
     void shouldPipelinePutsLargerThanTheReceiveBuffer()
     {
         // 2 x 3 MiB per round trip: the server reads each batch in several parts.
-        final Result result = LoopbackBaseline.measure(Shape.PUT, 3 << 20, 1, 2, Duration.ZERO, BRIEF);
+        final Result result = LoopbackBaseline.measure(Shape.PUT, 3 << 20, 1, 2, Duration.ZERO, BRIEF, null);
 
         assertSane(result, Shape.PUT, 3 << 20, 1, 2);
     }
@@ -54,7 +54,7 @@ class LoopbackBaselineTest
     @Test
     void shouldStreamOneWay()
     {
-        final Result result = LoopbackBaseline.measure(Shape.STREAM, 1 << 20, 1, 1, WARMUP, BRIEF);
+        final Result result = LoopbackBaseline.measure(Shape.STREAM, 1 << 20, 1, 1, WARMUP, BRIEF, null);
 
         assertSane(result, Shape.STREAM, 1 << 20, 1, 1);
     }
@@ -81,7 +81,7 @@ class LoopbackBaselineTest
     @Test
     void shouldSendTheValuesOfAColdGetFromTheRegion()
     {
-        final Result hot = LoopbackBaseline.measure(Shape.GET, 64 << 10, 1, 4, WARMUP, BRIEF);
+        final Result hot = LoopbackBaseline.measure(Shape.GET, 64 << 10, 1, 4, WARMUP, BRIEF, null);
         final Result cold = LoopbackBaseline.measure(Shape.GET, 64 << 10, 1, 4, WARMUP, BRIEF,
             ByteBuffer.allocateDirect(3 * (64 << 10) + 100));
 
@@ -115,14 +115,14 @@ class LoopbackBaselineTest
     @Test
     void shouldRefuseAZeroBatch()
     {
-        assertThatThrownBy(() -> LoopbackBaseline.measure(Shape.GET, 4096, 1, 0, WARMUP, BRIEF))
+        assertThatThrownBy(() -> LoopbackBaseline.measure(Shape.GET, 4096, 1, 0, WARMUP, BRIEF, null))
             .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("batch");
     }
 
     @Test
     void shouldRefuseAnEmptyValue()
     {
-        assertThatThrownBy(() -> LoopbackBaseline.measure(Shape.PUT, 0, 1, 1, WARMUP, BRIEF))
+        assertThatThrownBy(() -> LoopbackBaseline.measure(Shape.PUT, 0, 1, 1, WARMUP, BRIEF, null))
             .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("valueBytes");
     }
 
