@@ -1134,7 +1134,6 @@ final class BenchCommand implements Callable<Integer>
 
         Row(final String sizeLabel, final int size, final Phase p, final Double limitGbps, final Double coldLimitGbps)
         {
-            this.coldLimitGbps = coldLimitGbps;
             this.sizeLabel = sizeLabel;
             this.size = size;
             this.phase = p.name;
@@ -1148,6 +1147,7 @@ final class BenchCommand implements Callable<Integer>
             this.gets = p.valuesOfKind[KIND_GET].get();
             this.puts = p.valuesOfKind[KIND_PUT].get();
             this.limitGbps = limitGbps;
+            this.coldLimitGbps = coldLimitGbps;
         }
 
         double valuesPerSecond()

@@ -316,6 +316,12 @@ public final class LoopbackBaseline
             return thread;
         }
 
+        /** {@code length} bytes of the cold region from {@code at}, as a buffer of its own. */
+        private ByteBuffer coldWindow(final long at, final int length)
+        {
+            return coldRegion.duplicate().limit((int)at + length).position((int)at);
+        }
+
         /** Where server {@code i} starts in the cold region: at its share of it, on a value boundary. */
         private long placeOf(final int i)
         {
@@ -326,10 +332,11 @@ public final class LoopbackBaseline
         /**
          * The server side: answers whatever complete requests each read brought, with one gathering write. In a cold
          * run the values it sends (get) come from, and the bytes it reads (put) land at, the next place of the cold
-         * region from {@code place} on, wrapping at its end.
+         * region from {@code startAt} on, wrapping at its end.
          */
         private void serve(final SocketChannel channel, final long startAt) throws IOException
         {
+            final boolean landsCold = coldRegion != null && shape != Shape.GET;
             long place = startAt;
             final ByteBuffer[] responses = new ByteBuffer[Math.min(batch, 1024)];
             final ByteBuffer ack = ByteBuffer.allocateDirect(HEADER_BYTES);
@@ -340,14 +347,13 @@ public final class LoopbackBaseline
             while (true)
             {
                 final ByteBuffer into;
-                if (coldRegion != null && shape != Shape.GET)
+                if (landsCold)
                 {
                     if (coldRegion.capacity() - place < HEADER_BYTES)
                     {
                         place = 0;
                     }
-                    final int room = (int)Math.min(in.capacity(), coldRegion.capacity() - place);
-                    into = coldRegion.duplicate().limit((int)place + room).position((int)place);
+                    into = coldWindow(place, (int)Math.min(in.capacity(), coldRegion.capacity() - place));
                 }
                 else
                 {
@@ -358,7 +364,7 @@ public final class LoopbackBaseline
                 {
                     return;
                 }
-                if (coldRegion != null && shape != Shape.GET)
+                if (landsCold)
                 {
                     place += read;
                 }
@@ -389,7 +395,7 @@ public final class LoopbackBaseline
                             {
                                 place = 0;
                             }
-                            responses[i] = coldRegion.duplicate().limit((int)place + valueBytes).position((int)place);
+                            responses[i] = coldWindow(place, valueBytes);
                             place += valueBytes;
                         }
                     }
