@@ -213,7 +213,8 @@ struct gt_engine
     uint32_t peer_count;
     transfer *incoming_head;       /* under mutex */
     transfer *incoming_tail;
-    transfer *waiting_commits;     /* under mutex: transfers whose COMMIT payload is still to come */
+    transfer *waiting_commits;     /* under mutex: transfers whose COMMIT payload is still to come, oldest first */
+    transfer **waiting_tail;       /* under mutex: the link after the last of them (&waiting_commits when none) */
     transfer *provided;            /* under mutex: commits provided, for the loop to act on */
     int sleeping;                  /* under mutex: the loop is (about to be) in epoll_wait and needs a wake-up */
     gt_completion *completions;    /* loop only */
@@ -282,6 +283,7 @@ int gt_engine_create(const gt_engine_config *config, gt_engine **out, gt_error *
         return gt_fail(error, GT_INTERNAL_ERROR, "out of memory");
     }
     engine->config = *config;
+    engine->waiting_tail = &engine->waiting_commits;
     uint64_t per_lane = (WINDOW_BYTES_PER_LANE + config->slice_bytes - 1) / config->slice_bytes;
     per_lane = per_lane < 2 ? 2 : per_lane > 16 ? 16 : per_lane;
     engine->window_slices = (uint32_t)per_lane * config->lanes_per_peer;
@@ -610,9 +612,11 @@ int gt_engine_submit(gt_engine *engine, const gt_op *ops, const int count, gt_er
         }
         if (t->late_commit)
         {
-            t->commit_link = engine->waiting_commits;
+            /* Appended: payloads come in submission order, so the search below finds each near the head. */
+            t->commit_link = NULL;
             t->commit_listed = 1;
-            engine->waiting_commits = t;
+            *engine->waiting_tail = t;
+            engine->waiting_tail = &t->commit_link;
         }
     }
     if (engine->incoming_head == NULL)
@@ -633,6 +637,18 @@ int gt_engine_submit(gt_engine *engine, const gt_op *ops, const int count, gt_er
         gt_engine_wakeup(engine);
     }
     return count;
+}
+
+/* Takes t, which *link points to, off the waiting-commit list; under the mutex. */
+static void unlink_waiting(gt_engine *engine, transfer **link, transfer *t)
+{
+    *link = t->commit_link;
+    if (engine->waiting_tail == &t->commit_link)
+    {
+        engine->waiting_tail = link;
+    }
+    t->commit_link = NULL;
+    t->commit_listed = 0;
 }
 
 int gt_engine_provide_commit(gt_engine *engine, const uint64_t user_data, const uint8_t *payload,
@@ -662,8 +678,7 @@ int gt_engine_provide_commit(gt_engine *engine, const uint64_t user_data, const 
         return gt_fail(error, GT_INVALID_PARAMS, "no WRITE waiting for its COMMIT payload has user data %llu",
             (unsigned long long)user_data);
     }
-    *link = t->commit_link;
-    t->commit_listed = 0;
+    unlink_waiting(engine, link, t);
     t->commit = copy;
     t->commit_length = copy == NULL ? 0 : length;
     t->commit_link = engine->provided;
@@ -735,7 +750,11 @@ static void complete(gt_engine *engine, transfer *t)
             {
                 link = &(*link)->commit_link;
             }
-            if (*link == t)
+            if (*link == t && t->commit_listed)
+            {
+                unlink_waiting(engine, link, t);
+            }
+            else if (*link == t)
             {
                 *link = t->commit_link;
             }

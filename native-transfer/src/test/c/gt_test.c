@@ -810,6 +810,59 @@ static void commit_follows_its_write_and_may_come_later(void)
     node_stop(&node);
 }
 
+/*
+ * COMMIT payloads of late-commit WRITEs may come in any order (the waiting list keeps submission order and its tail,
+ * which must follow removals from its end and its middle): each transfer completes only once its own payload came.
+ */
+static void late_commits_are_matched_in_any_order(void)
+{
+    test_node node;
+    CHECK(node_start(&node));
+    gt_engine *engine = client(1u << 20, 5000);
+    uint32_t peer;
+    gt_error error;
+    CHECK(gt_engine_connect(engine, "127.0.0.1", gt_server_port(node.server), &peer, &error) == GT_OK);
+    uint8_t data[4096];
+    fill_pattern(data, sizeof(data), 5);
+    uint32_t region;
+    CHECK(gt_engine_register_memory(engine, data, sizeof(data), &region, &error) == GT_OK);
+    gt_op batch[4];
+    for (int i = 0; i < 4; i++)
+    {
+        batch[i] = op_of((uint64_t)(10 + i), peer, GT_OP_WRITE, region, 0, sizeof(data), (uint64_t)i * 8192);
+        batch[i].flags = GT_OP_FLAG_COMMIT_LATER;
+    }
+    CHECK(gt_engine_submit(engine, batch, 4, &error) == 4);
+    gt_completion done[4];
+    const uint8_t record[2] = { 7, 7 };
+    /* the last first: the list's tail moves back to the third */
+    CHECK(gt_engine_provide_commit(engine, 13, record, 2, &error) == GT_OK);
+    CHECK(await(engine, done, 1, 5000) == 1 && done[0].user_data == 13 && done[0].status == GT_OK);
+    /* one submitted now goes behind the third, not behind the gone fourth */
+    gt_op fifth = op_of(14, peer, GT_OP_WRITE, region, 0, sizeof(data), 4 * 8192);
+    fifth.flags = GT_OP_FLAG_COMMIT_LATER;
+    CHECK(gt_engine_submit(engine, &fifth, 1, &error) == 1);
+    /* a middle one, then the first */
+    CHECK(gt_engine_provide_commit(engine, 11, record, 2, &error) == GT_OK);
+    CHECK(await(engine, done, 1, 5000) == 1 && done[0].user_data == 11 && done[0].status == GT_OK);
+    CHECK(gt_engine_provide_commit(engine, 10, record, 2, &error) == GT_OK);
+    CHECK(await(engine, done, 1, 5000) == 1 && done[0].user_data == 10 && done[0].status == GT_OK);
+    CHECK(gt_engine_provide_commit(engine, 14, record, 2, &error) == GT_OK);
+    CHECK(gt_engine_provide_commit(engine, 12, record, 2, &error) == GT_OK);
+    CHECK(await(engine, done, 2, 5000) == 2 && status_of(done, 2, 12) == GT_OK && status_of(done, 2, 14) == GT_OK);
+    CHECK(gt_engine_provide_commit(engine, 12, record, 2, &error) == GT_INVALID_PARAMS);
+    CHECK(node.commits == 5);
+    /* the list emptied: a new one is found again */
+    gt_op sixth = op_of(15, peer, GT_OP_WRITE, region, 0, sizeof(data), 5 * 8192);
+    sixth.flags = GT_OP_FLAG_COMMIT_LATER;
+    CHECK(gt_engine_submit(engine, &sixth, 1, &error) == 1);
+    CHECK(gt_engine_provide_commit(engine, 15, record, 2, &error) == GT_OK);
+    CHECK(await(engine, done, 1, 5000) == 1 && done[0].user_data == 15 && done[0].status == GT_OK);
+    CHECK(node.commits == 6);
+    gt_engine_destroy(engine);
+    node_stop(&node);
+}
+
 /* A WRITE of the region's first length bytes to at, under a token of opcode granting exactly [at, at + length). */
 static gt_op token_write(const uint64_t id, const uint32_t peer, const uint32_t region, const uint32_t length,
     const uint64_t at, const gt_hmac_key *key, const int opcode, const uint32_t expiry)
@@ -2354,6 +2407,7 @@ int main(void)
     RUN(loopback_moves_every_byte);
     RUN(tokens_are_checked_before_bytes_move);
     RUN(commit_follows_its_write_and_may_come_later);
+    RUN(late_commits_are_matched_in_any_order);
     RUN(commit_token_is_checked_as_the_write_token_of_its_extent);
     RUN(malformed_frames_close_the_connection);
     RUN(rdma_connect_is_checked_and_refused_without_a_device);

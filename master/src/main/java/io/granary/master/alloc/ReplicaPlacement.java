@@ -4,7 +4,6 @@ import io.granary.master.meta.ReplicaRecord;
 import io.granary.master.segment.MountedSegment;
 
 import java.util.ArrayList;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ThreadLocalRandom;
@@ -59,7 +58,8 @@ public final class ReplicaPlacement
             }
         }
 
-        final Set<String> usedNodes = new HashSet<>();
+        // A few replicas at most: a list scanned with equals costs less than hashing node ids into a set per put.
+        final List<String> usedNodes = new ArrayList<>(replicas);
         if (preferred != null)
         {
             tryAllocate(preferred, lengthBytes, placed, usedNodes);
@@ -95,7 +95,10 @@ public final class ReplicaPlacement
     }
 
     private static boolean tryAllocate(
-        final MountedSegment segment, final long lengthBytes, final List<ReplicaRecord> placed, final Set<String> usedNodes)
+        final MountedSegment segment,
+        final long lengthBytes,
+        final List<ReplicaRecord> placed,
+        final List<String> usedNodes)
     {
         final long offset = segment.allocate(lengthBytes);
         if (offset == ExtentAllocator.NO_SPACE)

@@ -93,6 +93,18 @@ public final class SegmentAllocation
         }
     }
 
+    /**
+     * Bytes not allocated (capacity minus allocated), under the lock; what placement compares per put, without the
+     * snapshot {@link #stats()} takes (which also finds the largest free block).
+     */
+    public long freeBytes()
+    {
+        synchronized (lock)
+        {
+            return allocator.capacity() - allocator.allocatedBytes();
+        }
+    }
+
     /** A consistent snapshot of the segment's usage, taken under the lock. */
     public Stats stats()
     {

@@ -186,7 +186,7 @@ public final class MountedSegment
     /** Bytes a new allocation could still take (0 once dead). */
     public long freeBytes()
     {
-        return alive ? allocation.stats().freeBytes() : 0;
+        return alive ? allocation.freeBytes() : 0;
     }
 
     @Override

@@ -38,6 +38,9 @@ class SegmentAllocationTest
         assertThat(stats).isEqualTo(new SegmentAllocation.Stats(3, "node-1/seg0", 16 * MIB, MIB + 128, 2,
             15 * MIB - 128));
         assertThat(stats.freeBytes()).isEqualTo(15 * MIB - 128);
+        assertThat(segment.freeBytes()).isEqualTo(15 * MIB - 128);
+        segment.free(a);
+        assertThat(segment.freeBytes()).isEqualTo(16 * MIB - 128);
         assertThat(stats.utilisation()).isCloseTo((MIB + 128) / (16.0 * MIB), Offset.offset(1e-12));
     }
 

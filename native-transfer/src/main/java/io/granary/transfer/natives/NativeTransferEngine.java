@@ -58,7 +58,12 @@ public final class NativeTransferEngine implements TransferEngine, AdmissionStat
     private final AtomicInteger idleCount = new AtomicInteger();
     private final Set<Loop> lent = ConcurrentHashMap.newKeySet();
     private final AtomicLong nextId = new AtomicLong(1);
-    /** JNI calls hold the read side; close takes the write side before it frees C engines. */
+    /**
+     * JNI calls hold the read side; close and release take the write side before they free C engines. A loop lent to a
+     * thread is freed only by that thread ({@link #release}), so that thread calls into it without the lock (the read
+     * side costs a shared counter and thread-local bookkeeping per call, a few per cent of a batch of small puts);
+     * every other thread that touches it takes the read side.
+     */
     private final ReentrantReadWriteLock lifecycle = new ReentrantReadWriteLock();
     private volatile boolean closed;
     private final LongAdder submitted = new LongAdder();
@@ -172,21 +177,25 @@ public final class NativeTransferEngine implements TransferEngine, AdmissionStat
             }
         }
         final Loop own = current.get();
-        final Loop loop = own != null ? own : shared;
+        if (own != null)
+        {
+            if (closed || own.destroyed)
+            {
+                return CompletableFuture.completedFuture(TRANSFER_FAIL_VALUE);
+            }
+            final CompletableFuture<Integer> future = own.submit(request); // this thread's own loop: no lock
+            driven.increment();
+            return future;
+        }
         final ReentrantReadWriteLock.ReadLock lock = lifecycle.readLock();
         lock.lock();
         try
         {
-            if (closed || loop.destroyed)
+            if (closed || shared.destroyed)
             {
                 return CompletableFuture.completedFuture(TRANSFER_FAIL_VALUE);
             }
-            final CompletableFuture<Integer> future = loop.submit(request);
-            if (own != null)
-            {
-                driven.increment();
-            }
-            return future;
+            return shared.submit(request);
         }
         finally
         {
@@ -592,7 +601,7 @@ public final class NativeTransferEngine implements TransferEngine, AdmissionStat
             }
         }
 
-        /** Under the lifecycle read lock. */
+        /** Under the lifecycle read lock, or on the thread this loop is lent to. */
         CompletableFuture<Integer> submit(final TransferRequest request)
         {
             final ByteBuffer local = request.local();
@@ -640,6 +649,14 @@ public final class NativeTransferEngine implements TransferEngine, AdmissionStat
         /** Hands a late commit record to the C engine; null (the record could not be made) fails the transfer. */
         private void provideCommit(final long id, final byte[] record)
         {
+            if (current.get() == this)
+            {
+                if (!destroyed) // lent to this thread: only this thread frees it
+                {
+                    NativeTransferJni.engineProvideCommit(handle, id, record);
+                }
+                return;
+            }
             final ReentrantReadWriteLock.ReadLock lock = lifecycle.readLock();
             lock.lock();
             try
@@ -680,7 +697,7 @@ public final class NativeTransferEngine implements TransferEngine, AdmissionStat
 
         /**
          * Runs the C engine's I/O for up to {@code timeoutMs} and collects what finished for {@link #completeDone};
-         * under the read lock, by the one thread that runs this loop.
+         * by the one thread that runs this loop (under the read lock unless the loop is lent to it).
          */
         int poll(final int timeoutMs)
         {
@@ -800,17 +817,24 @@ public final class NativeTransferEngine implements TransferEngine, AdmissionStat
     private void driveLoop(final Loop loop, final long maxWaitNs)
     {
         final int timeoutMs = (int)Math.min(POLL_TIMEOUT_MS, Math.max(0, (maxWaitNs + 999_999) / 1_000_000));
-        final ReentrantReadWriteLock.ReadLock lock = lifecycle.readLock();
-        boolean failed = false;
-        lock.lock();
-        try
+        // Closed: nothing polls this C engine any more, so no byte moves; it is freed when the scope ends.
+        final boolean failed;
+        if (current.get() == loop)
         {
-            // Closed: nothing polls this C engine any more, so no byte moves; it is freed when the scope ends.
-            failed = closed || loop.destroyed || loop.poll(timeoutMs) < 0;
+            failed = closed || loop.destroyed || loop.poll(timeoutMs) < 0; // lent to this thread: no lock
         }
-        finally
+        else
         {
-            lock.unlock();
+            final ReentrantReadWriteLock.ReadLock lock = lifecycle.readLock();
+            lock.lock();
+            try
+            {
+                failed = closed || loop.destroyed || loop.poll(timeoutMs) < 0;
+            }
+            finally
+            {
+                lock.unlock();
+            }
         }
         loop.completeDone();
         if (failed)
