@@ -105,12 +105,13 @@ class ClusterIT
                 assertThat(result.ok()).as("a single-replica page on the killed node: " + result).isFalse();
             }
 
-            // After the node TTL the master drops the node, its segment and its replicas.
+            // After the node TTL the master drops the node, its segment and its replicas. The housekeeper unmounts
+            // the segment first and then purges the objects left without a replica, so wait for both.
             Await.until(DROP_TIMEOUT, () ->
                 {
                     final ClusterStatus status = client.clusterStatus();
                     return nodeNames(status).equals(List.of("node-0")) &&
-                        segmentNames(status).equals(List.of("node-0/seg0"));
+                        segmentNames(status).equals(List.of("node-0/seg0")) && status.objects() == PAGES;
                 },
                 () -> "the master to drop node-1 after the node TTL of " + NODE_TTL + "; status now " +
                     client.clusterStatus() + "\n" + cluster.master().describe());

@@ -19,6 +19,14 @@ public final class MetadataShard
     final Map<String, Map<String, GroupMeta>> groupsByTenant = new HashMap<>();
     /** Objects owned by this shard (for status). */
     int ownedObjects;
+    /**
+     * Objects owned by this shard whose put is unfinished (PROCESSING), oldest PutStart first, linked through their
+     * {@link ObjectMeta#processingPrev}/{@link ObjectMeta#processingNext}: a put leaves the list when it completes or
+     * its object is removed, so an abandoned put holds nothing but itself until the release timeout reclaims it.
+     */
+    ObjectMeta processingHead;
+    private ObjectMeta processingTail;
+    private int processingCount;
 
     MetadataShard(final int index)
     {
@@ -54,6 +62,57 @@ public final class MetadataShard
     void unlink(final ObjectMeta meta)
     {
         keys.remove(meta);
+    }
+
+    /** Appends a new PROCESSING object (owned here) to the list of unfinished puts. */
+    void linkProcessing(final ObjectMeta m)
+    {
+        m.processingPrev = processingTail;
+        m.processingNext = null;
+        if (processingTail == null)
+        {
+            processingHead = m;
+        }
+        else
+        {
+            processingTail.processingNext = m;
+        }
+        processingTail = m;
+        processingCount++;
+    }
+
+    /** Takes an object off the list of unfinished puts; nothing if it is not on it. */
+    void unlinkProcessing(final ObjectMeta m)
+    {
+        if (m.processingPrev == null && processingHead != m)
+        {
+            return;
+        }
+        if (m.processingPrev == null)
+        {
+            processingHead = m.processingNext;
+        }
+        else
+        {
+            m.processingPrev.processingNext = m.processingNext;
+        }
+        if (m.processingNext == null)
+        {
+            processingTail = m.processingPrev;
+        }
+        else
+        {
+            m.processingNext.processingPrev = m.processingPrev;
+        }
+        m.processingPrev = null;
+        m.processingNext = null;
+        processingCount--;
+    }
+
+    /** Unfinished puts of objects owned here. */
+    int processingCount()
+    {
+        return processingCount;
     }
 
     GroupMeta group(final String tenant, final String groupId)

@@ -29,7 +29,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.PriorityQueue;
 import java.util.Set;
-import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Predicate;
@@ -96,7 +95,6 @@ public final class MetadataStore implements SnapshotSource
     private final ReplicaPlacement placement = new ReplicaPlacement();
 
     /** Puts not yet complete, in start order, so abandoned ones can be reclaimed without a scan. */
-    private final ConcurrentLinkedQueue<ObjectMeta> processing = new ConcurrentLinkedQueue<>();
     /** Extents whose writers may still be writing; freed when their time comes. Guarded by itself. */
     private final PriorityQueue<PendingRelease> pendingReleases =
         new PriorityQueue<>(Comparator.comparingLong((PendingRelease p) -> p.releaseAtNs));
@@ -330,6 +328,7 @@ public final class MetadataStore implements SnapshotSource
     private void detachLocked(final ObjectMeta m)
     {
         m.removed = true;
+        shards[m.ownerShard].unlinkProcessing(m);
         unpinLocked(m);
         if (m.parentUnit != null)
         {
@@ -606,7 +605,7 @@ public final class MetadataStore implements SnapshotSource
             }
             owner.ownedObjects++;
             objectCount.incrementAndGet();
-            processing.add(m);
+            owner.linkProcessing(m);
             for (final ReplicaRecord r : replicas)
             {
                 replicasOut.add(writeReplica(r, now, now));
@@ -704,6 +703,7 @@ public final class MetadataStore implements SnapshotSource
             }
             final long now = clock.nanoTime();
             m.complete = true;
+            shards[m.ownerShard].unlinkProcessing(m);
             m.completedNs = now;
             m.hasCrc = hasCrc;
             m.crc32c = crc32c;
@@ -1865,6 +1865,25 @@ public final class MetadataStore implements SnapshotSource
         return false;
     }
 
+    /** Puts started and not yet finished (PROCESSING objects), counted shard by shard under each lock. */
+    public int processingPuts()
+    {
+        int count = 0;
+        for (final MetadataShard shard : shards)
+        {
+            shard.lock();
+            try
+            {
+                count += shard.processingCount();
+            }
+            finally
+            {
+                shard.unlock();
+            }
+        }
+        return count;
+    }
+
     /**
      * Reclaims puts never completed within the release timeout and frees quarantined extents whose
      * time has come. Cheap when there is nothing to do. @return objects reclaimed.
@@ -1873,41 +1892,36 @@ public final class MetadataStore implements SnapshotSource
     {
         final long now = clock.nanoTime();
         int reclaimed = 0;
-        ObjectMeta head;
-        while ((head = processing.peek()) != null)
+        for (final MetadataShard shard : shards)
         {
-            if (head.complete || head.removed)
+            // A hint read without the lock (the head's putStartNs is final); checked again under it.
+            final ObjectMeta oldest = shard.processingHead;
+            if (oldest == null || now - oldest.putStartNs <= settings.putReleaseTimeoutNs)
             {
-                processing.poll();
                 continue;
             }
-            if (now - head.putStartNs <= settings.putReleaseTimeoutNs)
-            {
-                break;
-            }
-            processing.poll();
-            final MetadataShard owner = shards[head.ownerShard];
-            boolean detached = false;
-            owner.lock();
+            final List<ObjectMeta> expired = new ArrayList<>();
+            shard.lock();
             try
             {
-                if (!head.complete && !head.removed)
+                ObjectMeta head;
+                while ((head = shard.processingHead) != null && now - head.putStartNs > settings.putReleaseTimeoutNs)
                 {
-                    detachLocked(head);
+                    detachLocked(head); // takes it off the list
                     for (final ReplicaRecord r : head.replicas)
                     {
                         r.release();
                     }
-                    detached = true;
+                    expired.add(head);
                 }
             }
             finally
             {
-                owner.unlock();
+                shard.unlock();
             }
-            if (detached)
+            for (final ObjectMeta m : expired)
             {
-                finishDetach(head);
+                finishDetach(m);
                 reclaimed++;
                 releasedPuts.increment();
             }

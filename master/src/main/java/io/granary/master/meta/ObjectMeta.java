@@ -51,6 +51,12 @@ public final class ObjectMeta
     volatile int childRefs;
     /** Sequence of the last STORED event announcing this object (see EventJournal); -1 = none. */
     long storedSeq = -1;
+    /**
+     * Neighbours in the owner shard's list of unfinished puts while this object is PROCESSING (see
+     * {@link MetadataShard#linkProcessing}); owner shard lock.
+     */
+    ObjectMeta processingPrev;
+    ObjectMeta processingNext;
 
     ObjectMeta(
         final String tenant,

@@ -389,6 +389,32 @@ class MetadataStoreTest
     }
 
     @Test
+    void shouldHoldOnlyUnfinishedPutsWhileAnOlderOneIsAbandoned()
+    {
+        // A client that crashed after PutStart; the puts after it finish, or are revoked, and their objects go.
+        start("abandoned", 4096, replicas(1), OK_VALUE);
+        for (int i = 0; i < 1000; i++)
+        {
+            put("k" + i, 4096);
+            assertThat(store.remove(T, "k" + i, false)).isEqualTo(OK_VALUE);
+        }
+        start("revoked", 4096, replicas(1), OK_VALUE);
+        assertThat(store.putRevoke(T, CLIENT, "revoked")).isEqualTo(OK_VALUE);
+        start("open", 4096, replicas(1), OK_VALUE);
+        put("kept", 4096);
+
+        // Only the two unfinished puts are tracked: nothing finished or removed waits behind the abandoned one.
+        assertThat(store.processingPuts()).isEqualTo(2);
+        clock.advance(Duration.ofMinutes(10).plusMillis(1));
+        assertThat(store.reclaimAbandonedPuts()).isEqualTo(2);
+        assertThat(store.processingPuts()).isZero();
+        assertThat(store.objectCount()).isEqualTo(1);
+        assertThat(store.exists(T, "kept", false)).isEqualTo(1);
+        assertThat(store.putEnd(T, CLIENT, "open")).isEqualTo(OBJECT_NOT_FOUND_VALUE);
+        assertThat(store.reclaimAbandonedPuts()).isZero();
+    }
+
+    @Test
     void shouldQuarantineRevokedExtentsForTheDiscardTimeout()
     {
         start("k", 4096, replicas(1), OK_VALUE);
