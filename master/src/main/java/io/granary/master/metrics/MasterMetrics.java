@@ -54,6 +54,8 @@ public final class MasterMetrics implements AutoCloseable
 
         gauge(meters, "granary.master.objects", "Objects (keys) the master holds, all tenants, complete or not",
             store, MetadataStore::objectCount);
+        gauge(meters, "granary.master.puts.processing", "Puts started and not finished: in flight, or abandoned " +
+            "until --put-release-timeout reclaims them", store, MetadataStore::processingPuts);
         gauge(meters, "granary.master.soft.pinned.objects", "Objects with a soft pin in force", store,
             MetadataStore::softPinnedCount);
         gauge(meters, "granary.master.nodes", "Storage nodes registered (alive)", registry,

@@ -209,15 +209,20 @@ class AdminEndpointsTest
     @Test
     void shouldServePrometheusMetrics() throws IOException, InterruptedException
     {
+        // one put started and never finished
+        assertThat(stub.putStart(PutStartRequest.newBuilder().setTenant("team-a").setClientId("c").setKey("unfinished")
+            .setValueLength(64).setOptions(PutOptions.newBuilder().setReplicas(1)).build()).getCode())
+            .isEqualTo(OK_VALUE);
         final HttpResponse<String> metrics = get("/metrics");
 
         assertThat(metrics.statusCode()).isEqualTo(200);
         assertThat(metrics.headers().firstValue("Content-Type")).hasValue("text/plain; version=0.0.4; charset=utf-8");
         assertThat(metrics.body())
-            .contains("granary_master_objects 6.0")
-            .contains("granary_master_puts_started_total 6.0")
+            .contains("granary_master_objects 7.0")
+            .contains("granary_master_puts_processing 1.0")
+            .contains("granary_master_puts_started_total 7.0")
             .contains("granary_master_segment_capacity_bytes{node=\"node-a\",segment=\"node-a/seg0\"} 1048576.0")
-            .contains("granary_master_rpc_seconds_count{method=\"PutStart\",transport=\"grpc\"} 6");
+            .contains("granary_master_rpc_seconds_count{method=\"PutStart\",transport=\"grpc\"} 7");
         assertBadRequest("/metrics?x=1", 400, "unknown query parameter 'x'");
     }
 
