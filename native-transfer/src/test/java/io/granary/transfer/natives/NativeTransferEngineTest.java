@@ -17,11 +17,16 @@ import java.net.ServerSocket;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Random;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 
 import static io.granary.proto.ErrorCode.INTERNAL_ERROR_VALUE;
 import static io.granary.proto.ErrorCode.INVALID_PARAMS_VALUE;
@@ -427,6 +432,127 @@ class NativeTransferEngineTest
             assertThat(server.stats().readVectors() - vectorsBefore).as("READVs with %d entries each", shape[0])
                 .isEqualTo(shape[1]);
             assertThat(engine.registeredRegions()).isZero();
+        }
+    }
+
+    /**
+     * Threads driving their own C engines use them without the lifecycle lock (only the owner frees a lent engine),
+     * while another thread reads the counters of every engine and the engine is closed in the middle: every value read
+     * back is the one written, a transfer fails only once the close began (TRANSFER_FAIL), and every caller ends. (A
+     * use after free would need AddressSanitizer to show reliably; the C tests run under it.)
+     */
+    @Test
+    void shouldKeepCallersDrivingTheirOwnEnginesSafeAcrossCounterReadsAndAClose() throws Exception
+    {
+        final NativeTransferServer server = server();
+        final String endpoint = "127.0.0.1:" + server.port();
+        final NativeTransferEngine engine = engine(new TransferConfig().sliceBytes(16 << 10));
+        final int callers = 4;
+        final int valueBytes = 40_000;
+        final AtomicBoolean stop = new AtomicBoolean();
+        final AtomicInteger verified = new AtomicInteger();
+        final AtomicReference<Throwable> wrong = new AtomicReference<>();
+        final CountDownLatch warmedUp = new CountDownLatch(callers);
+        final List<Thread> threads = new ArrayList<>();
+        for (int c = 0; c < callers; c++)
+        {
+            final int offset = c * (SEGMENT_BYTES / callers);
+            final Thread t = new Thread(() ->
+            {
+                final Random random = new Random(offset);
+                final byte[] value = new byte[valueBytes];
+                final ByteBuffer out = ByteBuffer.allocateDirect(valueBytes);
+                final ByteBuffer back = ByteBuffer.allocateDirect(valueBytes);
+                int rounds = 0;
+                try
+                {
+                    while (!stop.get())
+                    {
+                        random.nextBytes(value);
+                        out.clear().put(value).flip();
+                        back.clear();
+                        try (TransferEngine.Driver driver = engine.openDriver())
+                        {
+                            if (driver == null)
+                            {
+                                break; // closed
+                            }
+                            final CompletableFuture<Integer> write =
+                                engine.submit(TransferRequest.write(endpoint, SEGMENT_ID, offset, out, valueBytes));
+                            driveUntil(driver, write);
+                            final CompletableFuture<Integer> read = write.getNow(-1) != 0 ? write :
+                                engine.submit(TransferRequest.read(endpoint, SEGMENT_ID, offset, back, valueBytes));
+                            driveUntil(driver, read);
+                            final int status = read.getNow(-1);
+                            if (status == 0)
+                            {
+                                final byte[] got = new byte[valueBytes];
+                                back.get(0, got);
+                                if (!Arrays.equals(got, value))
+                                {
+                                    throw new AssertionError("a value read back differs from the one written");
+                                }
+                                verified.incrementAndGet();
+                            }
+                            else if (status != TRANSFER_FAIL_VALUE || !stop.get())
+                            {
+                                throw new AssertionError("transfer ended with " + status + " before the close");
+                            }
+                        }
+                        if (++rounds == 20)
+                        {
+                            warmedUp.countDown();
+                        }
+                    }
+                }
+                catch (final Throwable ex)
+                {
+                    wrong.compareAndSet(null, ex);
+                }
+                finally
+                {
+                    if (rounds < 20)
+                    {
+                        warmedUp.countDown();
+                    }
+                }
+            }, "driver-" + c);
+            threads.add(t);
+            t.start();
+        }
+        final Thread reader = new Thread(() ->
+        {
+            while (!stop.get())
+            {
+                engine.admittedTransfers(); // walks every lent engine under the read side
+                engine.registeredRegions();
+            }
+        }, "counters");
+        reader.start();
+        assertThat(warmedUp.await(30, TimeUnit.SECONDS)).as("every caller ran 20 rounds").isTrue();
+        stop.set(true);
+        engine.close();
+        for (final Thread t : threads)
+        {
+            t.join(TimeUnit.SECONDS.toMillis(30));
+            assertThat(t.isAlive()).as(t.getName() + " still running").isFalse();
+        }
+        reader.join(TimeUnit.SECONDS.toMillis(30));
+        assertThat(wrong.get()).as("what went wrong in a caller").isNull();
+        assertThat(verified.get()).as("values verified").isGreaterThanOrEqualTo(callers * 20);
+        assertThat(engine.openDriver()).isNull();
+    }
+
+    private static void driveUntil(final TransferEngine.Driver driver, final CompletableFuture<Integer> transfer)
+    {
+        final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        while (!transfer.isDone() && System.nanoTime() < deadline)
+        {
+            driver.drive(20_000_000L);
+        }
+        if (!transfer.isDone())
+        {
+            throw new AssertionError("a driven transfer did not complete in 20 s");
         }
     }
 
