@@ -15,6 +15,8 @@ public final class SegmentAllocation
     private final int segmentId;
     private final String segmentName;
     private final ExtentAllocator allocator;
+    /** Capacity minus allocated bytes as of the last change (written under the lock, read without it). */
+    private volatile long free;
 
     /**
      * @param segmentId   node-local segment id as carried in transfer frames (the protocol's uint32 bits).
@@ -30,6 +32,7 @@ public final class SegmentAllocation
         this.segmentId = segmentId;
         this.segmentName = segmentName;
         this.allocator = Objects.requireNonNull(allocator, "allocator");
+        this.free = allocator.capacity() - allocator.allocatedBytes();
     }
 
     /** A segment of {@code capacityBytes} carved by a {@link TlsfExtentAllocator} with the default granularity. */
@@ -62,7 +65,9 @@ public final class SegmentAllocation
     {
         synchronized (lock)
         {
-            return allocator.allocate(sizeBytes);
+            final long offset = allocator.allocate(sizeBytes);
+            free = allocator.capacity() - allocator.allocatedBytes();
+            return offset;
         }
     }
 
@@ -71,7 +76,9 @@ public final class SegmentAllocation
     {
         synchronized (lock)
         {
-            return allocator.allocateAt(offset, sizeBytes);
+            final boolean allocated = allocator.allocateAt(offset, sizeBytes);
+            free = allocator.capacity() - allocator.allocatedBytes();
+            return allocated;
         }
     }
 
@@ -80,7 +87,14 @@ public final class SegmentAllocation
     {
         synchronized (lock)
         {
-            allocator.free(offset);
+            try
+            {
+                allocator.free(offset);
+            }
+            finally
+            {
+                free = allocator.capacity() - allocator.allocatedBytes();
+            }
         }
     }
 
@@ -94,15 +108,12 @@ public final class SegmentAllocation
     }
 
     /**
-     * Bytes not allocated (capacity minus allocated), under the lock; what placement compares per put, without the
-     * snapshot {@link #stats()} takes (which also finds the largest free block).
+     * Bytes not allocated (capacity minus allocated) as of the last allocation or free, read without the lock: what
+     * placement compares per put (an allocation re-checks under the lock), without the snapshot {@link #stats()} takes.
      */
     public long freeBytes()
     {
-        synchronized (lock)
-        {
-            return allocator.capacity() - allocator.allocatedBytes();
-        }
+        return free;
     }
 
     /** A consistent snapshot of the segment's usage, taken under the lock. */
