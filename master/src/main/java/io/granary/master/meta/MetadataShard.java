@@ -22,7 +22,8 @@ public final class MetadataShard
     /**
      * Objects owned by this shard whose put is unfinished (PROCESSING), oldest PutStart first, linked through their
      * {@link ObjectMeta#processingPrev}/{@link ObjectMeta#processingNext}: a put leaves the list when it completes or
-     * its object is removed, so an abandoned put holds nothing but itself until the release timeout reclaims it.
+     * its object is removed, so an abandoned put holds nothing but itself until the release timeout reclaims it. The
+     * housekeeper reads the head without the lock as a hint (whether to lock this shard at all), then again under it.
      */
     ObjectMeta processingHead;
     private ObjectMeta processingTail;

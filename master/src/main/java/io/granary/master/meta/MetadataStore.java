@@ -94,7 +94,6 @@ public final class MetadataStore implements SnapshotSource
     private final SegmentRegistry registry;
     private final ReplicaPlacement placement = new ReplicaPlacement();
 
-    /** Puts not yet complete, in start order, so abandoned ones can be reclaimed without a scan. */
     /** Extents whose writers may still be writing; freed when their time comes. Guarded by itself. */
     private final PriorityQueue<PendingRelease> pendingReleases =
         new PriorityQueue<>(Comparator.comparingLong((PendingRelease p) -> p.releaseAtNs));
