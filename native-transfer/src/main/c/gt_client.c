@@ -752,7 +752,7 @@ static void complete(gt_engine *engine, transfer *t)
             }
             if (*link == t && t->commit_listed)
             {
-                unlink_waiting(engine, link, t);
+                unlink_waiting(engine, link, t); /* keeps the waiting list's tail right */
             }
             else if (*link == t)
             {

@@ -32,7 +32,7 @@ public final class SegmentAllocation
         this.segmentId = segmentId;
         this.segmentName = segmentName;
         this.allocator = Objects.requireNonNull(allocator, "allocator");
-        this.free = allocator.capacity() - allocator.allocatedBytes();
+        noteFree();
     }
 
     /** A segment of {@code capacityBytes} carved by a {@link TlsfExtentAllocator} with the default granularity. */
@@ -66,7 +66,7 @@ public final class SegmentAllocation
         synchronized (lock)
         {
             final long offset = allocator.allocate(sizeBytes);
-            free = allocator.capacity() - allocator.allocatedBytes();
+            noteFree();
             return offset;
         }
     }
@@ -77,7 +77,7 @@ public final class SegmentAllocation
         synchronized (lock)
         {
             final boolean allocated = allocator.allocateAt(offset, sizeBytes);
-            free = allocator.capacity() - allocator.allocatedBytes();
+            noteFree();
             return allocated;
         }
     }
@@ -93,7 +93,7 @@ public final class SegmentAllocation
             }
             finally
             {
-                free = allocator.capacity() - allocator.allocatedBytes();
+                noteFree();
             }
         }
     }
@@ -105,6 +105,12 @@ public final class SegmentAllocation
         {
             return allocator.allocationSize(offset);
         }
+    }
+
+    /** Publishes the free bytes after a change (under the lock, or before the object is shared). */
+    private void noteFree()
+    {
+        free = allocator.capacity() - allocator.allocatedBytes();
     }
 
     /**
