@@ -97,6 +97,12 @@ int gt_engine_connect(gt_engine *engine, const char *host, uint16_t port, uint32
 #define GT_OP_FLAG_COMMIT_LATER 0x01
 /* The engine unregisters the operation's region when the operation completes (a region made for it alone). */
 #define GT_OP_FLAG_RELEASE_REGION 0x02
+/*
+ * A READ whose completion carries the CRC32C of the bytes it delivered, computed while they arrived over TCP (one
+ * pass over memory that is still in the CPU's caches, instead of a second pass by the caller). A READ that went
+ * one-sided over RDMA completes without one (has_crc32c 0); the flag means nothing to a WRITE.
+ */
+#define GT_OP_FLAG_CRC32C 0x04
 
 #define GT_TOKEN_LENGTH 20
 
@@ -123,6 +129,8 @@ typedef struct gt_completion
 {
     uint64_t user_data;
     int32_t status;            /* ErrorCode number, 0 = OK */
+    uint32_t crc32c;           /* with has_crc32c: the CRC32C of the READ's bytes (GT_OP_FLAG_CRC32C) */
+    int32_t has_crc32c;        /* 1 for a READ with GT_OP_FLAG_CRC32C that completed OK with every byte over TCP */
 } gt_completion;
 
 /*

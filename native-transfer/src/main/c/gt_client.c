@@ -95,6 +95,9 @@ struct transfer
     transfer *commit_link;   /* waiting-commit or provided list (under the engine mutex) */
     int commit_listed;       /* on the waiting-commit list (else, if late_commit, maybe on the provided list) */
     int late_commit;         /* submitted with GT_OP_FLAG_COMMIT_LATER: lists under the mutex may hold it */
+    int want_crc;            /* a READ with GT_OP_FLAG_CRC32C */
+    uint32_t crc_joined;     /* XOR of the register of every slice received, each shifted by the bytes behind it */
+    uint32_t crc_slices;     /* slices joined into crc_joined (all of them: the completion carries the CRC32C) */
     rdma_path *rdma;         /* the path it is in flight on, or NULL */
     uint32_t rdma_slot;
     uint32_t rdma_wrs;
@@ -115,6 +118,7 @@ struct frame
     uint64_t deadline_ms;
     int timed_out;
     int resent;              /* sent again once on a fresh connection after a stale one failed */
+    uint32_t crc;            /* READ with want_crc: raw CRC32C register of its payload so far */
     frame *next;
     frame *prev;
     /* READV (transfer NULL): its entries, small READ frames each still counted by its transfer, NULL once answered */
@@ -536,6 +540,7 @@ int gt_engine_submit(gt_engine *engine, const gt_op *ops, const int count, gt_er
         t->peer = peer_get(engine, op->peer);
         t->op = op->opcode;
         t->own_region = (op->flags & GT_OP_FLAG_RELEASE_REGION) != 0;
+        t->want_crc = op->opcode == GT_OP_READ && (op->flags & GT_OP_FLAG_CRC32C) != 0;
         t->region = op->region;
         t->length = op->length;
         t->segment_id = op->segment_id;
@@ -695,7 +700,8 @@ int gt_engine_provide_commit(gt_engine *engine, const uint64_t user_data, const 
 
 /* ---------------------------------------------------------------- completion and admission (loop thread) */
 
-static void push_completion(gt_engine *engine, const uint64_t user_data, const int32_t status)
+static void push_completion(gt_engine *engine, const uint64_t user_data, const int32_t status,
+    const int has_crc32c, const uint32_t crc32c)
 {
     if (engine->completions_count == engine->completions_capacity)
     {
@@ -710,6 +716,8 @@ static void push_completion(gt_engine *engine, const uint64_t user_data, const i
     }
     engine->completions[engine->completions_count].user_data = user_data;
     engine->completions[engine->completions_count].status = status;
+    engine->completions[engine->completions_count].crc32c = crc32c;
+    engine->completions[engine->completions_count].has_crc32c = has_crc32c;
     engine->completions_count++;
 }
 
@@ -766,7 +774,10 @@ static void complete(gt_engine *engine, transfer *t)
         }
         pthread_mutex_unlock(&engine->mutex);
     }
-    push_completion(engine, t->user_data, t->status);
+    /* Every slice joined (none went one-sided): the register of the whole range from the standard initial value. */
+    const int has_crc = t->want_crc && t->status == GT_OK && t->crc_slices == t->slices_total;
+    push_completion(engine, t->user_data, t->status, has_crc,
+        has_crc ? ~(t->crc_joined ^ gt_crc32c_shift(0xFFFFFFFFu, t->length)) : 0);
     peer *p = t->peer;
     const int admitted = t->admitted;
     const uint32_t frames = t->frames_admitted;
@@ -1112,6 +1123,13 @@ static void frame_finish(gt_engine *engine, frame *f, const int32_t status)
     else
     {
         t->slices_done++;
+        if (t->want_crc && status == GT_OK)
+        {
+            /* This slice's register counts once shifted by the bytes of the range behind it, whatever the order. */
+            const uint64_t end = f->offset - t->remote_offset + f->length;
+            t->crc_joined ^= gt_crc32c_shift(f->crc, t->length - end);
+            t->crc_slices++;
+        }
     }
     if (status != GT_OK && t->status == GT_OK)
     {
@@ -1500,6 +1518,10 @@ static void vector_received(gt_engine *engine, lane *l, uint64_t n)
     {
         frame *e = v->entries[l->rx_entry];
         const uint64_t take = e->length - l->rx_entry_fill < n ? e->length - l->rx_entry_fill : n;
+        if (e->transfer->want_crc)
+        {
+            e->crc = gt_crc32c_update(l->rx_entry_fill == 0 ? 0 : e->crc, e->local + l->rx_entry_fill, take);
+        }
         l->rx_entry_fill += (uint32_t)take;
         n -= take;
         if (l->rx_entry_fill == e->length)
@@ -1579,6 +1601,7 @@ static void on_response(gt_engine *engine, lane *l)
         l->frames++; /* still owned by the lane until its payload is in */
         l->receiving = f;
         l->receive_at = f->local;
+        f->crc = 0; /* counted afresh: a frame sent again after a stale connection failed is received whole again */
         l->payload_left = h.length;
         l->large_payload = h.length >= LARGE_PAYLOAD_BYTES;
         if (h.length == 0)
@@ -1639,8 +1662,13 @@ static void payload_received(gt_engine *engine, lane *l, const uint64_t n)
         vector_received(engine, l, n);
         return;
     }
-    if (l->receiving != NULL)
+    frame *f = l->receiving;
+    if (f != NULL)
     {
+        if (f->transfer->want_crc)
+        {
+            f->crc = gt_crc32c_update(f->crc, l->receive_at, n); /* just landed: still in the caches */
+        }
         l->receive_at += n;
     }
     l->payload_left -= n;

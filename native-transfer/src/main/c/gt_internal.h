@@ -121,6 +121,17 @@ int gt_sha256_accelerated(void);
 /* Tests and benchmarks: 1 forces the portable compression, 0 goes back to the best one for this CPU. */
 void gt_sha256_use_portable(int portable);
 
+/* ---------------------------------------------------------------- CRC32C (gt_crc32c.c) */
+
+/* The raw CRC32C register after bytes, from state (no inversions: a message's CRC32C is ~update(0xFFFFFFFF, m)). */
+uint32_t gt_crc32c_update(uint32_t state, const uint8_t *bytes, size_t length);
+/* The register state followed by `bytes` zero bytes with no inversions: state * x^(8 * bytes) mod P. */
+uint32_t gt_crc32c_shift(uint32_t state, uint64_t bytes);
+/* 1 when updates use the SSE4.2 crc32 instruction, 0 when they run the portable C. */
+int gt_crc32c_accelerated(void);
+/* Tests: 1 forces the portable update, 0 goes back to the best one for this CPU. */
+void gt_crc32c_use_portable(int portable);
+
 /* The inner and outer states of HMAC-SHA256 under one key, computed once per key. */
 typedef struct gt_hmac_key
 {

@@ -14,6 +14,12 @@
 
 #define JNI_NAME(name_) Java_io_granary_transfer_natives_NativeTransferJni_##name_
 
+/* engineSubmit's flags (NativeTransferJni.SUBMIT_*). */
+#define SUBMIT_COMMIT_LATER 0x01
+#define SUBMIT_CRC32C 0x02
+/* Bytes of one completion record enginePoll writes (NativeTransferJni.COMPLETION_BYTES). */
+#define COMPLETION_BYTES 24
+
 #ifdef GT_TESTING
 /*
  * The JNI test library (make testlib: libgranary_transfer_fake_verbs.so, never packaged) routes the RDMA transport
@@ -197,7 +203,7 @@ static int copy_array(JNIEnv *env, jbyteArray array, uint8_t *into, const jsize 
 
 JNIEXPORT jint JNICALL JNI_NAME(engineSubmit)(JNIEnv *env, jclass type, jlong engine, jlong user_data, jint peer,
     jint opcode, jobject local, jint position, jint length, jint segment_id, jlong remote_offset,
-    jlong grant_offset, jlong grant_length, jbyteArray token, jbyteArray commit, jboolean commit_later)
+    jlong grant_offset, jlong grant_length, jbyteArray token, jbyteArray commit, jint flags)
 {
     (void)type;
     if (engine == 0 || length < 0 || position < 0 || remote_offset < 0 || (length > 0 && local == NULL))
@@ -258,9 +264,13 @@ JNIEXPORT jint JNICALL JNI_NAME(engineSubmit)(JNIEnv *env, jclass type, jlong en
             op.commit = NULL;
         }
     }
-    if (commit_later)
+    if (flags & SUBMIT_COMMIT_LATER)
     {
         op.flags |= GT_OP_FLAG_COMMIT_LATER;
+    }
+    if (flags & SUBMIT_CRC32C)
+    {
+        op.flags |= GT_OP_FLAG_CRC32C;
     }
     gt_error error = { 0, "" };
     if (length > 0 && !gt_engine_find_pinned(e, local_address, (uint64_t)length, &op.region, &op.local_offset))
@@ -351,7 +361,7 @@ JNIEXPORT jint JNICALL JNI_NAME(enginePoll)(JNIEnv *env, jclass type, jlong engi
     }
     uint8_t *out = (*env)->GetDirectBufferAddress(env, completions);
     const jlong capacity = (*env)->GetDirectBufferCapacity(env, completions);
-    if (out == NULL || capacity < (jlong)max * 16)
+    if (out == NULL || capacity < (jlong)max * COMPLETION_BYTES)
     {
         return GT_INVALID_PARAMS;
     }
@@ -360,10 +370,13 @@ JNIEXPORT jint JNICALL JNI_NAME(enginePoll)(JNIEnv *env, jclass type, jlong engi
     const int n = gt_engine_poll(handle(engine), batch, want, timeout_ms);
     for (int i = 0; i < n; i++)
     {
-        /* 16 bytes each in native order: user data, status, 4 bytes of padding */
-        memcpy(out + (size_t)i * 16u, &batch[i].user_data, 8);
-        memcpy(out + (size_t)i * 16u + 8u, &batch[i].status, 4);
-        memset(out + (size_t)i * 16u + 12u, 0, 4);
+        /* COMPLETION_BYTES each in native order: user data, status, has_crc32c (0/1), crc32c, 4 bytes of padding */
+        uint8_t *record = out + (size_t)i * COMPLETION_BYTES;
+        memcpy(record, &batch[i].user_data, 8);
+        memcpy(record + 8, &batch[i].status, 4);
+        memcpy(record + 12, &batch[i].has_crc32c, 4);
+        memcpy(record + 16, &batch[i].crc32c, 4);
+        memset(record + 20, 0, 4);
     }
     return n;
 }

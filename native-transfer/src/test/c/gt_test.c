@@ -174,6 +174,70 @@ static void sha256_implementations_agree(void)
         gt_sha256_accelerated() ? "SHA-NI" : "portable");
 }
 
+/* CRC32C bit by bit, with the standard inversions: the reference every implementation is held to. */
+static uint32_t crc32c_reference(const uint8_t *bytes, size_t length)
+{
+    uint32_t c = 0xFFFFFFFFu;
+    while (length-- > 0)
+    {
+        c ^= *bytes++;
+        for (int k = 0; k < 8; k++)
+        {
+            c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+        }
+    }
+    return ~c;
+}
+
+static uint32_t crc32c_of(const uint8_t *bytes, const size_t length)
+{
+    return ~gt_crc32c_update(0xFFFFFFFFu, bytes, length);
+}
+
+/*
+ * Both updates (the SSE4.2 one where the CPU has it, and the portable one) give the reference CRC32C at lengths
+ * around the six-chain loop's blocks and at every alignment, fed whole or in two pieces; and a register joined from
+ * two independent halves with gt_crc32c_shift equals the register of the whole (how the engine joins slices).
+ */
+static void crc32c_matches_reference_and_joins(void)
+{
+    printf("     crc32c: %s\n", gt_crc32c_accelerated() ? "SSE4.2 crc32 instruction" : "portable update only");
+    const size_t size = 70000;
+    uint8_t *bytes = malloc(size);
+    CHECK(bytes != NULL);
+    uint64_t seed = 0x2545F4914F6CDD1Dull;
+    for (size_t i = 0; i < size; i++)
+    {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        bytes[i] = (uint8_t)(seed >> 56);
+    }
+    static const size_t lengths[] = { 0, 1, 7, 8, 9, 63, 4095, 12287, 12288, 12289, 24576, 36871, 65536, 69990 };
+    for (int portable = 1; portable >= 0; portable--)
+    {
+        gt_crc32c_use_portable(portable);
+        CHECK(crc32c_of((const uint8_t *)"123456789", 9) == 0xE3069283u); /* the check value of CRC-32C */
+        for (size_t l = 0; l < sizeof(lengths) / sizeof(lengths[0]); l++)
+        {
+            for (size_t align = 0; align < 8; align++)
+            {
+                const size_t length = lengths[l];
+                const uint8_t *at = bytes + align;
+                const uint32_t expected = crc32c_reference(at, length);
+                CHECK(crc32c_of(at, length) == expected);
+                const size_t cut = length / 3;
+                CHECK(~gt_crc32c_update(gt_crc32c_update(0xFFFFFFFFu, at, cut), at + cut, length - cut) == expected);
+                const uint32_t joined = gt_crc32c_shift(gt_crc32c_update(0xFFFFFFFFu, at, cut), length - cut) ^
+                    gt_crc32c_update(0, at + cut, length - cut);
+                CHECK(~joined == expected);
+            }
+        }
+    }
+    gt_crc32c_use_portable(0);
+    CHECK(gt_crc32c_shift(0x12345678u, 0) == 0x12345678u);
+    CHECK(gt_crc32c_shift(0, 1000) == 0);
+    free(bytes);
+}
+
 static void sign_token(const gt_hmac_key *key, const int opcode, const uint32_t segment, const uint64_t offset,
     const uint64_t length, const uint32_t expiry, uint8_t token[GT_TOKEN_LENGTH])
 {
@@ -717,6 +781,94 @@ static void loopback_moves_every_byte(void)
     CHECK(gt_engine_submit(engine, &again, 1, &error) == 1);
     CHECK(await(engine, done, 1, 5000) == 1 && done[0].status == GT_OK);
     CHECK(memcmp(in, out, 100000) == 0);
+    gt_engine_destroy(engine);
+    free(out);
+    free(in);
+    node_stop(&node);
+}
+
+static uint32_t crc_of(const gt_completion *done, const int count, const uint64_t user_data, int *has)
+{
+    for (int i = 0; i < count; i++)
+    {
+        if (done[i].user_data == user_data)
+        {
+            *has = done[i].has_crc32c;
+            return done[i].crc32c;
+        }
+    }
+    *has = -1;
+    return 0;
+}
+
+/*
+ * A READ with GT_OP_FLAG_CRC32C completes with the CRC32C of the bytes it delivered: a value sliced over two lanes
+ * (slices joined in whatever order they came), small reads that leave together as a READV, the bytes a node changed
+ * behind the writer's back (the CRC is of what arrived); without the flag, or when the READ fails, there is none.
+ */
+static void reads_carry_the_crc32c_of_their_bytes(void)
+{
+    test_node node;
+    CHECK(node_start(&node));
+    uint32_t peer;
+    gt_engine *engine = connected_client(&node, 64u << 10, 5000, &peer);
+    CHECK(engine != NULL);
+    gt_error error;
+    const uint32_t length = (3u << 20) + 12345;
+    uint8_t *out = malloc(length);
+    uint8_t *in = calloc(1, length);
+    fill_pattern(out, length, 11);
+    uint32_t out_region;
+    uint32_t in_region;
+    CHECK(gt_engine_register_memory(engine, out, length, &out_region, &error) == GT_OK);
+    CHECK(gt_engine_register_memory(engine, in, length, &in_region, &error) == GT_OK);
+    gt_op write = op_of(1, peer, GT_OP_WRITE, out_region, 0, length, 4096);
+    write.flags |= GT_OP_FLAG_CRC32C; /* means nothing to a WRITE */
+    gt_completion done[16];
+    CHECK(gt_engine_submit(engine, &write, 1, &error) == 1);
+    CHECK(await(engine, done, 1, 5000) == 1 && done[0].status == GT_OK && done[0].has_crc32c == 0);
+    const uint32_t whole = crc32c_reference(out, length);
+
+    gt_op sliced = op_of(2, peer, GT_OP_READ, in_region, 0, length, 4096);
+    sliced.flags |= GT_OP_FLAG_CRC32C;
+    gt_op plain = op_of(3, peer, GT_OP_READ, in_region, 0, 100000, 4096);
+    CHECK(gt_engine_submit(engine, &sliced, 1, &error) == 1);
+    CHECK(await(engine, done, 1, 5000) == 1 && done[0].status == GT_OK);
+    CHECK(done[0].has_crc32c == 1 && done[0].crc32c == whole);
+    CHECK(memcmp(in, out, length) == 0);
+    CHECK(gt_engine_submit(engine, &plain, 1, &error) == 1);
+    CHECK(await(engine, done, 1, 5000) == 1 && done[0].status == GT_OK && done[0].has_crc32c == 0);
+
+    /* eight small reads in one batch: they share READV frames; each gets the CRC32C of its own bytes */
+    gt_op small[8];
+    for (int i = 0; i < 8; i++)
+    {
+        small[i] = op_of(10 + (uint64_t)i, peer, GT_OP_READ, in_region, (uint64_t)i * 8192, 1000u + 777u * (uint32_t)i,
+            4096 + (uint64_t)i * 8192);
+        small[i].flags |= GT_OP_FLAG_CRC32C;
+    }
+    CHECK(gt_engine_submit(engine, small, 8, &error) == 8);
+    CHECK(await(engine, done, 8, 5000) == 8);
+    for (int i = 0; i < 8; i++)
+    {
+        int has = 0;
+        const uint32_t crc = crc_of(done, 8, 10 + (uint64_t)i, &has);
+        CHECK(status_of(done, 8, 10 + (uint64_t)i) == GT_OK && has == 1);
+        CHECK(crc == crc32c_reference(out + (size_t)i * 8192, 1000u + 777u * (uint32_t)i));
+    }
+
+    /* a byte the node changed: the CRC32C is of what arrived, so a caller comparing it with the put's sees the change */
+    node.segment[4096 + 200000] ^= 0x40;
+    CHECK(gt_engine_submit(engine, &sliced, 1, &error) == 1);
+    CHECK(await(engine, done, 1, 5000) == 1 && done[0].status == GT_OK && done[0].has_crc32c == 1);
+    CHECK(done[0].crc32c != whole && done[0].crc32c == crc32c_reference(in, length));
+
+    /* a READ that fails carries none */
+    gt_op unknown = op_of(20, peer, GT_OP_READ, in_region, 0, 4096, 0);
+    unknown.segment_id = 99;
+    unknown.flags |= GT_OP_FLAG_CRC32C;
+    CHECK(gt_engine_submit(engine, &unknown, 1, &error) == 1);
+    CHECK(await(engine, done, 1, 5000) == 1 && done[0].status == GT_SEGMENT_NOT_FOUND && done[0].has_crc32c == 0);
     gt_engine_destroy(engine);
     free(out);
     free(in);
@@ -2393,6 +2545,7 @@ int main(void)
     RUN(sha256_matches_fips_vectors);
     RUN(hmac_matches_rfc4231_vectors);
     RUN(sha256_implementations_agree);
+    RUN(crc32c_matches_reference_and_joins);
     RUN(token_verifies_only_what_it_grants);
     RUN(header_round_trips_and_rejects_bad_frames);
     RUN(regions_resolve_only_inside_live_registrations);
@@ -2403,6 +2556,7 @@ int main(void)
     RUN(plan_splits_ops_into_signalled_chains);
     RUN(rdma_reports_why_it_is_unavailable);
     RUN(loopback_moves_every_byte);
+    RUN(reads_carry_the_crc32c_of_their_bytes);
     RUN(tokens_are_checked_before_bytes_move);
     RUN(commit_follows_its_write_and_may_come_later);
     RUN(commit_token_is_checked_as_the_write_token_of_its_extent);

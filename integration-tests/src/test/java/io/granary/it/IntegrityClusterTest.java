@@ -16,11 +16,14 @@ import io.granary.protocol.FrameHeader;
 import io.granary.protocol.Opcode;
 import io.granary.transfer.TransferConfig;
 import io.granary.transfer.TransferRequest;
+import io.granary.transfer.TransportKind;
 import io.granary.transfer.tcp.NettyTransferEngine;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 
 import java.io.DataInputStream;
 import java.io.IOException;
@@ -92,12 +95,19 @@ class IntegrityClusterTest
 
     // ------------------------------------------------------------------------------------------- checksums
 
-    @Test
-    void shouldAnswerChecksumMismatchForACorruptPageOfTheOnlyReplica()
+    /**
+     * Each transport checks differently: the native engine checksums the bytes while they arrive (over TCP, driven by
+     * the caller or by its own thread), the Java engines after the transfer; none may return the corrupt page.
+     */
+    @ParameterizedTest
+    @CsvSource({"JAVA,true", "JAVA,false", "NATIVE,true", "NATIVE,false"})
+    void shouldAnswerChecksumMismatchForACorruptPageOfTheOnlyReplica(final TransportKind transport,
+        final boolean callerDriven)
     {
         try (LocalCluster cluster = LocalCluster.builder().nodes(1).segmentSizeBytes(SEGMENT_BYTES).start())
         {
-            final GranaryClient client = cluster.newClient();
+            final GranaryClient client =
+                cluster.newClient(cluster.clientConfig().transport(transport).callerDriven(callerDriven).build());
             final byte[] value = randomValue(64 << 10, 1);
             client.put("page", value);
             client.put("intact", randomValue(4096, 2));

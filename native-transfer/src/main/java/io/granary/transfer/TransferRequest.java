@@ -40,6 +40,11 @@ public final class TransferRequest
     private final CompletableFuture<byte[]> commit;
     private final long grantOffset;
     private final long grantLength;
+    /** Set before submit by the one thread that makes the request; read by the engine. */
+    private boolean wantsReceivedCrc32c;
+    /** Set by the engine before it completes the transfer's future, read after it (the future orders the two). */
+    private boolean hasReceivedCrc32c;
+    private int receivedCrc32c;
 
     /** A request whose token (if any) grants exactly its own range. */
     public TransferRequest(
@@ -219,6 +224,56 @@ public final class TransferRequest
     {
         return grantOffset >= 0 && grantLength >= 0 && remoteOffset >= grantOffset &&
             remoteOffset - grantOffset <= grantLength && length <= grantLength - (remoteOffset - grantOffset);
+    }
+
+    /**
+     * Asks the engine for the CRC32C of the bytes a READ delivers, computed while they arrive (call before submit).
+     * An engine that can ({@code NativeTransferEngine} over TCP) reports it through {@link #hasReceivedCrc32c()};
+     * any other leaves that false, and the caller computes the checksum itself.
+     *
+     * @return this request.
+     * @throws IllegalStateException for a WRITE.
+     */
+    public TransferRequest requestReceivedCrc32c()
+    {
+        if (op != Op.READ)
+        {
+            throw new IllegalStateException("only a READ receives bytes to checksum");
+        }
+        wantsReceivedCrc32c = true;
+        return this;
+    }
+
+    /** True when {@link #requestReceivedCrc32c()} was called. */
+    public boolean wantsReceivedCrc32c()
+    {
+        return wantsReceivedCrc32c;
+    }
+
+    /**
+     * For engines: the CRC32C of every byte this READ delivered, recorded before its future completes with OK. Only
+     * for a request that {@link #wantsReceivedCrc32c() wants it}.
+     */
+    public void receivedCrc32c(final int crc32c)
+    {
+        if (!wantsReceivedCrc32c)
+        {
+            throw new IllegalStateException("no CRC32C was asked for");
+        }
+        receivedCrc32c = crc32c;
+        hasReceivedCrc32c = true;
+    }
+
+    /** True once the engine recorded the CRC32C of the bytes delivered (read it after the future completed with OK). */
+    public boolean hasReceivedCrc32c()
+    {
+        return hasReceivedCrc32c;
+    }
+
+    /** The CRC32C the engine recorded; meaningful only when {@link #hasReceivedCrc32c()}. */
+    public int receivedCrc32c()
+    {
+        return receivedCrc32c;
     }
 
     @Override

@@ -53,6 +53,8 @@ final class ReadOperation
     private Set<String> failedReplicas;
     private ByteBuffer dst;
     private ReplicaExtent current;
+    /** The transfer of the current attempt (its engine may have checksummed the bytes while they arrived). */
+    private TransferRequest currentRequest;
     private boolean done;
     private OpFailure failure;
     private boolean refreshed;
@@ -209,9 +211,15 @@ final class ReadOperation
         try
         {
             current = untried.remove(selector.pick(untried));
-            attempt = transfers.submit(new TransferRequest(
+            final TransferRequest request = new TransferRequest(
                 TransferRequest.Op.READ, current.endpoint(), current.segmentId(), current.offset(), dst.duplicate(),
-                (int)length, current.accessToken()));
+                (int)length, current.accessToken());
+            if (verify)
+            {
+                request.requestReceivedCrc32c();
+            }
+            currentRequest = request;
+            attempt = transfers.submit(request);
         }
         catch (final RuntimeException ex)
         {
@@ -225,12 +233,19 @@ final class ReadOperation
     /** An attempt's transfer finished (usually on an engine I/O thread). */
     private void onAttemptDone(final int code)
     {
+        int outcomeCode = code;
         if (code == 0 && verify)
         {
-            failover.execute(this::verifyAttempt); // the checksum of a big value is no work for an I/O thread
-            return;
+            final TransferRequest request = currentRequest;
+            if (!request.hasReceivedCrc32c())
+            {
+                failover.execute(this::verifyAttempt); // the checksum of a big value is no work for an I/O thread
+                return;
+            }
+            // The engine checksummed the bytes as they arrived: nothing left to read again.
+            outcomeCode = request.receivedCrc32c() == expectedCrc ? 0 : CHECKSUM_MISMATCH;
         }
-        record(code, clock.nanoTime());
+        record(outcomeCode, clock.nanoTime());
         if (done)
         {
             outcome.complete(failure);

@@ -46,6 +46,8 @@ public final class NativeTransferEngine implements TransferEngine, AdmissionStat
     private static final int POLL_TIMEOUT_MS = 100;
     private static final int OP_READ = 1;
     private static final int OP_WRITE = 2;
+    /** A completion without a CRC32C (any real one is an unsigned 32-bit value). */
+    private static final long NO_CRC = -1L;
     /** Idle caller loops kept (with their connections) for the next calls; more are freed. */
     private static final int MAX_IDLE_LOOPS = 64;
 
@@ -580,9 +582,12 @@ public final class NativeTransferEngine implements TransferEngine, AdmissionStat
         final long handle;
         final ConcurrentHashMap<Long, Pending> pending = new ConcurrentHashMap<>();
         final ConcurrentHashMap<String, Integer> peers = new ConcurrentHashMap<>();
-        final ByteBuffer completions = ByteBuffer.allocateDirect(POLL_BATCH * 16).order(ByteOrder.nativeOrder());
+        final ByteBuffer completions = ByteBuffer.allocateDirect(POLL_BATCH * NativeTransferJni.COMPLETION_BYTES)
+            .order(ByteOrder.nativeOrder());
         final Pending[] doneEntries = new Pending[POLL_BATCH];
         final int[] doneStatuses = new int[POLL_BATCH];
+        /** The CRC32C a READ's completion carried, or {@link #NO_CRC}. */
+        final long[] doneCrcs = new long[POLL_BATCH];
         int doneCount;
         volatile boolean destroyed;
 
@@ -628,10 +633,12 @@ public final class NativeTransferEngine implements TransferEngine, AdmissionStat
             final byte[] ready = commit != null && commit.isDone() && !commit.isCompletedExceptionally() ?
                 commit.join() : null;
             final boolean later = commit != null && ready == null;
+            final int flags = (later ? NativeTransferJni.SUBMIT_COMMIT_LATER : 0) |
+                (request.wantsReceivedCrc32c() ? NativeTransferJni.SUBMIT_CRC32C : 0);
             final int result = NativeTransferJni.engineSubmit(handle, id, peer,
                 request.op() == TransferRequest.Op.READ ? OP_READ : OP_WRITE, length == 0 ? null : memory, position,
                 length, request.segmentId(), request.remoteOffset(), request.grantOffset(), request.grantLength(),
-                request.accessToken(), ready, later);
+                request.accessToken(), ready, flags);
             if (result != 0)
             {
                 pending.remove(id);
@@ -704,12 +711,14 @@ public final class NativeTransferEngine implements TransferEngine, AdmissionStat
             final int n = NativeTransferJni.enginePoll(handle, completions, POLL_BATCH, timeoutMs);
             for (int i = 0; i < n; i++)
             {
-                final long id = completions.getLong(i * 16);
-                final Pending entry = pending.remove(id);
+                final int at = i * NativeTransferJni.COMPLETION_BYTES;
+                final Pending entry = pending.remove(completions.getLong(at));
                 if (entry != null)
                 {
                     doneEntries[doneCount] = entry;
-                    doneStatuses[doneCount++] = completions.getInt(i * 16 + 8);
+                    doneCrcs[doneCount] = completions.getInt(at + 12) != 0 ?
+                        Integer.toUnsignedLong(completions.getInt(at + 16)) : NO_CRC;
+                    doneStatuses[doneCount++] = completions.getInt(at + 8);
                 }
             }
             return n;
@@ -722,7 +731,7 @@ public final class NativeTransferEngine implements TransferEngine, AdmissionStat
             {
                 final Pending entry = doneEntries[i];
                 doneEntries[i] = null;
-                complete(entry, doneStatuses[i]);
+                complete(entry, doneStatuses[i], doneCrcs[i]);
             }
             doneCount = 0;
         }
@@ -790,7 +799,7 @@ public final class NativeTransferEngine implements TransferEngine, AdmissionStat
         }
     }
 
-    private void complete(final Pending entry, final int status)
+    private void complete(final Pending entry, final int status, final long crc)
     {
         if (status == UNAVAILABLE_IN_CURRENT_STATUS_VALUE)
         {
@@ -802,6 +811,10 @@ public final class NativeTransferEngine implements TransferEngine, AdmissionStat
             request.local().put(request.local().position(), entry.staging, 0, request.length());
         }
         releaseStaging(entry.staging); // the C engine reported the transfer: it no longer touches the buffer
+        if (status == 0 && crc != NO_CRC && request.wantsReceivedCrc32c())
+        {
+            request.receivedCrc32c((int)crc); // of the staging buffer's bytes, which are now the destination's too
+        }
         entry.future.complete(status);
     }
 

@@ -59,10 +59,20 @@ final class NativeTransferJni
     /** A peer id (positive) for host:port, or a negative ErrorCode number. */
     static native int engineConnect(long engine, String host, int port);
 
+    /** {@link #engineSubmit} flag: the WRITE's COMMIT payload comes later, through {@link #engineProvideCommit}. */
+    static final int SUBMIT_COMMIT_LATER = 0x01;
+    /** {@link #engineSubmit} flag: the READ's completion carries the CRC32C of its bytes, computed as they arrived. */
+    static final int SUBMIT_CRC32C = 0x02;
+    /**
+     * Bytes of one completion {@link #enginePoll} writes, native order: user data (8), status (4), 1 when a CRC32C
+     * follows (4), the CRC32C (4), padding (4).
+     */
+    static final int COMPLETION_BYTES = 24;
+
     /**
      * Submits one READ (opcode 1) or WRITE (2) of {@code length} bytes at {@code position} of the direct buffer
      * {@code local}; 0, or a negative ErrorCode number when nothing was submitted. The completion carries
-     * {@code userData}.
+     * {@code userData}. {@code flags}: {@link #SUBMIT_COMMIT_LATER}, {@link #SUBMIT_CRC32C}.
      */
     static native int engineSubmit(
         long engine,
@@ -78,14 +88,14 @@ final class NativeTransferJni
         long grantLength,
         byte[] token,
         byte[] commit,
-        boolean commitLater);
+        int flags);
 
-    /** The COMMIT payload of a WRITE submitted with {@code commitLater}; null for none after all. */
+    /** The COMMIT payload of a WRITE submitted with {@link #SUBMIT_COMMIT_LATER}; null for none after all. */
     static native int engineProvideCommit(long engine, long userData, byte[] commit);
 
     /**
      * Runs the engine's I/O for up to {@code timeoutMs} and writes up to {@code max} completions into the direct
-     * buffer (16 bytes each, native order: user data, status, padding); returns how many, or a negative code.
+     * buffer ({@link #COMPLETION_BYTES} each); returns how many, or a negative code.
      */
     static native int enginePoll(long engine, ByteBuffer completions, int max, int timeoutMs);
 

@@ -172,12 +172,15 @@ class FakeVerbsRdmaTest
             .isZero();
         assertThat(server.stats().bytesIn() - inBefore).isGreaterThanOrEqualTo(value.length);
         final ByteBuffer back = ByteBuffer.allocateDirect(value.length);
-        assertThat(await(engine.submit(TransferRequest.read(endpoint, SEGMENT_ID, 4096, back, value.length))))
-            .isZero();
+        final TransferRequest read =
+            TransferRequest.read(endpoint, SEGMENT_ID, 4096, back, value.length).requestReceivedCrc32c();
+        assertThat(await(engine.submit(read))).isZero();
         final byte[] got = new byte[value.length];
         back.get(got);
         assertThat(got).isEqualTo(value);
         assertThat(engine.rdmaReads()).isEqualTo(reads + 1);
+        // No byte passed through the engine's receive loop, so it has no CRC32C to offer: the caller checksums.
+        assertThat(read.hasReceivedCrc32c()).isFalse();
         assertThat(server.stats().bytesOut() - outBefore).as("the WRITE's answer only").isLessThan(1024);
     }
 

@@ -333,6 +333,60 @@ class NativeTransferEngineTest
     }
 
     @Test
+    void shouldReportTheCrc32cOfTheBytesAReadDeliveredWhenAsked() throws Exception
+    {
+        // A value sliced into 64 KiB frames over two lanes, into a direct and into a heap buffer (staged), a small one
+        // and a changed byte: the CRC32C the engine reports is the JDK's over the bytes that arrived.
+        final NativeTransferServer server = server();
+        final String endpoint = "127.0.0.1:" + server.port();
+        final NativeTransferEngine engine = engine(new TransferConfig().sliceBytes(64 << 10));
+        final byte[] value = new byte[1_000_003];
+        new Random(17).nextBytes(value);
+        assertThat(await(engine.submit(TransferRequest.write(endpoint, SEGMENT_ID, 8192,
+            ByteBuffer.allocateDirect(value.length).put(value).flip(), value.length)))).isZero();
+        final ByteBuffer direct = ByteBuffer.allocateDirect(value.length + 3).position(3);
+        final TransferRequest intoDirect =
+            TransferRequest.read(endpoint, SEGMENT_ID, 8192, direct, value.length).requestReceivedCrc32c();
+        final ByteBuffer heap = ByteBuffer.allocate(value.length);
+        final TransferRequest intoHeap =
+            TransferRequest.read(endpoint, SEGMENT_ID, 8192, heap, value.length).requestReceivedCrc32c();
+        final TransferRequest small =
+            TransferRequest.read(endpoint, SEGMENT_ID, 8192 + 100, ByteBuffer.allocateDirect(500), 500)
+                .requestReceivedCrc32c();
+        final TransferRequest notAsked = TransferRequest.read(endpoint, SEGMENT_ID, 8192,
+            ByteBuffer.allocateDirect(value.length), value.length);
+        for (final TransferRequest request : List.of(intoDirect, intoHeap, small, notAsked))
+        {
+            assertThat(await(engine.submit(request))).isZero();
+        }
+        assertThat(intoDirect.hasReceivedCrc32c()).isTrue();
+        assertThat(intoDirect.receivedCrc32c()).isEqualTo(crc32c(value, 0, value.length));
+        assertThat(intoHeap.hasReceivedCrc32c()).isTrue();
+        assertThat(intoHeap.receivedCrc32c()).isEqualTo(crc32c(value, 0, value.length));
+        assertThat(heap.array()).isEqualTo(value);
+        assertThat(small.hasReceivedCrc32c()).isTrue();
+        assertThat(small.receivedCrc32c()).isEqualTo(crc32c(value, 100, 500));
+        assertThat(notAsked.hasReceivedCrc32c()).isFalse();
+
+        segment.put(8192 + 700_000, (byte)(value[700_000] ^ 1));
+        final TransferRequest changed = TransferRequest.read(endpoint, SEGMENT_ID, 8192,
+            ByteBuffer.allocateDirect(value.length), value.length).requestReceivedCrc32c();
+        assertThat(await(engine.submit(changed))).isZero();
+        assertThat(changed.hasReceivedCrc32c()).isTrue();
+        value[700_000] ^= 1;
+        assertThat(changed.receivedCrc32c()).isEqualTo(crc32c(value, 0, value.length));
+        assertThatThrownBy(() -> TransferRequest.write(endpoint, SEGMENT_ID, 0, ByteBuffer.allocateDirect(1), 1)
+            .requestReceivedCrc32c()).isInstanceOf(IllegalStateException.class);
+    }
+
+    private static int crc32c(final byte[] bytes, final int offset, final int length)
+    {
+        final java.util.zip.CRC32C crc = new java.util.zip.CRC32C();
+        crc.update(bytes, offset, length);
+        return (int)crc.getValue();
+    }
+
+    @Test
     void shouldLetTheCallingThreadDriveItsOwnTransfers() throws Exception
     {
         final NativeTransferServer server = server();
