@@ -43,6 +43,8 @@
 #define MAX_VECTOR_ENTRY_BYTES (64u << 10)
 #define MAX_VECTOR_BYTES (4u << 20)
 #define VECTOR_STATUS_LENGTH 4
+#define CRC_RUN_BYTES GT_CRC32C_RUN_BYTES /* the CRC32C update's fast width */
+#define CRC_LAG_BYTES (4 * CRC_RUN_BYTES) /* received bytes that wait before they are folded in */
 #define RDMA_QUEUE_DEPTH 256      /* send-queue slots of one path */
 #define RDMA_CHAIN_LENGTH 16      /* WRs per ibv_post_send */
 #define RDMA_MAX_INFLIGHT 64      /* transfers in flight on one path; more go over TCP */
@@ -118,7 +120,8 @@ struct frame
     uint64_t deadline_ms;
     int timed_out;
     int resent;              /* sent again once on a fresh connection after a stale one failed */
-    uint32_t crc;            /* READ with want_crc: raw CRC32C register of its payload so far */
+    uint32_t crc;            /* READ with want_crc: raw CRC32C register of its first crc_done payload bytes */
+    uint32_t crc_done;
     frame *next;
     frame *prev;
     /* READV (transfer NULL): its entries, small READ frames each still counted by its transfer, NULL once answered */
@@ -776,8 +779,7 @@ static void complete(gt_engine *engine, transfer *t)
     }
     /* Every slice joined (none went one-sided): the register of the whole range from the standard initial value. */
     const int has_crc = t->want_crc && t->status == GT_OK && t->crc_slices == t->slices_total;
-    push_completion(engine, t->user_data, t->status, has_crc,
-        has_crc ? ~(t->crc_joined ^ gt_crc32c_shift(0xFFFFFFFFu, t->length)) : 0);
+    push_completion(engine, t->user_data, t->status, has_crc, has_crc ? ~t->crc_joined : 0);
     peer *p = t->peer;
     const int admitted = t->admitted;
     const uint32_t frames = t->frames_admitted;
@@ -1125,7 +1127,8 @@ static void frame_finish(gt_engine *engine, frame *f, const int32_t status)
         t->slices_done++;
         if (t->want_crc && status == GT_OK)
         {
-            /* This slice's register counts once shifted by the bytes of the range behind it, whatever the order. */
+            /* This slice's register counts once shifted by the bytes of the range behind it, whatever the order (the
+             * last slice, and a READ of one slice, need no shift). */
             const uint64_t end = f->offset - t->remote_offset + f->length;
             t->crc_joined ^= gt_crc32c_shift(f->crc, t->length - end);
             t->crc_slices++;
@@ -1518,14 +1521,16 @@ static void vector_received(gt_engine *engine, lane *l, uint64_t n)
     {
         frame *e = v->entries[l->rx_entry];
         const uint64_t take = e->length - l->rx_entry_fill < n ? e->length - l->rx_entry_fill : n;
-        if (e->transfer->want_crc)
-        {
-            e->crc = gt_crc32c_update(l->rx_entry_fill == 0 ? 0 : e->crc, e->local + l->rx_entry_fill, take);
-        }
         l->rx_entry_fill += (uint32_t)take;
         n -= take;
         if (l->rx_entry_fill == e->length)
         {
+            if (e->transfer->want_crc)
+            {
+                /* at most 64 KiB, just landed; a READ's first slice starts from the initial value (on_response) */
+                e->crc = gt_crc32c_update(e->offset == e->transfer->remote_offset ? 0xFFFFFFFFu : 0, e->local,
+                    e->length);
+            }
             v->entries[l->rx_entry] = NULL;
             l->rx_entry = next_open_entry(v, l->rx_entry + 1);
             l->rx_entry_fill = 0;
@@ -1601,7 +1606,10 @@ static void on_response(gt_engine *engine, lane *l)
         l->frames++; /* still owned by the lane until its payload is in */
         l->receiving = f;
         l->receive_at = f->local;
-        f->crc = 0; /* counted afresh: a frame sent again after a stale connection failed is received whole again */
+        /* Counted afresh (a frame sent again after a stale connection failed is received whole again); the first slice
+         * starts from the standard initial value, the others from 0, so that joining them needs no shift of it. */
+        f->crc = f->offset == f->transfer->remote_offset ? 0xFFFFFFFFu : 0;
+        f->crc_done = 0;
         l->payload_left = h.length;
         l->large_payload = h.length >= LARGE_PAYLOAD_BYTES;
         if (h.length == 0)
@@ -1654,6 +1662,26 @@ static uint8_t *receive_target(gt_engine *engine, lane *l, uint64_t *cap)
     return engine->discard;
 }
 
+/*
+ * Folds the bytes of a READ payload received so far (`received` of them) into its CRC32C register while they are still
+ * in the caches: in runs of whole CRC_RUN_BYTES once at least CRC_LAG_BYTES wait (a socket read may bring a few KiB,
+ * and the twelve-chain update is fast only on runs of its full width), and everything at the end of the payload.
+ */
+static void checksum_received(frame *f, const uint32_t received, const int last)
+{
+    uint32_t take = received - f->crc_done;
+    if (!last)
+    {
+        if (take < CRC_LAG_BYTES)
+        {
+            return;
+        }
+        take -= take % CRC_RUN_BYTES;
+    }
+    f->crc = gt_crc32c_update(f->crc, f->local + f->crc_done, take);
+    f->crc_done += take;
+}
+
 /* Accounts n payload bytes of the current response that reached the place receive_target named. */
 static void payload_received(gt_engine *engine, lane *l, const uint64_t n)
 {
@@ -1665,11 +1693,11 @@ static void payload_received(gt_engine *engine, lane *l, const uint64_t n)
     frame *f = l->receiving;
     if (f != NULL)
     {
+        l->receive_at += n;
         if (f->transfer->want_crc)
         {
-            f->crc = gt_crc32c_update(f->crc, l->receive_at, n); /* just landed: still in the caches */
+            checksum_received(f, (uint32_t)(l->receive_at - f->local), l->payload_left == n);
         }
-        l->receive_at += n;
     }
     l->payload_left -= n;
     if (l->payload_left == 0)

@@ -123,6 +123,8 @@ void gt_sha256_use_portable(int portable);
 
 /* ---------------------------------------------------------------- CRC32C (gt_crc32c.c) */
 
+/* Bytes the update takes at full speed in one go (its interleaved chains); runs of multiples of it are best. */
+#define GT_CRC32C_RUN_BYTES (12 * 1024)
 /* The raw CRC32C register after bytes, from state (no inversions: a message's CRC32C is ~update(0xFFFFFFFF, m)). */
 uint32_t gt_crc32c_update(uint32_t state, const uint8_t *bytes, size_t length);
 /* The register state followed by `bytes` zero bytes with no inversions: state * x^(8 * bytes) mod P. */

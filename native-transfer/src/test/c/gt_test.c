@@ -839,6 +839,21 @@ static void reads_carry_the_crc32c_of_their_bytes(void)
     CHECK(gt_engine_submit(engine, &plain, 1, &error) == 1);
     CHECK(await(engine, done, 1, 5000) == 1 && done[0].status == GT_OK && done[0].has_crc32c == 0);
 
+    /* slices above the READV entry size travel as plain READs, each checksummed while its payload arrives */
+    uint32_t big_peer;
+    gt_engine *big = connected_client(&node, 256u << 10, 5000, &big_peer);
+    CHECK(big != NULL);
+    uint32_t big_region;
+    CHECK(gt_engine_register_memory(big, in, length, &big_region, &error) == GT_OK);
+    memset(in, 0, length);
+    gt_op big_read = op_of(4, big_peer, GT_OP_READ, big_region, 0, length, 4096);
+    big_read.flags |= GT_OP_FLAG_CRC32C;
+    CHECK(gt_engine_submit(big, &big_read, 1, &error) == 1);
+    CHECK(await(big, done, 1, 5000) == 1 && done[0].status == GT_OK);
+    CHECK(done[0].has_crc32c == 1 && done[0].crc32c == whole);
+    CHECK(memcmp(in, out, length) == 0);
+    gt_engine_destroy(big);
+
     /* eight small reads in one batch: they share READV frames; each gets the CRC32C of its own bytes */
     gt_op small[8];
     for (int i = 0; i < 8; i++)
