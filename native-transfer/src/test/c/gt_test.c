@@ -733,6 +733,15 @@ static void fill_pattern(uint8_t *bytes, const size_t length, const uint32_t see
     }
 }
 
+/* Registers the source and destination buffers of a test's transfers; 1 when both are. */
+static int register_both(gt_engine *engine, uint8_t *out, uint8_t *in, const uint32_t length, uint32_t *out_region,
+    uint32_t *in_region)
+{
+    gt_error error;
+    return gt_engine_register_memory(engine, out, length, out_region, &error) == GT_OK &&
+        gt_engine_register_memory(engine, in, length, in_region, &error) == GT_OK;
+}
+
 static void loopback_moves_every_byte(void)
 {
     test_node node;
@@ -748,8 +757,7 @@ static void loopback_moves_every_byte(void)
     fill_pattern(out, length, 7);
     uint32_t out_region;
     uint32_t in_region;
-    CHECK(gt_engine_register_memory(engine, out, length, &out_region, &error) == GT_OK);
-    CHECK(gt_engine_register_memory(engine, in, length, &in_region, &error) == GT_OK);
+    CHECK(register_both(engine, out, in, length, &out_region, &in_region));
     gt_op write = op_of(1, peer, GT_OP_WRITE, out_region, 0, length, 4096);
     CHECK(gt_engine_submit(engine, &write, 1, &error) == 1);
     gt_completion done[8];
@@ -820,8 +828,7 @@ static void reads_carry_the_crc32c_of_their_bytes(void)
     fill_pattern(out, length, 11);
     uint32_t out_region;
     uint32_t in_region;
-    CHECK(gt_engine_register_memory(engine, out, length, &out_region, &error) == GT_OK);
-    CHECK(gt_engine_register_memory(engine, in, length, &in_region, &error) == GT_OK);
+    CHECK(register_both(engine, out, in, length, &out_region, &in_region));
     gt_op write = op_of(1, peer, GT_OP_WRITE, out_region, 0, length, 4096);
     write.flags |= GT_OP_FLAG_CRC32C; /* means nothing to a WRITE */
     gt_completion done[16];
