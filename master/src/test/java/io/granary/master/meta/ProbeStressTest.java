@@ -90,7 +90,12 @@ class ProbeStressTest
                         Thread.onSpinWait();
                         Thread.yield();
                     }
-                    for (int i = 0; i < PROBES_PER_THREAD; i++)
+                    // At least PROBES_PER_THREAD probes, and on until one selected a candidate (or 20 s passed): on
+                    // two busy cores the putter may get little CPU while the probes run, the remover and the evictor
+                    // keep the keys few, and 2,000 probes can pass in a few milliseconds without a complete candidate.
+                    final long selectDeadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+                    for (int i = 0; i < PROBES_PER_THREAD ||
+                        selections.get() == 0 && System.nanoTime() - selectDeadline < 0; i++)
                     {
                         grantsOnThisThread.get().clear();
                         final boolean[] mask = new boolean[keys.size()];
