@@ -70,6 +70,18 @@ public final class LocalCluster implements AutoCloseable
         return master;
     }
 
+    /** Calls of master RPC {@code method} (e.g. "BatchGetReplicaList") served so far, over gRPC and the lookup port. */
+    public long masterCalls(final String method)
+    {
+        long calls = 0;
+        for (final io.micrometer.core.instrument.Timer t : master.meterRegistry().find("granary.master.rpc")
+            .tag("method", method).timers())
+        {
+            calls += t.count();
+        }
+        return calls;
+    }
+
     /** The running nodes, in start order (a snapshot). */
     public List<StorageNode> nodes()
     {

@@ -110,6 +110,15 @@ public interface AsyncGranaryClient
     /** {@link GranaryClient#probeBatch(List, LeasePolicy)}. */
     CompletableFuture<List<OpResult<Boolean>>> probeBatch(List<String> keys, LeasePolicy policy);
 
+    /** {@link GranaryClient#probeBatchForRead(List, LeasePolicy)}. */
+    CompletableFuture<List<OpResult<ReadLease>>> probeBatchForRead(List<String> keys, LeasePolicy policy);
+
+    /**
+     * {@link GranaryClient#readBatchInto(List, List)}: every read is in flight at once; the buffers belong to the
+     * call until the future completes.
+     */
+    CompletableFuture<List<OpResult<Integer>>> readBatchInto(List<ReadLease> leases, List<ByteBuffer> dsts);
+
     /** {@link GranaryClient#listKeys(String, int)}. */
     CompletableFuture<List<KeyInfo>> listKeys(String regexOrNull, int limit);
 

@@ -148,6 +148,26 @@ public interface GranaryClient extends AutoCloseable
     List<OpResult<Boolean>> probeBatch(List<String> keys, LeasePolicy policy);
 
     /**
+     * {@link #probeBatch} that also brings back, in the same master round trip, the replica list of every key the
+     * probe selects, so that reading them costs no second round trip ({@link #readBatchInto}). Entry i is a
+     * {@link ReadLease} for a selected key, {@code OpResult.ok(null)} for a key the probe did not select (absent, or
+     * a hit the policy does not lease), and a failure for a key the master refused.
+     *
+     * @throws IllegalArgumentException for {@link LeasePolicy#none()}, which leases nothing.
+     */
+    List<OpResult<ReadLease>> probeBatchForRead(List<String> keys, LeasePolicy policy);
+
+    /**
+     * {@link #getBatchInto} of leased keys: each lease that is {@link ReadLease#usable() usable} is read with the
+     * replica list it came with, no master round trip; the others are looked up again, one BatchGetReplicaList for
+     * all of them. Results, buffers and per-key errors as in {@link #getBatchInto}.
+     *
+     * @throws IllegalArgumentException when the sizes differ, a buffer is read-only, or a lease is null or came
+     *                                  from another client.
+     */
+    List<OpResult<Integer>> readBatchInto(List<ReadLease> leases, List<ByteBuffer> dsts);
+
+    /**
      * The tenant's objects whose keys match {@code regexOrNull} (all when null or empty), at most
      * {@code limit} of them (0 = the master's default). No lease is taken. Ask for one more than you
      * show to learn whether the listing was cut short.

@@ -4,8 +4,11 @@ import io.granary.cli.LocalCluster;
 import io.granary.client.ErrorCode;
 import io.granary.client.GranaryClient;
 import io.granary.client.GranaryException;
+import io.granary.client.internal.GranaryClientImpl;
+import io.granary.common.ManualClock;
 import io.granary.master.evict.EvictionPolicy;
 import io.granary.master.meta.ObjectSnapshot;
+import io.granary.transfer.TransferEngines;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -251,20 +254,60 @@ class PrefixCacheTest
     @Test
     void shouldLoadOnlyTheRunOfBlocksWhosePagesCouldBeRead()
     {
-        final PrefixLayout one = PrefixLayout.builder().model("failed-load").layerGroups(2)
+        final ManualClock clock = new ManualClock();
+        try (GranaryClient own =
+                 GranaryClientImpl.connect(cluster.clientConfig().build(), TransferEngines::create, clock))
+        {
+            final PrefixLayout one = PrefixLayout.builder().model("failed-load").layerGroups(2)
+                .tokensPerBlock(TOKENS_PER_BLOCK).build();
+            final PrefixCache cache = new PrefixCache(own, one);
+            final int[] tokens = prompt(7, 3, 0);
+            cache.save(cache.lookup(tokens), pages(0, 0, 3, 2));
+            final PrefixLookup lookup = cache.lookup(tokens);
+            assertThat(lookup.hitBlocks()).isEqualTo(3);
+            // A page of block 1 disappears between lookup and load (an operator's forced removal), and the load
+            // comes late: less than a second of the lookup's 10 s lease is left, so it looks the pages up again.
+            own.remove(cache.keys().objectKey(lookup.blockHash(1), 0, 1), true);
+            clock.advance(Duration.ofMillis(9_500));
+
+            assertThat(cache.load(lookup, 3, buffers(6))).isEqualTo(1);
+            assertThat(cache.stats().failedLoads()).isEqualTo(2);
+            assertThatThrownBy(() -> cache.load(lookup, 4, buffers(8))).isInstanceOf(IllegalArgumentException.class);
+            assertThatThrownBy(() -> cache.load(lookup, 2, buffers(3))).isInstanceOf(IllegalArgumentException.class);
+        }
+    }
+
+    @Test
+    void shouldLoadWithTheLookupsReplicaListsWhileItsLeaseLasts()
+    {
+        final PrefixLayout one = PrefixLayout.builder().model("lease-load").layerGroups(2)
             .tokensPerBlock(TOKENS_PER_BLOCK).build();
         final PrefixCache cache = new PrefixCache(client, one);
-        final int[] tokens = prompt(7, 3, 0);
+        final int[] tokens = prompt(8, 3, 0);
         cache.save(cache.lookup(tokens), pages(0, 0, 3, 2));
         final PrefixLookup lookup = cache.lookup(tokens);
         assertThat(lookup.hitBlocks()).isEqualTo(3);
-        // A page of block 1 disappears between lookup and load (an operator's forced removal).
+        // Even a forced removal after the lookup does not take a page from it: the extent stays as it was until
+        // the lease ends, and the load reads it there.
         client.remove(cache.keys().objectKey(lookup.blockHash(1), 0, 1), true);
 
-        assertThat(cache.load(lookup, 3, buffers(6))).isEqualTo(1);
-        assertThat(cache.stats().failedLoads()).isEqualTo(2);
-        assertThatThrownBy(() -> cache.load(lookup, 4, buffers(8))).isInstanceOf(IllegalArgumentException.class);
-        assertThatThrownBy(() -> cache.load(lookup, 2, buffers(3))).isInstanceOf(IllegalArgumentException.class);
+        final long lookupsBefore = replicaListCalls();
+        final List<ByteBuffer> dsts = buffers(6);
+        assertThat(cache.load(lookup, 3, dsts)).isEqualTo(3);
+        assertThat(replicaListCalls()).as("the load asked the master nothing").isEqualTo(lookupsBefore);
+        for (int b = 0; b < 3; b++)
+        {
+            for (int g = 0; g < 2; g++)
+            {
+                assertThat(dsts.get(b * 2 + g).flip().getInt(0)).isEqualTo(b << 8 | g);
+            }
+        }
+    }
+
+    /** BatchGetReplicaList calls the master served so far, over either transport. */
+    private static long replicaListCalls()
+    {
+        return cluster.masterCalls("BatchGetReplicaList");
     }
 
     @Test

@@ -6,6 +6,7 @@ import io.granary.client.KeyInfo;
 import io.granary.client.LeasePolicy;
 import io.granary.client.OpResult;
 import io.granary.client.PutOptions;
+import io.granary.client.ReadLease;
 
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
@@ -132,6 +133,18 @@ final class AsyncGranaryClientImpl implements AsyncGranaryClient
     }
 
     @Override
+    public CompletableFuture<List<OpResult<Integer>>> readBatchInto(
+        final List<ReadLease> leases, final List<ByteBuffer> dsts)
+    {
+        final ProbedLease[] given = client.ownLeases(leases);
+        final List<String> keysNow = GranaryClientImpl.leaseKeys(given);
+        final ByteBuffer[] windows = GranaryClientImpl.captureDestinations(keysNow, dsts);
+        final List<ByteBuffer> dstsNow = List.copyOf(dsts);
+        return client.callOnClientThreads(
+            threads -> client.startGetBatchInto(keysNow, dstsNow, windows, threads, given));
+    }
+
+    @Override
     public CompletableFuture<List<OpResult<Boolean>>> existsBatch(final List<String> keys)
     {
         final List<String> keysNow = copy(Objects.requireNonNull(keys, "keys"));
@@ -144,6 +157,15 @@ final class AsyncGranaryClientImpl implements AsyncGranaryClient
         final List<String> keysNow = copy(Objects.requireNonNull(keys, "keys"));
         Objects.requireNonNull(policy, "policy");
         return client.supplyOnClientThreads(() -> client.probeBatch(keysNow, policy));
+    }
+
+    @Override
+    public CompletableFuture<List<OpResult<ReadLease>>> probeBatchForRead(
+        final List<String> keys, final LeasePolicy policy)
+    {
+        final List<String> keysNow = copy(Objects.requireNonNull(keys, "keys"));
+        Objects.requireNonNull(policy, "policy");
+        return client.supplyOnClientThreads(() -> client.probeBatchForRead(keysNow, policy));
     }
 
     @Override

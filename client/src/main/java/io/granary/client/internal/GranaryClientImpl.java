@@ -10,6 +10,7 @@ import io.granary.client.KeyInfo;
 import io.granary.client.LeasePolicy;
 import io.granary.client.OpResult;
 import io.granary.client.PutOptions;
+import io.granary.client.ReadLease;
 import io.granary.common.Clock;
 import io.granary.proto.BatchCodeResponse;
 import io.granary.proto.BatchExistKeyResponse;
@@ -1031,6 +1032,47 @@ public final class GranaryClientImpl implements GranaryClient
         return callHere(here -> startGetBatchInto(keys, dsts, windows, here));
     }
 
+    @Override
+    public List<OpResult<Integer>> readBatchInto(final List<ReadLease> leases, final List<ByteBuffer> dsts)
+    {
+        final ProbedLease[] given = ownLeases(leases);
+        final List<String> keys = leaseKeys(given);
+        final ByteBuffer[] windows = captureDestinations(keys, dsts);
+        return callHere(here -> startGetBatchInto(keys, dsts, windows, here, given));
+    }
+
+    /**
+     * The leases of a {@link #readBatchInto} as this client made them.
+     *
+     * @throws IllegalArgumentException for a null lease or one from another client.
+     */
+    ProbedLease[] ownLeases(final List<ReadLease> leases)
+    {
+        Objects.requireNonNull(leases, "leases");
+        final ProbedLease[] own = new ProbedLease[leases.size()];
+        for (int i = 0; i < own.length; i++)
+        {
+            final ReadLease lease = leases.get(i);
+            if (!(lease instanceof ProbedLease) || ((ProbedLease)lease).owner != this)
+            {
+                throw new IllegalArgumentException("readBatchInto leases[" + i + "]: " +
+                    (lease == null ? "null" : lease + " was not made by this client's probeBatchForRead"));
+            }
+            own[i] = (ProbedLease)lease;
+        }
+        return own;
+    }
+
+    static List<String> leaseKeys(final ProbedLease[] leases)
+    {
+        final String[] keys = new String[leases.length];
+        for (int i = 0; i < keys.length; i++)
+        {
+            keys[i] = leases[i].key();
+        }
+        return Arrays.asList(keys);
+    }
+
     /**
      * Checks getBatchInto's buffers and returns a duplicate of each that keeps its position and limit as they are now.
      *
@@ -1062,7 +1104,7 @@ public final class GranaryClientImpl implements GranaryClient
     CompletableFuture<List<OpResult<byte[]>>> startGetBatch(final List<String> keys, final Executor steps)
     {
         final byte[][] values = new byte[keys.size()][];
-        return startBatchRead("getBatch", keys, steps, new BatchTarget<>()
+        return startBatchRead("getBatch", keys, null, steps, new BatchTarget<>()
         {
             @Override
             public OpResult<byte[]> aim(final int i, final String key, final ReadOperation read)
@@ -1089,8 +1131,19 @@ public final class GranaryClientImpl implements GranaryClient
     CompletableFuture<List<OpResult<Integer>>> startGetBatchInto(
         final List<String> keys, final List<ByteBuffer> dsts, final ByteBuffer[] windows, final Executor steps)
     {
+        return startGetBatchInto(keys, dsts, windows, steps, null);
+    }
+
+    /**
+     * {@link #startGetBatchInto(List, List, ByteBuffer[], Executor)} that reads key i with {@code given[i]}'s replica
+     * list while that lease is usable ({@code given} null: every key is looked up).
+     */
+    CompletableFuture<List<OpResult<Integer>>> startGetBatchInto(
+        final List<String> keys, final List<ByteBuffer> dsts, final ByteBuffer[] windows, final Executor steps,
+        final ProbedLease[] given)
+    {
         final int[] positions = new int[keys.size()];
-        return startBatchRead("getBatchInto", keys, steps, new BatchTarget<>()
+        return startBatchRead(given == null ? "getBatchInto" : "readBatchInto", keys, given, steps, new BatchTarget<>()
         {
             @Override
             public OpResult<Integer> aim(final int i, final String key, final ReadOperation read)
@@ -1127,8 +1180,13 @@ public final class GranaryClientImpl implements GranaryClient
         OpResult<T> succeeded(int index);
     }
 
+    /**
+     * The reads of a batch: key i with {@code given[i]}'s replica list when that lease is usable (given may be null),
+     * every other key with the answer of one BatchGetReplicaList.
+     */
     private <T> CompletableFuture<List<OpResult<T>>> startBatchRead(
-        final String op, final List<String> keys, final Executor steps, final BatchTarget<T> targets)
+        final String op, final List<String> keys, final ProbedLease[] given, final Executor steps,
+        final BatchTarget<T> targets)
     {
         ensureOpen();
         final int n = keys.size();
@@ -1144,16 +1202,45 @@ public final class GranaryClientImpl implements GranaryClient
             return CompletableFuture.completedFuture(Arrays.asList(results));
         }
 
-        final long askedAtNs = clock.nanoTime();
-        final BatchGetReplicaListResponse lists = master.batchGetReplicaList(batchKeys(select(keys, sent)));
-        if (lists.getCode() != OK)
+        final GetReplicaListResponse[] answers = new GetReplicaListResponse[sent.size()];
+        final long[] askedAt = new long[sent.size()];
+        final List<Integer> ask = new ArrayList<>(given == null ? sent.size() : 0);
+        for (int j = 0; j < sent.size(); j++)
         {
-            throw batchRefused(op, sent.size(), "BatchGetReplicaList", lists.getCode());
+            final ProbedLease lease = given == null ? null : given[sent.get(j)];
+            if (lease != null && lease.usable())
+            {
+                answers[j] = lease.replicas;
+                askedAt[j] = lease.askedAtNs;
+            }
+            else
+            {
+                ask.add(j);
+            }
         }
-        if (lists.getResultsCount() != sent.size())
+        if (!ask.isEmpty())
         {
-            throw new GranaryException(ErrorCode.INTERNAL_ERROR, "BatchGetReplicaList answered " +
-                lists.getResultsCount() + " results for " + sent.size() + " keys");
+            final List<String> askKeys = new ArrayList<>(ask.size());
+            for (final int j : ask)
+            {
+                askKeys.add(keys.get(sent.get(j)));
+            }
+            final long askedAtNs = clock.nanoTime();
+            final BatchGetReplicaListResponse lists = master.batchGetReplicaList(batchKeys(askKeys));
+            if (lists.getCode() != OK)
+            {
+                throw batchRefused(op, ask.size(), "BatchGetReplicaList", lists.getCode());
+            }
+            if (lists.getResultsCount() != ask.size())
+            {
+                throw new GranaryException(ErrorCode.INTERNAL_ERROR, "BatchGetReplicaList answered " +
+                    lists.getResultsCount() + " results for " + ask.size() + " keys");
+            }
+            for (int a = 0; a < ask.size(); a++)
+            {
+                answers[ask.get(a)] = lists.getResults(a);
+                askedAt[ask.get(a)] = askedAtNs;
+            }
         }
 
         final List<CompletableFuture<OpFailure>> reads = new ArrayList<>(sent.size());
@@ -1165,7 +1252,7 @@ public final class GranaryClientImpl implements GranaryClient
             final ReadOperation read;
             try
             {
-                read = ReadOperation.plan(key, lists.getResults(j), askedAtNs, checksums);
+                read = ReadOperation.plan(key, answers[j], askedAt[j], checksums);
             }
             catch (final GranaryException ex)
             {
@@ -1293,16 +1380,7 @@ public final class GranaryClientImpl implements GranaryClient
         {
             return List.of();
         }
-        checkBatchSize("probeBatch", n);
-        for (int i = 0; i < n; i++)
-        {
-            final OpFailure problem = Keys.problem(keys.get(i));
-            if (problem != null)
-            {
-                // Candidates are positional: dropping one key would shift every candidate after it.
-                throw new GranaryException(ErrorCode.INVALID_KEY, "probeBatch keys[" + i + "]: " + problem.message());
-            }
-        }
+        checkProbeKeys("probeBatch", keys);
         final BatchProbeKeyResponse response =
             master.batchProbeKey(tenant, ProtoMapping.toProto(policy.mode()), policy.candidateSize(), keys);
         if (response.getCode() != OK)
@@ -1318,6 +1396,75 @@ public final class GranaryClientImpl implements GranaryClient
             results.add(membership("probe", keys.get(i), response.getMask(i), code));
         }
         return results;
+    }
+
+    @Override
+    public List<OpResult<ReadLease>> probeBatchForRead(final List<String> keys, final LeasePolicy policy)
+    {
+        Objects.requireNonNull(keys, "keys");
+        Objects.requireNonNull(policy, "policy");
+        if (policy.mode() == LeasePolicy.Mode.NONE)
+        {
+            throw new IllegalArgumentException("probeBatchForRead needs a policy that leases, not " + policy);
+        }
+        ensureOpen();
+        final int n = keys.size();
+        if (n == 0)
+        {
+            return List.of();
+        }
+        checkProbeKeys("probeBatchForRead", keys);
+        final long askedAtNs = clock.nanoTime();
+        final BatchProbeKeyResponse response =
+            master.batchProbeKey(tenant, ProtoMapping.toProto(policy.mode()), policy.candidateSize(), keys, true);
+        if (response.getCode() != OK)
+        {
+            throw new GranaryException(ProtoMapping.code(response.getCode()), "probeBatchForRead of " + n +
+                " keys with " + policy + ": master answered " + ProtoMapping.describeCode(response.getCode()));
+        }
+        checkAnswerShape("BatchProbeKey", n, response.getMaskCount(), response.getCodesCount());
+        // A master that predates with_replicas answers none: its selected keys are then looked up when read.
+        final boolean lists = response.getReplicasCount() == n;
+        if (!lists && response.getReplicasCount() != 0)
+        {
+            throw new GranaryException(ErrorCode.INTERNAL_ERROR, "BatchProbeKey answered " +
+                response.getReplicasCount() + " replica lists for " + n + " keys");
+        }
+        final List<OpResult<ReadLease>> results = new ArrayList<>(n);
+        for (int i = 0; i < n; i++)
+        {
+            final int code = response.getCodesCount() == 0 ? OK : response.getCodes(i);
+            final OpResult<Boolean> member = membership("probe", keys.get(i), response.getMask(i), code);
+            if (!member.ok())
+            {
+                results.add(OpResult.failed(member.error(), member.message()));
+            }
+            else if (!member.value())
+            {
+                results.add(OpResult.ok(null));
+            }
+            else
+            {
+                results.add(OpResult.ok(new ProbedLease(this, clock, keys.get(i),
+                    lists ? response.getReplicas(i) : null, askedAtNs)));
+            }
+        }
+        return results;
+    }
+
+    /** Keys are positional in a probe: one malformed key fails the whole probe. */
+    private static void checkProbeKeys(final String op, final List<String> keys)
+    {
+        checkBatchSize(op, keys.size());
+        for (int i = 0; i < keys.size(); i++)
+        {
+            final OpFailure problem = Keys.problem(keys.get(i));
+            if (problem != null)
+            {
+                // Candidates are positional: dropping one key would shift every candidate after it.
+                throw new GranaryException(ErrorCode.INVALID_KEY, op + " keys[" + i + "]: " + problem.message());
+            }
+        }
     }
 
     /** Immutable, so shared by every existence answer. */

@@ -229,6 +229,14 @@ final class MasterClient implements AutoCloseable
     BatchProbeKeyResponse batchProbeKey(
         final String tenant, final LeaseMode mode, final int candidateSize, final List<String> keys)
     {
+        return batchProbeKey(tenant, mode, candidateSize, keys, false);
+    }
+
+    /** {@link #batchProbeKey(String, LeaseMode, int, List)}, asking for the selected keys' replica lists too. */
+    BatchProbeKeyResponse batchProbeKey(
+        final String tenant, final LeaseMode mode, final int candidateSize, final List<String> keys,
+        final boolean withReplicas)
+    {
         final long deadlineNs = deadline();
         final LookupClient fast = lookup(deadlineNs);
         if (fast != null)
@@ -242,6 +250,7 @@ final class MasterClient implements AutoCloseable
                         out.writeVarintField(2, mode.getNumber());
                         out.writeVarintField(3, candidateSize & 0xFFFFFFFFL);
                         out.writeStrings(4, keys);
+                        out.writeVarintField(5, withReplicas ? 1 : 0);
                     }, BatchProbeKeyResponse.parser(), deadlineNs);
                 lookupReachable();
                 return reply;
@@ -252,7 +261,8 @@ final class MasterClient implements AutoCloseable
             }
         }
         final BatchProbeKeyRequest request = BatchProbeKeyRequest.newBuilder()
-            .setTenant(tenant).setMode(mode).setCandidateSize(candidateSize).addAllKeys(keys).build();
+            .setTenant(tenant).setMode(mode).setCandidateSize(candidateSize).addAllKeys(keys)
+            .setWithReplicas(withReplicas).build();
         return call("BatchProbeKey", s -> s.batchProbeKey(request), deadlineNs);
     }
 

@@ -7,11 +7,13 @@ import io.granary.client.KeyInfo;
 import io.granary.client.LeasePolicy;
 import io.granary.client.OpResult;
 import io.granary.client.PutOptions;
+import io.granary.client.ReadLease;
 import io.granary.client.internal.ClientMetrics.Op;
 
 import java.nio.ByteBuffer;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.function.Supplier;
 import java.util.function.ToLongFunction;
 
 /**
@@ -264,11 +266,23 @@ final class MeteredGranaryClient implements GranaryClient
     @Override
     public List<OpResult<Integer>> getBatchInto(final List<String> keys, final List<ByteBuffer> dsts)
     {
+        return batchReadInto(() -> client.getBatchInto(keys, dsts));
+    }
+
+    @Override
+    public List<OpResult<Integer>> readBatchInto(final List<ReadLease> leases, final List<ByteBuffer> dsts)
+    {
+        return batchReadInto(() -> client.readBatchInto(leases, dsts));
+    }
+
+    /** getBatchInto and readBatchInto: counted as GET_BATCH. */
+    private List<OpResult<Integer>> batchReadInto(final Supplier<List<OpResult<Integer>>> call)
+    {
         final long startNs = System.nanoTime();
         final List<OpResult<Integer>> results;
         try
         {
-            results = client.getBatchInto(keys, dsts);
+            results = call.get();
         }
         catch (final RuntimeException ex)
         {
@@ -301,11 +315,23 @@ final class MeteredGranaryClient implements GranaryClient
     @Override
     public List<OpResult<Boolean>> probeBatch(final List<String> keys, final LeasePolicy policy)
     {
+        return probe(() -> client.probeBatch(keys, policy));
+    }
+
+    @Override
+    public List<OpResult<ReadLease>> probeBatchForRead(final List<String> keys, final LeasePolicy policy)
+    {
+        return probe(() -> client.probeBatchForRead(keys, policy));
+    }
+
+    /** probeBatch and probeBatchForRead: counted as PROBE_BATCH. */
+    private <T> List<OpResult<T>> probe(final Supplier<List<OpResult<T>>> call)
+    {
         final long startNs = System.nanoTime();
-        final List<OpResult<Boolean>> results;
+        final List<OpResult<T>> results;
         try
         {
-            results = client.probeBatch(keys, policy);
+            results = call.get();
         }
         catch (final RuntimeException ex)
         {
@@ -584,8 +610,20 @@ final class MeteredGranaryClient implements GranaryClient
         public CompletableFuture<List<OpResult<Integer>>> getBatchInto(
             final List<String> keys, final List<ByteBuffer> dsts)
         {
-            final long startNs = System.nanoTime();
-            final CompletableFuture<List<OpResult<Integer>>> future = async.getBatchInto(keys, dsts);
+            return batchReadInto(System.nanoTime(), async.getBatchInto(keys, dsts));
+        }
+
+        @Override
+        public CompletableFuture<List<OpResult<Integer>>> readBatchInto(
+            final List<ReadLease> leases, final List<ByteBuffer> dsts)
+        {
+            return batchReadInto(System.nanoTime(), async.readBatchInto(leases, dsts));
+        }
+
+        /** getBatchInto and readBatchInto: counted as GET_BATCH when the future completes. */
+        private CompletableFuture<List<OpResult<Integer>>> batchReadInto(
+            final long startNs, final CompletableFuture<List<OpResult<Integer>>> future)
+        {
             future.whenComplete((results, ex) ->
             {
                 if (ex != null)
@@ -610,6 +648,13 @@ final class MeteredGranaryClient implements GranaryClient
         public CompletableFuture<List<OpResult<Boolean>>> probeBatch(final List<String> keys, final LeasePolicy policy)
         {
             return batch(Op.PROBE_BATCH, System.nanoTime(), async.probeBatch(keys, policy));
+        }
+
+        @Override
+        public CompletableFuture<List<OpResult<ReadLease>>> probeBatchForRead(
+            final List<String> keys, final LeasePolicy policy)
+        {
+            return batch(Op.PROBE_BATCH, System.nanoTime(), async.probeBatchForRead(keys, policy));
         }
 
         private <T> CompletableFuture<List<OpResult<T>>> batch(

@@ -4,6 +4,7 @@ import io.granary.client.GranaryClient;
 import io.granary.client.GranaryException;
 import io.granary.client.LeasePolicy;
 import io.granary.client.OpResult;
+import io.granary.client.ReadLease;
 import io.granary.client.PutOptions;
 import io.granary.client.SoftPinAction;
 import io.granary.protocol.Limits;
@@ -13,6 +14,7 @@ import org.slf4j.LoggerFactory;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.atomic.LongAdder;
@@ -27,7 +29,7 @@ import java.util.concurrent.atomic.LongAdder;
  * <pre>{@code
  * PrefixCache cache = new PrefixCache(client, layout);
  * PrefixLookup hit = cache.lookup(promptTokens);          // one master round trip; hit blocks leased
- * int loaded = cache.load(hit, hit.hitBlocks(), buffers);  // this rank's pages into the engine's buffers
+ * int loaded = cache.load(hit, hit.hitBlocks(), buffers);  // this rank's pages, no master round trip
  * // ... compute the KV of tokens from loaded * tokensPerBlock on ...
  * cache.save(hit, computedPages);                          // only the blocks the lookup did not find
  * }</pre>
@@ -173,19 +175,21 @@ public final class PrefixCache
         final String[] hashes = keys.blockHashes(tokens, length, maxBlocks);
         final int n = layout.objectsPerBlock();
         int hit = 0;
+        ReadLease[] leases = null;
         if (hashes.length > 0)
         {
-            final List<OpResult<Boolean>> mask = client.probeBatch(candidateKeys(hashes, 0, hashes.length),
-                LeasePolicy.longestPrefix(n));
-            while (hit < hashes.length && marked(mask.get(hit * n)))
+            final List<OpResult<ReadLease>> mask = client.probeBatchForRead(
+                candidateKeys(hashes, 0, hashes.length), LeasePolicy.longestPrefix(n));
+            while (hit < hashes.length && leased(mask.get(hit * n)))
             {
                 hit++;
             }
+            leases = ownLeases(mask, hit);
         }
         lookups.increment();
         lookedUpBlocks.add(hashes.length);
         hitBlocks.add(hit);
-        final PrefixLookup lookup = new PrefixLookup(hashes, hit, layout.tokensPerBlock());
+        final PrefixLookup lookup = new PrefixLookup(hashes, hit, layout.tokensPerBlock(), leases);
         if (options.holeChecks)
         {
             checkHolesAsync(lookup);
@@ -268,7 +272,8 @@ public final class PrefixCache
 
     /**
      * Reads this rank's pages of the first {@code blocks} blocks of a lookup's run into the caller's buffers, all in
-     * flight at once (one master round trip): {@code dsts} holds {@code blocks * layerGroups} buffers, block by block,
+     * flight at once, with the replica lists the lookup brought back: no master round trip while the lookup's lease
+     * is {@link io.granary.client.ReadLease#usable() usable}, one after that: {@code dsts} holds {@code blocks * layerGroups} buffers, block by block,
      * layer group within block, each receiving its page at its position (see {@link GranaryClient#getBatchInto}).
      *
      * @return the blocks, from the first, whose every page was read; the engine computes the rest.
@@ -290,7 +295,10 @@ public final class PrefixCache
         {
             return 0;
         }
-        final List<OpResult<Integer>> results = client.getBatchInto(ownKeys(lookup.hashes(), 0, blocks), dsts);
+        final ReadLease[] leases = lookup.leases();
+        final List<OpResult<Integer>> results = leases == null ?
+            client.getBatchInto(ownKeys(lookup.hashes(), 0, blocks), dsts) :
+            client.readBatchInto(Arrays.asList(leases).subList(0, blocks * g), dsts);
         int loaded = 0;
         while (loaded < blocks && allOk(results, loaded * g, g))
         {
@@ -409,6 +417,35 @@ public final class PrefixCache
             }
         }
         return out;
+    }
+
+    /**
+     * The leases of this rank's pages of the first {@code hit} blocks, block by block (their replica lists came with
+     * the probe, so {@link #load} needs no lookup of its own); null when a page was not leased.
+     */
+    private ReadLease[] ownLeases(final List<OpResult<ReadLease>> mask, final int hit)
+    {
+        final int n = layout.objectsPerBlock();
+        final int g = layout.layerGroups();
+        final ReadLease[] own = new ReadLease[hit * g];
+        for (int i = 0; i < hit; i++)
+        {
+            for (int l = 0; l < g; l++)
+            {
+                final OpResult<ReadLease> r = mask.get(i * n + layout.rank() * g + l);
+                if (!leased(r))
+                {
+                    return null;
+                }
+                own[i * g + l] = r.value();
+            }
+        }
+        return own;
+    }
+
+    private static boolean leased(final OpResult<ReadLease> r)
+    {
+        return r.ok() && r.value() != null;
     }
 
     private static boolean marked(final OpResult<Boolean> r)

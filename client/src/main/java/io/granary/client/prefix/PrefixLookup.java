@@ -1,5 +1,7 @@
 package io.granary.client.prefix;
 
+import io.granary.client.ReadLease;
+
 import java.util.Arrays;
 
 /**
@@ -11,12 +13,15 @@ public final class PrefixLookup
     private final String[] blockHashes;
     private final int hitBlocks;
     private final int tokensPerBlock;
+    /** This rank's pages of the hit blocks with the replica lists the lookup brought back, or null. */
+    private final ReadLease[] leases;
 
-    PrefixLookup(final String[] blockHashes, final int hitBlocks, final int tokensPerBlock)
+    PrefixLookup(final String[] blockHashes, final int hitBlocks, final int tokensPerBlock, final ReadLease[] leases)
     {
         this.blockHashes = blockHashes;
         this.hitBlocks = hitBlocks;
         this.tokensPerBlock = tokensPerBlock;
+        this.leases = leases;
     }
 
     /** Full blocks of the prompt that were looked up (a partial last block never has a key). */
@@ -57,6 +62,11 @@ public final class PrefixLookup
     String[] hashes()
     {
         return blockHashes;
+    }
+
+    ReadLease[] leases()
+    {
+        return leases;
     }
 
     @Override

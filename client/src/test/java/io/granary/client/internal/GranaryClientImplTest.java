@@ -9,6 +9,7 @@ import io.granary.client.KeyInfo;
 import io.granary.client.LeasePolicy;
 import io.granary.client.OpResult;
 import io.granary.client.PutOptions;
+import io.granary.client.ReadLease;
 import io.granary.client.SoftPinAction;
 import io.granary.common.ManualClock;
 import io.granary.proto.BatchCodeResponse;
@@ -52,6 +53,7 @@ import java.net.ServerSocket;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
 import java.util.concurrent.ExecutorService;
@@ -734,6 +736,36 @@ class GranaryClientImplTest
             ExistKeyResponse.newBuilder().setCode(ErrorCode.OBJECT_NOT_FOUND.code()).build());
 
         assertThat(client.exists("k")).isFalse();
+    }
+
+    @Test
+    void shouldReadTheLeasesOfAMasterThatSendsNoReplicaListsByLookingThemUp()
+    {
+        // The scripted master, like one older than with_replicas, answers probes with a mask only.
+        client.put("a", bytes(300, 7));
+        final List<OpResult<ReadLease>> probed = client.probeBatchForRead(List.of("a", "b"), LeasePolicy.longestPrefix(1));
+        assertThat(master.requests(BatchProbeKeyRequest.class).get(0).getWithReplicas()).isTrue();
+        final ReadLease lease = probed.get(0).value();
+        assertThat(lease.key()).isEqualTo("a");
+        assertThat(lease.usable()).isFalse();
+        assertThat(probed.get(1)).isEqualTo(OpResult.ok(null));
+
+        final ByteBuffer dst = ByteBuffer.allocate(400);
+        assertThat(client.readBatchInto(List.of(lease), List.of(dst))).containsExactly(OpResult.ok(300));
+        assertThat(Arrays.copyOf(dst.array(), 300)).isEqualTo(bytes(300, 7));
+        assertThat(master.requests(BatchKeysRequest.class)).extracting(r -> List.copyOf(r.getKeysList()))
+            .contains(List.of("a"));
+    }
+
+    @Test
+    void shouldRefuseAProbeAnswerWithReplicaListsForSomeKeysOnly()
+    {
+        master.script("BatchProbeKey", (BatchProbeKeyRequest r) -> BatchProbeKeyResponse.newBuilder()
+            .addMask(true).addMask(true).addCodes(0).addCodes(0)
+            .addReplicas(GetReplicaListResponse.getDefaultInstance())
+            .build());
+        assertThat(thrown(() -> client.probeBatchForRead(List.of("a", "b"), LeasePolicy.longestPrefix(1))).code())
+            .isEqualTo(ErrorCode.INTERNAL_ERROR);
     }
 
     @Test

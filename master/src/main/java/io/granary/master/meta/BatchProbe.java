@@ -53,7 +53,24 @@ public final class BatchProbe
         final boolean[] maskOut,
         final int[] codesOut)
     {
-        final int code = probeUncounted(tenant, mode, candidateSize, keys, maskOut, codesOut);
+        return probe(tenant, mode, candidateSize, keys, maskOut, codesOut, null);
+    }
+
+    /**
+     * {@link #probe(String, LeaseMode, int, KeyBatch, boolean[], int[])} that also fills, when {@code locatedOut} is
+     * not null (keys.size() long), the replica list of every key it selects, taken under the same shard locks as its
+     * lease; the entries of keys not selected stay null.
+     */
+    public int probe(
+        final String tenant,
+        final LeaseMode mode,
+        final int candidateSize,
+        final KeyBatch keys,
+        final boolean[] maskOut,
+        final int[] codesOut,
+        final MetadataStore.Lookup[] locatedOut)
+    {
+        final int code = probeUncounted(tenant, mode, candidateSize, keys, maskOut, codesOut, locatedOut);
         if (code == OK_VALUE && mode != null && mode != LeaseMode.UNRECOGNIZED)
         {
             final int m = mode.getNumber();
@@ -109,7 +126,8 @@ public final class BatchProbe
         final int candidateSize,
         final KeyBatch keys,
         final boolean[] maskOut,
-        final int[] codesOut)
+        final int[] codesOut,
+        final MetadataStore.Lookup[] locatedOut)
     {
         final int count = keys.size();
         if (mode == null || mode == LeaseMode.UNRECOGNIZED)
@@ -179,7 +197,8 @@ public final class BatchProbe
                 for (int c = candidates - 1; c >= 0; c--)
                 {
                     if (complete[c] &&
-                        lockRecheckLease(tenant, keys, hash, owner, c * candidateSize, candidateSize, 1, Lease.ALL) == 1)
+                        lockRecheckLease(tenant, keys, hash, owner, c * candidateSize, candidateSize, 1, Lease.ALL,
+                            locatedOut) == 1)
                     {
                         Arrays.fill(maskOut, c * candidateSize, (c + 1) * candidateSize, true);
                         return OK_VALUE;
@@ -201,7 +220,8 @@ public final class BatchProbe
                 }
                 final boolean lastOnly = mode == LeaseMode.LEASE_MODE_LONGEST_PREFIX_LAST_ONLY;
                 final int leased = lockRecheckLease(
-                    tenant, keys, hash, owner, 0, candidateSize, run, lastOnly ? Lease.LAST_CANDIDATE : Lease.PREFIX);
+                    tenant, keys, hash, owner, 0, candidateSize, run, lastOnly ? Lease.LAST_CANDIDATE : Lease.PREFIX,
+                    locatedOut);
                 if (leased > 0)
                 {
                     final int end = leased * candidateSize;
@@ -228,7 +248,7 @@ public final class BatchProbe
     /**
      * Locks the home and owner shards of {@code candidates} consecutive candidates starting at key
      * {@code from} (ascending shard order), rechecks every member under the locks, and leases as
-     * {@code lease} says.
+     * {@code lease} says; fills {@code located} (may be null) for the keys it leases, under the same locks.
      *
      * @return the number of leading candidates that passed the recheck (for ALL: the count if all
      *         passed, else 0 and nothing leased).
@@ -241,7 +261,8 @@ public final class BatchProbe
         final int from,
         final int candidateSize,
         final int candidates,
-        final Lease lease)
+        final Lease lease,
+        final MetadataStore.Lookup[] located)
     {
         final int n = candidateSize * candidates;
         final int[] home = new int[n];
@@ -283,15 +304,18 @@ public final class BatchProbe
                         return 0;
                     }
                     grantDistinct(members, 0, n, now);
+                    locate(members, from, 0, n, located);
                     return candidates;
                 case PREFIX:
                     grantDistinct(members, 0, passed * candidateSize, now);
+                    locate(members, from, 0, passed * candidateSize, located);
                     return passed;
                 case LAST_CANDIDATE:
                 default:
                     if (passed > 0)
                     {
                         grantDistinct(members, (passed - 1) * candidateSize, passed * candidateSize, now);
+                        locate(members, from, (passed - 1) * candidateSize, passed * candidateSize, located);
                     }
                     return passed;
             }
@@ -302,6 +326,22 @@ public final class BatchProbe
             {
                 store.shard(locks[i]).unlock();
             }
+        }
+    }
+
+    /** Replica lists of {@code members[a, b)} (keys {@code from + a ..}) into {@code located}, when asked for. */
+    private void locate(
+        final ObjectMeta[] members, final int from, final int a, final int b, final MetadataStore.Lookup[] located)
+    {
+        if (located == null)
+        {
+            return;
+        }
+        for (int i = a; i < b; i++)
+        {
+            final MetadataStore.Lookup out = new MetadataStore.Lookup();
+            store.replicaListLocked(members[i], out);
+            located[from + i] = out;
         }
     }
 

@@ -1098,31 +1098,47 @@ public final class MetadataStore implements SnapshotSource
                 out.code = REPLICA_IS_NOT_READY_VALUE;
                 return;
             }
-            final List<Replica> replicas = new ArrayList<>(m.replicas.length);
-            final long nowMs = replicaTokens == null ? 0 : clock.epochMillis();
-            for (final ReplicaRecord r : m.replicas)
+            if (replicaListLocked(m, out))
             {
-                if (r.segment().isAlive())
-                {
-                    replicas.add(readReplica(r, nowMs));
-                }
+                grantLeaseLocked(m, clock.nanoTime());
             }
-            if (replicas.isEmpty())
-            {
-                out.code = OBJECT_NOT_FOUND_VALUE;
-                return;
-            }
-            grantLeaseLocked(m, clock.nanoTime());
-            out.code = OK_VALUE;
-            out.sizeBytes = m.sizeBytes;
-            out.replicas = replicas;
-            out.hasCrc = m.hasCrc;
-            out.crc32c = m.crc32c;
         }
         finally
         {
             unlockOwner(m);
         }
+    }
+
+    /**
+     * Fills {@code out} with the complete replicas of {@code m} on live segments (READ tokens included), its length
+     * and checksum; the caller holds {@code m}'s owner shard and leases it (BatchProbeKey with replicas leased it
+     * already). No replica on a live segment is OBJECT_NOT_FOUND.
+     *
+     * @return whether {@code out} is OK.
+     */
+    boolean replicaListLocked(final ObjectMeta m, final Lookup out)
+    {
+        clear(out);
+        final List<Replica> replicas = new ArrayList<>(m.replicas.length);
+        final long nowMs = replicaTokens == null ? 0 : clock.epochMillis();
+        for (final ReplicaRecord r : m.replicas)
+        {
+            if (r.segment().isAlive())
+            {
+                replicas.add(readReplica(r, nowMs));
+            }
+        }
+        if (replicas.isEmpty())
+        {
+            out.code = OBJECT_NOT_FOUND_VALUE;
+            return false;
+        }
+        out.code = OK_VALUE;
+        out.sizeBytes = m.sizeBytes;
+        out.replicas = replicas;
+        out.hasCrc = m.hasCrc;
+        out.crc32c = m.crc32c;
+        return true;
     }
 
     /**

@@ -36,6 +36,8 @@ final class BatchRequestDecoder
     String tenant;
     int mode;
     int candidateSize;
+    /** BatchProbeKeyRequest.with_replicas. */
+    boolean withReplicas;
 
     private byte[] payload = new byte[INITIAL_PAYLOAD_BYTES];
     private int pos;
@@ -47,18 +49,18 @@ final class BatchRequestDecoder
      */
     void decodeBatchKeys(final ByteBuf in) throws InvalidProtocolBufferException
     {
-        decode(in, 3, 1, -1, -1, 2, 4, 5);
+        decode(in, 3, 1, -1, -1, -1, 2, 4, 5);
     }
 
-    /** BatchProbeKeyRequest: 1 tenant, 2 mode, 3 candidate_size, 4 repeated keys. */
+    /** BatchProbeKeyRequest: 1 tenant, 2 mode, 3 candidate_size, 4 repeated keys, 5 with_replicas. */
     void decodeBatchProbe(final ByteBuf in) throws InvalidProtocolBufferException
     {
-        decode(in, 4, 1, 2, 3, -1, -1, -1);
+        decode(in, 4, 1, 2, 3, 5, -1, -1, -1);
     }
 
     private void decode(
         final ByteBuf in, final int keysField, final int tenantField, final int modeField, final int sizeField,
-        final int ignoredStringField, final int ignoredFixed32Field, final int ignoredSettledField)
+        final int flagField, final int ignoredStringField, final int ignoredFixed32Field, final int ignoredSettledField)
         throws InvalidProtocolBufferException
     {
         final int length = in.readableBytes();
@@ -73,6 +75,7 @@ final class BatchRequestDecoder
         tenant = "";
         mode = 0;
         candidateSize = 0;
+        withReplicas = false;
         while (pos < end)
         {
             final int tag = (int)readVarint(); // a tag is a varint32: higher bits are dropped, as protobuf does
@@ -135,6 +138,10 @@ final class BatchRequestDecoder
             else if (wire == WIRE_VARINT && field == sizeField)
             {
                 candidateSize = (int)readVarint();
+            }
+            else if (wire == WIRE_VARINT && field == flagField)
+            {
+                withReplicas = readVarint() != 0; // a bool: any non-zero varint is true, as protobuf reads it
             }
             else
             {

@@ -271,7 +271,8 @@ public final class LookupServer implements AutoCloseable
                 return handler.batchExistKey(decoder.tenant, decoder.keys);
             case METHOD_BATCH_PROBE_KEY:
                 decoder.decodeBatchProbe(payload);
-                return handler.batchProbeKey(decoder.tenant, decoder.mode, decoder.candidateSize, decoder.keys);
+                return handler.batchProbeKey(decoder.tenant, decoder.mode, decoder.candidateSize, decoder.keys,
+                    decoder.withReplicas);
             case METHOD_GET_REPLICA_LIST:
                 return handler.getReplicaList(KeyRequest.parseFrom(payload.nioBuffer()));
             case METHOD_BATCH_GET_REPLICA_LIST:

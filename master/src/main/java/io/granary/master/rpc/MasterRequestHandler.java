@@ -594,23 +594,36 @@ public final class MasterRequestHandler
         {
             return BatchProbeKeyResponse.newBuilder().setCode(INVALID_PARAMS_VALUE).build();
         }
-        return batchProbeKey(req.getTenant(), req.getModeValue(), req.getCandidateSize(), KeyBatch.of(req.getKeysList()));
+        return batchProbeKey(req.getTenant(), req.getModeValue(), req.getCandidateSize(),
+            KeyBatch.of(req.getKeysList()), req.getWithReplicas());
     }
 
-    /** BatchProbeKey over keys given as bytes; {@code mode} is the LeaseMode number. */
+    /** BatchProbeKey over keys given as bytes, without replica lists; {@code mode} is the LeaseMode number. */
     public BatchProbeKeyResponse batchProbeKey(
         final String tenant, final int mode, final int candidateSize, final KeyBatch keys)
     {
+        return batchProbeKey(tenant, mode, candidateSize, keys, false);
+    }
+
+    /**
+     * BatchProbeKey over keys given as bytes; {@code mode} is the LeaseMode number. With {@code withReplicas} the
+     * answer also carries, for every key the probe selected, its replica list (taken under the locks that leased it).
+     */
+    public BatchProbeKeyResponse batchProbeKey(
+        final String tenant, final int mode, final int candidateSize, final KeyBatch keys, final boolean withReplicas)
+    {
         final BatchProbeKeyResponse.Builder b = BatchProbeKeyResponse.newBuilder();
         final LeaseMode leaseMode = LeaseMode.forNumber(mode);
-        if (badTenant(tenant) || badBatch(keys.size()) || leaseMode == null)
+        if (badTenant(tenant) || badBatch(keys.size()) || leaseMode == null ||
+            (withReplicas && leaseMode == LeaseMode.LEASE_MODE_NONE))
         {
             return b.setCode(INVALID_PARAMS_VALUE).build();
         }
         final int n = keys.size();
         final boolean[] mask = new boolean[n];
         final int[] codes = new int[n];
-        final int code = probe.probe(tenant(tenant), leaseMode, candidateSize, keys, mask, codes);
+        final MetadataStore.Lookup[] located = withReplicas ? new MetadataStore.Lookup[n] : null;
+        final int code = probe.probe(tenant(tenant), leaseMode, candidateSize, keys, mask, codes, located);
         if (code != OK_VALUE)
         {
             return b.setCode(code).build();
@@ -618,6 +631,11 @@ public final class MasterRequestHandler
         for (int i = 0; i < n; i++)
         {
             b.addMask(mask[i]).addCodes(codes[i]);
+            if (located != null)
+            {
+                b.addReplicas(located[i] != null ? answer(located[i]) :
+                    GetReplicaListResponse.newBuilder().setCode(codes[i]));
+            }
         }
         return b.setCode(OK_VALUE).build();
     }

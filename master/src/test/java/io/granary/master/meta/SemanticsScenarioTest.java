@@ -189,6 +189,51 @@ class SemanticsScenarioTest
             .containsExactly(false, false, false, false);
     }
 
+    @ParameterizedTest
+    @CsvSource({"LEASE_MODE_LAST_HIT_ONLY, 6, 8", "LEASE_MODE_LONGEST_PREFIX, 0, 4",
+        "LEASE_MODE_LONGEST_PREFIX_LAST_ONLY, 2, 4"})
+    void shouldAnswerTheReplicaListsOfExactlyTheKeysAProbeLeases(final LeaseMode mode, final int from, final int to)
+    {
+        // Candidates p, q complete, r missing a member, s complete: each mode leases [from, to) of the keys.
+        for (final String k : new String[]{"p0", "p1", "q0", "q1", "r0", "s0", "s1"})
+        {
+            f.put(k, 100 + k.hashCode() % 50);
+        }
+        final List<String> keys = List.of("p0", "p1", "q0", "q1", "r0", "r1", "s0", "s1");
+        final boolean[] mask = new boolean[keys.size()];
+        final MetadataStore.Lookup[] located = new MetadataStore.Lookup[keys.size()];
+        assertThat(f.probe.probe(T, mode, 2, KeyBatch.of(keys), mask, new int[keys.size()], located))
+            .isEqualTo(OK_VALUE);
+        for (int i = 0; i < keys.size(); i++)
+        {
+            final boolean selected = i >= from && i < to;
+            assertThat(mask[i]).as(keys.get(i)).isEqualTo(selected);
+            assertThat(f.leased(keys.get(i))).as(keys.get(i)).isEqualTo(selected);
+            if (!selected)
+            {
+                assertThat(located[i]).as(keys.get(i)).isNull();
+                continue;
+            }
+            final MetadataStore.Lookup direct = new MetadataStore.Lookup();
+            f.store.getReplicaList(T, keys.get(i), direct);
+            assertThat(located[i].code).isEqualTo(OK_VALUE);
+            assertThat(located[i].sizeBytes).isEqualTo(direct.sizeBytes).isEqualTo(100 + keys.get(i).hashCode() % 50);
+            assertThat(located[i].replicas).isEqualTo(direct.replicas).hasSize(1);
+        }
+    }
+
+    @Test
+    void shouldLeaveReplicaListsUnfilledWhenAProbeSelectsNothing()
+    {
+        f.put("a0", 100);
+        final MetadataStore.Lookup[] located = new MetadataStore.Lookup[2];
+        final boolean[] mask = new boolean[2];
+        f.probe.probe(T, LEASE_MODE_LONGEST_PREFIX, 2, KeyBatch.of(List.of("a0", "a1")), mask, new int[2], located);
+        assertThat(mask).containsExactly(false, false);
+        assertThat(located).containsOnlyNulls();
+        assertThat(f.leased("a0")).isFalse();
+    }
+
     // ------------------------------------------------------------------------------------ leases and removal
 
     @Test

@@ -45,6 +45,10 @@ class BatchRequestDecoderTest
         assertThat(d.mode).isEqualTo(LeaseMode.LEASE_MODE_LONGEST_PREFIX_VALUE);
         assertThat(d.candidateSize).isEqualTo(5);
         assertThat(keysOf(d)).containsExactly("a", "ключ/ü", "x".repeat(300));
+        assertThat(d.withReplicas).isFalse();
+        d.decodeBatchProbe(Unpooled.wrappedBuffer(probe.toBuilder().setWithReplicas(true).build().toByteArray()));
+        assertThat(d.withReplicas).isTrue();
+        assertThat(keysOf(d)).containsExactly("a", "ключ/ü", "x".repeat(300));
 
         d.decodeBatchKeys(Unpooled.wrappedBuffer(BatchKeysRequest.newBuilder().setClientId("c").addKeys("k1").build()
             .toByteArray()));

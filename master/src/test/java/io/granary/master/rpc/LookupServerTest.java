@@ -33,6 +33,7 @@ import java.util.ArrayList;
 import java.util.concurrent.TimeUnit;
 
 import static io.granary.proto.ErrorCode.INVALID_KEY_VALUE;
+import static io.granary.proto.ErrorCode.INVALID_PARAMS_VALUE;
 import static io.granary.proto.ErrorCode.OBJECT_NOT_FOUND_VALUE;
 import static io.granary.proto.ErrorCode.OK_VALUE;
 import static io.granary.proto.ErrorCode.REPLICA_IS_NOT_READY_VALUE;
@@ -171,6 +172,83 @@ class LookupServerTest
                     INVALID_KEY_VALUE, INVALID_KEY_VALUE,
                     tenant.equals("no-such-tenant") ? OBJECT_NOT_FOUND_VALUE : OK_VALUE, OBJECT_NOT_FOUND_VALUE);
         }
+    }
+
+    @Test
+    void shouldAnswerAProbesReplicaListsAsGetReplicaListWouldOverBothPaths() throws IOException
+    {
+        final GetReplicaListResponse direct;
+        try (Socket s = new Socket("127.0.0.1", master.lookupPort()))
+        {
+            send(new DataOutputStream(s.getOutputStream()), METHOD_GET_REPLICA_LIST, 8,
+                KeyRequest.newBuilder().setKey("present").build());
+            direct = GetReplicaListResponse.parseFrom(receive(new DataInputStream(s.getInputStream())).payload);
+        }
+        assertThat(direct.getCode()).isEqualTo(OK_VALUE);
+        final BatchProbeKeyRequest.Builder probe = BatchProbeKeyRequest.newBuilder()
+            .setMode(LeaseMode.LEASE_MODE_LONGEST_PREFIX).setCandidateSize(1).setWithReplicas(true);
+        final BatchProbeKeyRequest leases = probe.clone().addKeys("present").addKeys("absent").build();
+        final BatchProbeKeyRequest badKey = probe.clone().addKeys("present").addKeys("").build();
+        final BatchProbeKeyRequest none = probe.clone().setMode(LeaseMode.LEASE_MODE_NONE).setCandidateSize(0)
+            .addKeys("present").build();
+        final BatchProbeKeyRequest without = probe.clone().setWithReplicas(false).addKeys("present").build();
+        for (final boolean lookupPort : new boolean[]{true, false})
+        {
+            final BatchProbeKeyResponse found = probe(lookupPort, leases);
+            assertThat(found.getCode()).isEqualTo(OK_VALUE);
+            assertThat(found.getMaskList()).containsExactly(true, false);
+            assertThat(found.getReplicasCount()).isEqualTo(2);
+            assertThat(found.getReplicas(0).getReplicas(0).getAccessToken().size()).isEqualTo(20);
+            assertThat(withoutTokens(found.getReplicas(0))).isEqualTo(withoutTokens(direct));
+            assertThat(found.getReplicas(1)).isEqualTo(GetReplicaListResponse.getDefaultInstance());
+
+            // A bad key: the probe leases nothing, so no key gets a list; the bad one carries its code.
+            final BatchProbeKeyResponse refused = probe(lookupPort, badKey);
+            assertThat(refused.getMaskList()).containsExactly(false, false);
+            assertThat(refused.getReplicasList()).extracting(GetReplicaListResponse::getCode)
+                .containsExactly(OK_VALUE, INVALID_KEY_VALUE);
+            assertThat(refused.getReplicasList()).extracting(GetReplicaListResponse::getReplicasCount)
+                .containsExactly(0, 0);
+
+            assertThat(probe(lookupPort, none).getCode()).isEqualTo(INVALID_PARAMS_VALUE);
+            assertThat(probe(lookupPort, without).getReplicasCount()).isZero();
+        }
+    }
+
+    private BatchProbeKeyResponse probe(final boolean lookupPort, final BatchProbeKeyRequest request)
+        throws IOException
+    {
+        if (!lookupPort)
+        {
+            final ManagedChannel channel =
+                ManagedChannelBuilder.forAddress("127.0.0.1", master.grpcPort()).usePlaintext().build();
+            try
+            {
+                return MasterServiceGrpc.newBlockingStub(channel).withDeadlineAfter(10, TimeUnit.SECONDS)
+                    .batchProbeKey(request);
+            }
+            finally
+            {
+                channel.shutdownNow();
+            }
+        }
+        try (Socket s = new Socket("127.0.0.1", master.lookupPort()))
+        {
+            send(new DataOutputStream(s.getOutputStream()), METHOD_BATCH_PROBE_KEY, 9, request);
+            final Reply reply = receive(new DataInputStream(s.getInputStream()));
+            assertThat(reply.status).isEqualTo(STATUS_OK);
+            return BatchProbeKeyResponse.parseFrom(reply.payload);
+        }
+    }
+
+    private static GetReplicaListResponse withoutTokens(final GetReplicaListResponse response)
+    {
+        final GetReplicaListResponse.Builder b = response.toBuilder();
+        for (final io.granary.proto.Replica.Builder replica : b.getReplicasBuilderList())
+        {
+            replica.clearAccessToken();
+        }
+        return b.build();
     }
 
     private static BatchGetReplicaListResponse withoutTokens(final BatchGetReplicaListResponse response)
