@@ -39,6 +39,34 @@ class AccessTokenCodecTest
     }
 
     @Test
+    void shouldSignTheDocumentedBytesWithHmacSha256AsJavaxCryptoComputesIt() throws Exception
+    {
+        final java.util.SplittableRandom random = new java.util.SplittableRandom(42);
+        for (int round = 0; round < 200; round++)
+        {
+            final byte[] key = new byte[AccessTokenCodec.KEY_LENGTH];
+            random.nextBytes(key);
+            final AccessTokenCodec signer = new AccessTokenCodec(key);
+            final javax.crypto.Mac reference = javax.crypto.Mac.getInstance("HmacSHA256");
+            reference.init(new javax.crypto.spec.SecretKeySpec(key, "HmacSHA256"));
+            for (int i = 0; i < 5; i++) // the same codec again and again: its pads must not be used up
+            {
+                final int opcode = random.nextBoolean() ? Opcode.READ : Opcode.WRITE;
+                final int segment = random.nextInt();
+                final long offset = random.nextLong();
+                final long length = random.nextLong();
+                final long expiry = random.nextLong(1L << 32);
+                final java.nio.ByteBuffer input = java.nio.ByteBuffer.allocate(32)
+                    .put(new byte[]{'G', 'R', 'T', '1', (byte)opcode, 0, 0, 0})
+                    .putInt(segment).putLong(offset).putLong(length).putInt((int)expiry);
+                final byte[] expected = Arrays.copyOf(reference.doFinal(input.array()), FrameDescriptor.TOKEN_MAC_LENGTH);
+                assertThat(mac(signer.sign(opcode, segment, offset, length, expiry))).isEqualTo(expected);
+                assertThat(signer.verify(opcode, segment, offset, length, expiry, expected)).isTrue();
+            }
+        }
+    }
+
+    @Test
     void shouldRefuseATokenWhenAnyCoveredFieldDiffers()
     {
         final byte[] mac = mac(codec.sign(Opcode.READ, 7, 8192, 4096, 1_700_000_010L));

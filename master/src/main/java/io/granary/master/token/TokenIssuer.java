@@ -4,14 +4,13 @@ import io.granary.master.meta.MetadataStore;
 import io.granary.master.meta.ReplicaRecord;
 import io.granary.protocol.AccessTokenCodec;
 
-import java.util.HashMap;
-import java.util.Map;
 import java.util.Objects;
+import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * Issues the data-plane access tokens of the extents the master grants (docs/protocol.md, "Access tokens"), under
  * one 256-bit master key: each node gets its own key derived from it and the node id at MountSegment, and every token
- * is signed with the key of the node that holds the extent. Thread safe: each thread signs with its own MAC instances.
+ * is signed with the key of the node that holds the extent. Thread safe: codecs are shared, one per node.
  */
 public final class TokenIssuer implements MetadataStore.ReplicaTokens
 {
@@ -19,7 +18,8 @@ public final class TokenIssuer implements MetadataStore.ReplicaTokens
     private static final int MAX_CACHED_NODES = 4096;
 
     private final byte[] masterKey;
-    private final ThreadLocal<Map<String, AccessTokenCodec>> codecs = ThreadLocal.withInitial(HashMap::new);
+    /** One codec per node (a codec is thread safe); cleared when it holds MAX_CACHED_NODES. */
+    private final ConcurrentHashMap<String, AccessTokenCodec> codecs = new ConcurrentHashMap<>();
 
     /** @param masterKey {@value AccessTokenCodec#KEY_LENGTH} bytes; copied. */
     public TokenIssuer(final byte[] masterKey)
@@ -49,16 +49,15 @@ public final class TokenIssuer implements MetadataStore.ReplicaTokens
 
     private AccessTokenCodec codecOf(final String nodeId)
     {
-        final Map<String, AccessTokenCodec> cache = codecs.get();
-        AccessTokenCodec codec = cache.get(nodeId);
+        AccessTokenCodec codec = codecs.get(nodeId);
         if (codec == null)
         {
-            if (cache.size() >= MAX_CACHED_NODES)
+            if (codecs.size() >= MAX_CACHED_NODES)
             {
-                cache.clear();
+                codecs.clear();
             }
             codec = new AccessTokenCodec(nodeKey(nodeId));
-            cache.put(nodeId, codec);
+            codecs.put(nodeId, codec); // two threads may both derive it: the same key, either codec will do
         }
         return codec;
     }
