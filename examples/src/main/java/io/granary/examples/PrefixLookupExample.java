@@ -4,6 +4,7 @@ import io.granary.client.ClientConfig;
 import io.granary.client.GranaryClient;
 import io.granary.client.LeasePolicy;
 import io.granary.client.OpResult;
+import io.granary.client.ReadLease;
 import io.granary.client.prefix.PrefixCache;
 import io.granary.client.prefix.PrefixLayout;
 import io.granary.client.prefix.PrefixLookup;
@@ -112,7 +113,10 @@ public final class PrefixLookupExample
         }
     }
 
-    /** The lookup itself: one probe over every candidate, then one batch read of the chosen one. */
+    /**
+     * The lookup itself: one probe over every candidate, which also brings back where the chosen candidate's pages
+     * are, then one batch read of them that asks the master nothing more.
+     */
     static Result lookUp(final GranaryClient client, final String prompt)
     {
         // Candidates in increasing position, RANKS keys each.
@@ -126,26 +130,28 @@ public final class PrefixLookupExample
         }
         // LAST_HIT_ONLY leases the members of the last complete candidate only, so they cannot be evicted
         // between this probe and the read below, and nothing else is pinned by the lookup.
-        final List<OpResult<Boolean>> probe = client.probeBatch(keys, LeasePolicy.lastHitOnly(RANKS));
+        final List<OpResult<ReadLease>> probe = client.probeBatchForRead(keys, LeasePolicy.lastHitOnly(RANKS));
         final List<Boolean> mask = new ArrayList<>();
-        final List<String> selected = new ArrayList<>();
+        final List<ReadLease> selected = new ArrayList<>();
+        final List<ByteBuffer> pages = new ArrayList<>();
         int resumeFrom = 0;
         for (int i = 0; i < keys.size(); i++)
         {
-            final boolean hit = probe.get(i).ok() && probe.get(i).value();
+            final boolean hit = probe.get(i).ok() && probe.get(i).value() != null;
             mask.add(hit);
             if (hit)
             {
-                selected.add(keys.get(i));
+                selected.add(probe.get(i).value());
+                pages.add(ByteBuffer.allocateDirect((int)probe.get(i).value().length())); // the engine's KV slot
                 resumeFrom = CHECKPOINTS[i / RANKS];
             }
         }
         long loaded = 0;
         if (!selected.isEmpty())
         {
-            for (final OpResult<byte[]> page : client.getBatch(selected))
+            for (final OpResult<Integer> page : client.readBatchInto(selected, pages))
             {
-                loaded += page.value().length;
+                loaded += page.value();
             }
         }
         return new Result(resumeFrom, loaded, mask);
