@@ -17,6 +17,7 @@ import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -302,6 +303,46 @@ class PrefixCacheTest
                 assertThat(dsts.get(b * 2 + g).flip().getInt(0)).isEqualTo(b << 8 | g);
             }
         }
+    }
+
+    @Test
+    void shouldLookUpLoadAndSaveThroughTheAsyncView() throws Exception
+    {
+        final PrefixLayout one = PrefixLayout.builder().model("async").layerGroups(2)
+            .tokensPerBlock(TOKENS_PER_BLOCK).build();
+        final PrefixCache cache = new PrefixCache(client, one);
+        final int[] tokens = prompt(9, 4, 3);
+
+        final PrefixLookup miss = cache.lookupAsync(tokens).get(10, TimeUnit.SECONDS);
+        assertThat(miss.blocks()).isEqualTo(4);
+        assertThat(miss.hitBlocks()).isZero();
+        assertThat(cache.loadAsync(miss, 0, List.of()).get(10, TimeUnit.SECONDS)).isZero();
+        assertThat(cache.saveAsync(miss, pages(0, 0, 4, 2)).get(10, TimeUnit.SECONDS)).isEqualTo(4);
+
+        final PrefixLookup hit = cache.lookupAsync(tokens, tokens.length).get(10, TimeUnit.SECONDS);
+        assertThat(hit.hitBlocks()).isEqualTo(4);
+        final long lookupsBefore = replicaListCalls();
+        final List<ByteBuffer> dsts = buffers(8);
+        assertThat(cache.loadAsync(hit, 4, dsts).get(10, TimeUnit.SECONDS)).isEqualTo(4);
+        assertThat(replicaListCalls()).isEqualTo(lookupsBefore);
+        for (int b = 0; b < 4; b++)
+        {
+            for (int g = 0; g < 2; g++)
+            {
+                assertThat(dsts.get(b * 2 + g).flip().getInt(0)).isEqualTo(b << 8 | g);
+            }
+        }
+        // A longer prompt saves only its new block, without a lookup.
+        final int[] longer = prompt(9, 5, 0);
+        assertThat(cache.saveAsync(longer, longer.length, 4, pages(0, 4, 5, 2)).get(10, TimeUnit.SECONDS)).isEqualTo(1);
+        assertThat(cache.lookup(longer).hitBlocks()).isEqualTo(5);
+
+        final PrefixStats stats = cache.stats();
+        assertThat(stats.lookups()).isEqualTo(3);
+        assertThat(stats.loadedBlocks()).isEqualTo(4);
+        assertThat(stats.savedBlocks()).isEqualTo(5);
+        assertThatThrownBy(() -> cache.loadAsync(hit, 5, buffers(10))).isInstanceOf(IllegalArgumentException.class);
+        assertThatThrownBy(() -> cache.saveAsync(miss, pages(0, 0, 1, 2))).isInstanceOf(IllegalArgumentException.class);
     }
 
     /** BatchGetReplicaList calls the master served so far, over either transport. */

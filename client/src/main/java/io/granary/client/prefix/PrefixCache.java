@@ -4,8 +4,8 @@ import io.granary.client.GranaryClient;
 import io.granary.client.GranaryException;
 import io.granary.client.LeasePolicy;
 import io.granary.client.OpResult;
-import io.granary.client.ReadLease;
 import io.granary.client.PutOptions;
+import io.granary.client.ReadLease;
 import io.granary.client.SoftPinAction;
 import io.granary.protocol.Limits;
 import org.slf4j.Logger;
@@ -17,6 +17,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
@@ -173,13 +174,39 @@ public final class PrefixCache
     public PrefixLookup lookup(final int[] tokens, final int length)
     {
         final String[] hashes = keys.blockHashes(tokens, length, maxBlocks);
+        return lookedUp(hashes, hashes.length == 0 ? null : client.probeBatchForRead(
+            candidateKeys(hashes, 0, hashes.length), LeasePolicy.longestPrefix(layout.objectsPerBlock())));
+    }
+
+    /** {@link #lookupAsync(int[], int)} of the whole array. */
+    public CompletableFuture<PrefixLookup> lookupAsync(final int[] tokens)
+    {
+        return lookupAsync(tokens, tokens.length);
+    }
+
+    /**
+     * {@link #lookup(int[], int)} through the client's async view: the blocks are hashed on the calling thread, the
+     * probe is in flight when this returns. The future fails as {@link #lookup} would throw.
+     */
+    public CompletableFuture<PrefixLookup> lookupAsync(final int[] tokens, final int length)
+    {
+        final String[] hashes = keys.blockHashes(tokens, length, maxBlocks);
+        if (hashes.length == 0)
+        {
+            return CompletableFuture.completedFuture(lookedUp(hashes, null));
+        }
+        return client.async().probeBatchForRead(candidateKeys(hashes, 0, hashes.length),
+            LeasePolicy.longestPrefix(layout.objectsPerBlock())).thenApply(mask -> lookedUp(hashes, mask));
+    }
+
+    /** The lookup of {@code hashes} given the probe's answer (null when there was nothing to probe); counts it. */
+    private PrefixLookup lookedUp(final String[] hashes, final List<OpResult<ReadLease>> mask)
+    {
         final int n = layout.objectsPerBlock();
         int hit = 0;
         ReadLease[] leases = null;
-        if (hashes.length > 0)
+        if (mask != null)
         {
-            final List<OpResult<ReadLease>> mask = client.probeBatchForRead(
-                candidateKeys(hashes, 0, hashes.length), LeasePolicy.longestPrefix(n));
             while (hit < hashes.length && leased(mask.get(hit * n)))
             {
                 hit++;
@@ -273,13 +300,47 @@ public final class PrefixCache
     /**
      * Reads this rank's pages of the first {@code blocks} blocks of a lookup's run into the caller's buffers, all in
      * flight at once, with the replica lists the lookup brought back: no master round trip while the lookup's lease
-     * is {@link io.granary.client.ReadLease#usable() usable}, one after that: {@code dsts} holds {@code blocks * layerGroups} buffers, block by block,
-     * layer group within block, each receiving its page at its position (see {@link GranaryClient#getBatchInto}).
+     * is {@link ReadLease#usable() usable}, one after that. {@code dsts} holds {@code blocks * layerGroups} buffers,
+     * block by block, layer group within block, each receiving its page at its position (see
+     * {@link GranaryClient#getBatchInto}).
      *
      * @return the blocks, from the first, whose every page was read; the engine computes the rest.
      * @throws IllegalArgumentException when {@code blocks} exceeds the lookup's run or the buffer count is wrong.
      */
     public int load(final PrefixLookup lookup, final int blocks, final List<ByteBuffer> dsts)
+    {
+        checkLoad(lookup, blocks, dsts);
+        if (blocks == 0)
+        {
+            return 0;
+        }
+        final ReadLease[] leases = lookup.leases();
+        return loaded(blocks, leases == null ?
+            client.getBatchInto(ownKeys(lookup.hashes(), 0, blocks), dsts) :
+            client.readBatchInto(Arrays.asList(leases).subList(0, blocks * layout.layerGroups()), dsts));
+    }
+
+    /**
+     * {@link #load} through the client's async view: every read is in flight when this returns, and the buffers
+     * belong to the load until the future completes. Bad arguments throw here; the future fails as {@link #load}
+     * would throw.
+     */
+    public CompletableFuture<Integer> loadAsync(
+        final PrefixLookup lookup, final int blocks, final List<ByteBuffer> dsts)
+    {
+        checkLoad(lookup, blocks, dsts);
+        if (blocks == 0)
+        {
+            return CompletableFuture.completedFuture(0);
+        }
+        final ReadLease[] leases = lookup.leases();
+        return (leases == null ?
+            client.async().getBatchInto(ownKeys(lookup.hashes(), 0, blocks), dsts) :
+            client.async().readBatchInto(Arrays.asList(leases).subList(0, blocks * layout.layerGroups()), dsts))
+            .thenApply(results -> loaded(blocks, results));
+    }
+
+    private void checkLoad(final PrefixLookup lookup, final int blocks, final List<ByteBuffer> dsts)
     {
         if (blocks < 0 || blocks > lookup.hitBlocks())
         {
@@ -291,14 +352,12 @@ public final class PrefixCache
             throw new IllegalArgumentException("load of " + blocks + " blocks needs " + blocks * g + " buffers, got " +
                 dsts.size());
         }
-        if (blocks == 0)
-        {
-            return 0;
-        }
-        final ReadLease[] leases = lookup.leases();
-        final List<OpResult<Integer>> results = leases == null ?
-            client.getBatchInto(ownKeys(lookup.hashes(), 0, blocks), dsts) :
-            client.readBatchInto(Arrays.asList(leases).subList(0, blocks * g), dsts);
+    }
+
+    /** The blocks, from the first, whose every page was read; counts them. */
+    private int loaded(final int blocks, final List<OpResult<Integer>> results)
+    {
+        final int g = layout.layerGroups();
         int loaded = 0;
         while (loaded < blocks && allOk(results, loaded * g, g))
         {
@@ -319,7 +378,7 @@ public final class PrefixCache
      */
     public int save(final PrefixLookup lookup, final List<ByteBuffer> values)
     {
-        return saveBlocks(lookup.hashes(), lookup.hitBlocks(), values);
+        return save(lookup.hashes(), lookup.hitBlocks(), values);
     }
 
     /**
@@ -328,10 +387,48 @@ public final class PrefixCache
      */
     public int save(final int[] tokens, final int length, final int firstBlock, final List<ByteBuffer> values)
     {
-        return saveBlocks(keys.blockHashes(tokens, length, maxBlocks), firstBlock, values);
+        return save(keys.blockHashes(tokens, length, maxBlocks), firstBlock, values);
     }
 
-    private int saveBlocks(final String[] hashes, final int firstBlock, final List<ByteBuffer> values)
+    /**
+     * {@link #save(PrefixLookup, List)} through the client's async view: every write is in flight when this returns,
+     * and the buffers belong to the save until the future completes. Bad arguments throw here; the future fails as
+     * {@link #save} would throw.
+     */
+    public CompletableFuture<Integer> saveAsync(final PrefixLookup lookup, final List<ByteBuffer> values)
+    {
+        return saveAsync(lookup.hashes(), lookup.hitBlocks(), values);
+    }
+
+    /** {@link #save(int[], int, int, List)} through the async view, as {@link #saveAsync(PrefixLookup, List)}. */
+    public CompletableFuture<Integer> saveAsync(
+        final int[] tokens, final int length, final int firstBlock, final List<ByteBuffer> values)
+    {
+        return saveAsync(keys.blockHashes(tokens, length, maxBlocks), firstBlock, values);
+    }
+
+    private int save(final String[] hashes, final int firstBlock, final List<ByteBuffer> values)
+    {
+        final PageWrites writes = pageWrites(hashes, firstBlock, values);
+        return writes == null ? 0 : saved(writes.blocks, client.putBatch(writes.keys, values, writes.options));
+    }
+
+    private CompletableFuture<Integer> saveAsync(
+        final String[] hashes, final int firstBlock, final List<ByteBuffer> values)
+    {
+        final PageWrites writes = pageWrites(hashes, firstBlock, values);
+        return writes == null ? CompletableFuture.completedFuture(0) :
+            client.async().putBatch(writes.keys, values, writes.options)
+                .thenApply(results -> saved(writes.blocks, results));
+    }
+
+    /** The keys and options of a save's pages. */
+    private record PageWrites(int blocks, List<String> keys, List<PutOptions> options)
+    {
+    }
+
+    /** What a save of blocks {@code firstBlock..} writes; null when there is nothing to write. */
+    private PageWrites pageWrites(final String[] hashes, final int firstBlock, final List<ByteBuffer> values)
     {
         if (firstBlock < 0 || firstBlock > hashes.length)
         {
@@ -346,7 +443,7 @@ public final class PrefixCache
         }
         if (blocks == 0)
         {
-            return 0;
+            return null;
         }
         final List<String> pageKeys = ownKeys(hashes, firstBlock, hashes.length);
         final List<PutOptions> pageOptions = new ArrayList<>(pageKeys.size());
@@ -364,7 +461,13 @@ public final class PrefixCache
                 pageOptions.add(block.parent(i == 0 ? null : keys.objectKey(hashes[i - 1], layout.rank(), l)).build());
             }
         }
-        final List<OpResult<Void>> results = client.putBatch(pageKeys, values, pageOptions);
+        return new PageWrites(blocks, pageKeys, pageOptions);
+    }
+
+    /** The blocks whose every page was stored; counts them. */
+    private int saved(final int blocks, final List<OpResult<Void>> results)
+    {
+        final int g = layout.layerGroups();
         int saved = 0;
         for (int b = 0; b < blocks; b++)
         {
