@@ -165,6 +165,33 @@ class ReadLeaseClusterTest
     }
 
     @Test
+    void shouldBringBackOnlyTheListsOfTheMembersAskedFor()
+    {
+        // Candidates (a, b) and (c, d); the caller reads the second member of each.
+        final List<OpResult<ReadLease>> probed =
+            client.probeBatchForRead(List.of("a", "b", "c", "d"), LeasePolicy.longestPrefix(2), 1, 1);
+        assertThat(probed).allSatisfy(r -> assertThat(r.value()).as("every member is selected").isNotNull());
+        assertThat(probed).extracting(r -> r.value().usable()).containsExactly(false, true, false, true);
+        assertThat(probed.get(0).value().length()).isZero();
+
+        final long before = replicaListCalls();
+        final List<ByteBuffer> dsts = buffers(4);
+        assertThat(client.readBatchInto(leases(probed, 4), dsts))
+            .allSatisfy(r -> assertThat(r.value()).isEqualTo(VALUE_BYTES));
+        for (int i = 0; i < 4; i++)
+        {
+            assertHolds(dsts.get(i), List.of("a", "b", "c", "d").get(i));
+        }
+        assertThat(replicaListCalls()).as("one lookup, for the members without a list").isEqualTo(before + 1);
+
+        for (final int[] bad : new int[][]{{2, 1}, {1, 2}, {0, 0}, {-1, 1}})
+        {
+            assertThatThrownBy(() -> client.probeBatchForRead(List.of("a", "b"), LeasePolicy.longestPrefix(2), bad[0],
+                bad[1])).isInstanceOf(IllegalArgumentException.class).hasMessageContaining("not within a candidate");
+        }
+    }
+
+    @Test
     void shouldReadLeasesThroughTheAsyncView() throws Exception
     {
         final List<OpResult<ReadLease>> probed = client.async()

@@ -111,7 +111,14 @@ public interface AsyncGranaryClient
     CompletableFuture<List<OpResult<Boolean>>> probeBatch(List<String> keys, LeasePolicy policy);
 
     /** {@link GranaryClient#probeBatchForRead(List, LeasePolicy)}. */
-    CompletableFuture<List<OpResult<ReadLease>>> probeBatchForRead(List<String> keys, LeasePolicy policy);
+    default CompletableFuture<List<OpResult<ReadLease>>> probeBatchForRead(List<String> keys, LeasePolicy policy)
+    {
+        return probeBatchForRead(keys, policy, 0, policy.candidateSize());
+    }
+
+    /** {@link GranaryClient#probeBatchForRead(List, LeasePolicy, int, int)}. */
+    CompletableFuture<List<OpResult<ReadLease>>> probeBatchForRead(
+        List<String> keys, LeasePolicy policy, int from, int count);
 
     /**
      * {@link GranaryClient#readBatchInto(List, List)}: every read is in flight at once; the buffers belong to the

@@ -155,7 +155,21 @@ public interface GranaryClient extends AutoCloseable
      *
      * @throws IllegalArgumentException for {@link LeasePolicy#none()}, which leases nothing.
      */
-    List<OpResult<ReadLease>> probeBatchForRead(List<String> keys, LeasePolicy policy);
+    default List<OpResult<ReadLease>> probeBatchForRead(List<String> keys, LeasePolicy policy)
+    {
+        return probeBatchForRead(keys, policy, 0, policy.candidateSize());
+    }
+
+    /**
+     * {@link #probeBatchForRead(List, LeasePolicy)} that brings back the replica lists of some members of each
+     * selected candidate only: those at positions {@code [from, from + count)} within it (a tensor-parallel rank's
+     * own pages, say), which keeps the master's answer and work in proportion to what this caller will read. The
+     * other selected keys are leased all the same and come back as leases without a list
+     * ({@link ReadLease#usable()} false: a read looks them up).
+     *
+     * @throws IllegalArgumentException for {@link LeasePolicy#none()}, or a range not within the candidate.
+     */
+    List<OpResult<ReadLease>> probeBatchForRead(List<String> keys, LeasePolicy policy, int from, int count);
 
     /**
      * {@link #getBatchInto} of leased keys: each lease that is {@link ReadLease#usable() usable} is read with the

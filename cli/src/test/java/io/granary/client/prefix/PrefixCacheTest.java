@@ -131,7 +131,9 @@ class PrefixCacheTest
             .extracting(ex -> ((GranaryException)ex).code()).isEqualTo(ErrorCode.OBJECT_HAS_LEASE);
 
         final List<ByteBuffer> dsts = buffers(6);
+        final long lookupsBefore = replicaListCalls();
         assertThat(c1.load(hit, 3, dsts)).isEqualTo(3);
+        assertThat(replicaListCalls()).as("rank 1's lists came with its lookup").isEqualTo(lookupsBefore);
         for (int b = 0; b < 3; b++)
         {
             for (int g = 0; g < 2; g++)

@@ -161,11 +161,11 @@ final class AsyncGranaryClientImpl implements AsyncGranaryClient
 
     @Override
     public CompletableFuture<List<OpResult<ReadLease>>> probeBatchForRead(
-        final List<String> keys, final LeasePolicy policy)
+        final List<String> keys, final LeasePolicy policy, final int from, final int count)
     {
         final List<String> keysNow = copy(Objects.requireNonNull(keys, "keys"));
-        Objects.requireNonNull(policy, "policy");
-        return client.supplyOnClientThreads(() -> client.probeBatchForRead(keysNow, policy));
+        GranaryClientImpl.checkReadSelection(Objects.requireNonNull(policy, "policy"), from, count);
+        return client.supplyOnClientThreads(() -> client.probeBatchForRead(keysNow, policy, from, count));
     }
 
     @Override

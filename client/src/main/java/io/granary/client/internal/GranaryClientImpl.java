@@ -1399,14 +1399,11 @@ public final class GranaryClientImpl implements GranaryClient
     }
 
     @Override
-    public List<OpResult<ReadLease>> probeBatchForRead(final List<String> keys, final LeasePolicy policy)
+    public List<OpResult<ReadLease>> probeBatchForRead(
+        final List<String> keys, final LeasePolicy policy, final int from, final int count)
     {
         Objects.requireNonNull(keys, "keys");
-        Objects.requireNonNull(policy, "policy");
-        if (policy.mode() == LeasePolicy.Mode.NONE)
-        {
-            throw new IllegalArgumentException("probeBatchForRead needs a policy that leases, not " + policy);
-        }
+        checkReadSelection(Objects.requireNonNull(policy, "policy"), from, count);
         ensureOpen();
         final int n = keys.size();
         if (n == 0)
@@ -1415,8 +1412,8 @@ public final class GranaryClientImpl implements GranaryClient
         }
         checkProbeKeys("probeBatchForRead", keys);
         final long askedAtNs = clock.nanoTime();
-        final BatchProbeKeyResponse response =
-            master.batchProbeKey(tenant, ProtoMapping.toProto(policy.mode()), policy.candidateSize(), keys, true);
+        final BatchProbeKeyResponse response = master.batchProbeKey(
+            tenant, ProtoMapping.toProto(policy.mode()), policy.candidateSize(), keys, true, from, count);
         if (response.getCode() != OK)
         {
             throw new GranaryException(ProtoMapping.code(response.getCode()), "probeBatchForRead of " + n +
@@ -1450,6 +1447,24 @@ public final class GranaryClientImpl implements GranaryClient
             }
         }
         return results;
+    }
+
+    /**
+     * probeBatchForRead's policy and member range.
+     *
+     * @throws IllegalArgumentException for a policy that leases nothing or a range not within the candidate.
+     */
+    static void checkReadSelection(final LeasePolicy policy, final int from, final int count)
+    {
+        if (policy.mode() == LeasePolicy.Mode.NONE)
+        {
+            throw new IllegalArgumentException("probeBatchForRead needs a policy that leases, not " + policy);
+        }
+        if (from < 0 || count < 1 || (long)from + count > policy.candidateSize())
+        {
+            throw new IllegalArgumentException("probeBatchForRead members [" + from + ", " + ((long)from + count) +
+                ") are not within a candidate of " + policy.candidateSize() + " keys");
+        }
     }
 
     /** Keys are positional in a probe: one malformed key fails the whole probe. */

@@ -229,13 +229,16 @@ final class MasterClient implements AutoCloseable
     BatchProbeKeyResponse batchProbeKey(
         final String tenant, final LeaseMode mode, final int candidateSize, final List<String> keys)
     {
-        return batchProbeKey(tenant, mode, candidateSize, keys, false);
+        return batchProbeKey(tenant, mode, candidateSize, keys, false, 0, 0);
     }
 
-    /** {@link #batchProbeKey(String, LeaseMode, int, List)}, asking for the selected keys' replica lists too. */
+    /**
+     * {@link #batchProbeKey(String, LeaseMode, int, List)}, asking with {@code withReplicas} for the replica lists of
+     * the selected keys at candidate positions {@code [replicasFrom, replicasFrom + replicasCount)} too (count 0: all).
+     */
     BatchProbeKeyResponse batchProbeKey(
         final String tenant, final LeaseMode mode, final int candidateSize, final List<String> keys,
-        final boolean withReplicas)
+        final boolean withReplicas, final int replicasFrom, final int replicasCount)
     {
         final long deadlineNs = deadline();
         final LookupClient fast = lookup(deadlineNs);
@@ -251,6 +254,8 @@ final class MasterClient implements AutoCloseable
                         out.writeVarintField(3, candidateSize & 0xFFFFFFFFL);
                         out.writeStrings(4, keys);
                         out.writeVarintField(5, withReplicas ? 1 : 0);
+                        out.writeVarintField(6, replicasFrom & 0xFFFFFFFFL);
+                        out.writeVarintField(7, replicasCount & 0xFFFFFFFFL);
                     }, BatchProbeKeyResponse.parser(), deadlineNs);
                 lookupReachable();
                 return reply;
@@ -262,7 +267,7 @@ final class MasterClient implements AutoCloseable
         }
         final BatchProbeKeyRequest request = BatchProbeKeyRequest.newBuilder()
             .setTenant(tenant).setMode(mode).setCandidateSize(candidateSize).addAllKeys(keys)
-            .setWithReplicas(withReplicas).build();
+            .setWithReplicas(withReplicas).setReplicasFrom(replicasFrom).setReplicasCount(replicasCount).build();
         return call("BatchProbeKey", s -> s.batchProbeKey(request), deadlineNs);
     }
 

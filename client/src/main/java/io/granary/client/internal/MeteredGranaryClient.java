@@ -319,9 +319,10 @@ final class MeteredGranaryClient implements GranaryClient
     }
 
     @Override
-    public List<OpResult<ReadLease>> probeBatchForRead(final List<String> keys, final LeasePolicy policy)
+    public List<OpResult<ReadLease>> probeBatchForRead(
+        final List<String> keys, final LeasePolicy policy, final int from, final int count)
     {
-        return probe(() -> client.probeBatchForRead(keys, policy));
+        return probe(() -> client.probeBatchForRead(keys, policy, from, count));
     }
 
     /** probeBatch and probeBatchForRead: counted as PROBE_BATCH. */
@@ -652,9 +653,9 @@ final class MeteredGranaryClient implements GranaryClient
 
         @Override
         public CompletableFuture<List<OpResult<ReadLease>>> probeBatchForRead(
-            final List<String> keys, final LeasePolicy policy)
+            final List<String> keys, final LeasePolicy policy, final int from, final int count)
         {
-            return batch(Op.PROBE_BATCH, System.nanoTime(), async.probeBatchForRead(keys, policy));
+            return batch(Op.PROBE_BATCH, System.nanoTime(), async.probeBatchForRead(keys, policy, from, count));
         }
 
         private <T> CompletableFuture<List<OpResult<T>>> batch(

@@ -175,7 +175,8 @@ public final class PrefixCache
     {
         final String[] hashes = keys.blockHashes(tokens, length, maxBlocks);
         return lookedUp(hashes, hashes.length == 0 ? null : client.probeBatchForRead(
-            candidateKeys(hashes, 0, hashes.length), LeasePolicy.longestPrefix(layout.objectsPerBlock())));
+            candidateKeys(hashes, 0, hashes.length), LeasePolicy.longestPrefix(layout.objectsPerBlock()),
+            ownMembersFrom(), layout.layerGroups()));
     }
 
     /** {@link #lookupAsync(int[], int)} of the whole array. */
@@ -196,7 +197,14 @@ public final class PrefixCache
             return CompletableFuture.completedFuture(lookedUp(hashes, null));
         }
         return client.async().probeBatchForRead(candidateKeys(hashes, 0, hashes.length),
-            LeasePolicy.longestPrefix(layout.objectsPerBlock())).thenApply(mask -> lookedUp(hashes, mask));
+            LeasePolicy.longestPrefix(layout.objectsPerBlock()), ownMembersFrom(), layout.layerGroups())
+            .thenApply(mask -> lookedUp(hashes, mask));
+    }
+
+    /** Where this rank's pages sit in a block's candidate (every rank's pages, rank by rank): the lists we read. */
+    private int ownMembersFrom()
+    {
+        return layout.rank() * layout.layerGroups();
     }
 
     /** The lookup of {@code hashes} given the probe's answer (null when there was nothing to probe); counts it. */
@@ -535,7 +543,7 @@ public final class PrefixCache
         {
             for (int l = 0; l < g; l++)
             {
-                final OpResult<ReadLease> r = mask.get(i * n + layout.rank() * g + l);
+                final OpResult<ReadLease> r = mask.get(i * n + ownMembersFrom() + l);
                 if (!leased(r))
                 {
                     return null;

@@ -58,8 +58,9 @@ public final class BatchProbe
 
     /**
      * {@link #probe(String, LeaseMode, int, KeyBatch, boolean[], int[])} that also fills, when {@code locatedOut} is
-     * not null (keys.size() long), the replica list of every key it selects, taken under the same shard locks as its
-     * lease; the entries of keys not selected stay null.
+     * not null (keys.size() long), the replica list of every key it selects whose entry the caller set (to a fresh
+     * {@link MetadataStore.Lookup}), taken under the same shard locks as its lease; other entries are left as
+     * they are. Which entries were filled: those set whose mask is true.
      */
     public int probe(
         final String tenant,
@@ -329,7 +330,7 @@ public final class BatchProbe
         }
     }
 
-    /** Replica lists of {@code members[a, b)} (keys {@code from + a ..}) into {@code located}, when asked for. */
+    /** Replica lists of {@code members[a, b)} (keys {@code from + a ..}) into the entries of {@code located} set. */
     private void locate(
         final ObjectMeta[] members, final int from, final int a, final int b, final MetadataStore.Lookup[] located)
     {
@@ -339,9 +340,11 @@ public final class BatchProbe
         }
         for (int i = a; i < b; i++)
         {
-            final MetadataStore.Lookup out = new MetadataStore.Lookup();
-            store.replicaListLocked(members[i], out);
-            located[from + i] = out;
+            final MetadataStore.Lookup out = located[from + i];
+            if (out != null)
+            {
+                store.replicaListLocked(members[i], out);
+            }
         }
     }
 

@@ -36,8 +36,10 @@ final class BatchRequestDecoder
     String tenant;
     int mode;
     int candidateSize;
-    /** BatchProbeKeyRequest.with_replicas. */
+    /** BatchProbeKeyRequest.with_replicas, replicas_from and replicas_count (uint32s, kept as their 32 bits). */
     boolean withReplicas;
+    int replicasFrom;
+    int replicasCount;
 
     private byte[] payload = new byte[INITIAL_PAYLOAD_BYTES];
     private int pos;
@@ -52,7 +54,10 @@ final class BatchRequestDecoder
         decode(in, 3, 1, -1, -1, -1, 2, 4, 5);
     }
 
-    /** BatchProbeKeyRequest: 1 tenant, 2 mode, 3 candidate_size, 4 repeated keys, 5 with_replicas. */
+    /**
+     * BatchProbeKeyRequest: 1 tenant, 2 mode, 3 candidate_size, 4 repeated keys, 5 with_replicas, 6 replicas_from,
+     * 7 replicas_count.
+     */
     void decodeBatchProbe(final ByteBuf in) throws InvalidProtocolBufferException
     {
         decode(in, 4, 1, 2, 3, 5, -1, -1, -1);
@@ -76,6 +81,8 @@ final class BatchRequestDecoder
         mode = 0;
         candidateSize = 0;
         withReplicas = false;
+        replicasFrom = 0;
+        replicasCount = 0;
         while (pos < end)
         {
             final int tag = (int)readVarint(); // a tag is a varint32: higher bits are dropped, as protobuf does
@@ -142,6 +149,14 @@ final class BatchRequestDecoder
             else if (wire == WIRE_VARINT && field == flagField)
             {
                 withReplicas = readVarint() != 0; // a bool: any non-zero varint is true, as protobuf reads it
+            }
+            else if (wire == WIRE_VARINT && flagField > 0 && field == flagField + 1)
+            {
+                replicasFrom = (int)readVarint();
+            }
+            else if (wire == WIRE_VARINT && flagField > 0 && field == flagField + 2)
+            {
+                replicasCount = (int)readVarint();
             }
             else
             {

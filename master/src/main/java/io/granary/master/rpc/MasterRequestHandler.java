@@ -595,34 +595,47 @@ public final class MasterRequestHandler
             return BatchProbeKeyResponse.newBuilder().setCode(INVALID_PARAMS_VALUE).build();
         }
         return batchProbeKey(req.getTenant(), req.getModeValue(), req.getCandidateSize(),
-            KeyBatch.of(req.getKeysList()), req.getWithReplicas());
+            KeyBatch.of(req.getKeysList()), req.getWithReplicas(), req.getReplicasFrom(), req.getReplicasCount());
     }
 
     /** BatchProbeKey over keys given as bytes, without replica lists; {@code mode} is the LeaseMode number. */
     public BatchProbeKeyResponse batchProbeKey(
         final String tenant, final int mode, final int candidateSize, final KeyBatch keys)
     {
-        return batchProbeKey(tenant, mode, candidateSize, keys, false);
+        return batchProbeKey(tenant, mode, candidateSize, keys, false, 0, 0);
     }
 
     /**
      * BatchProbeKey over keys given as bytes; {@code mode} is the LeaseMode number. With {@code withReplicas} the
-     * answer also carries, for every key the probe selected, its replica list (taken under the locks that leased it).
+     * answer also carries, for every key the probe selected at a candidate position in
+     * {@code [replicasFrom, replicasFrom + replicasCount)} (0 = every position), its replica list, taken under the
+     * locks that leased it.
      */
     public BatchProbeKeyResponse batchProbeKey(
-        final String tenant, final int mode, final int candidateSize, final KeyBatch keys, final boolean withReplicas)
+        final String tenant, final int mode, final int candidateSize, final KeyBatch keys, final boolean withReplicas,
+        final int replicasFrom, final int replicasCount)
     {
         final BatchProbeKeyResponse.Builder b = BatchProbeKeyResponse.newBuilder();
         final LeaseMode leaseMode = LeaseMode.forNumber(mode);
         if (badTenant(tenant) || badBatch(keys.size()) || leaseMode == null ||
-            (withReplicas && leaseMode == LeaseMode.LEASE_MODE_NONE))
+            (withReplicas && !replicaSelection(leaseMode, candidateSize, replicasFrom, replicasCount)))
         {
             return b.setCode(INVALID_PARAMS_VALUE).build();
         }
         final int n = keys.size();
         final boolean[] mask = new boolean[n];
         final int[] codes = new int[n];
-        final MetadataStore.Lookup[] located = withReplicas ? new MetadataStore.Lookup[n] : null;
+        MetadataStore.Lookup[] located = null;
+        if (withReplicas)
+        {
+            located = new MetadataStore.Lookup[n];
+            final int to = replicasCount == 0 ? candidateSize : replicasFrom + replicasCount;
+            for (int i = 0; i < n; i++)
+            {
+                final int member = i % candidateSize;
+                located[i] = member >= replicasFrom && member < to ? new MetadataStore.Lookup() : null;
+            }
+        }
         final int code = probe.probe(tenant(tenant), leaseMode, candidateSize, keys, mask, codes, located);
         if (code != OK_VALUE)
         {
@@ -633,11 +646,29 @@ public final class MasterRequestHandler
             b.addMask(mask[i]).addCodes(codes[i]);
             if (located != null)
             {
-                b.addReplicas(located[i] != null ? answer(located[i]) :
+                b.addReplicas(mask[i] && located[i] != null ? answer(located[i]) :
                     GetReplicaListResponse.newBuilder().setCode(codes[i]));
             }
         }
         return b.setCode(OK_VALUE).build();
+    }
+
+    /**
+     * Whether a probe may bring back replica lists for these members: only with a mode that leases, and a range of
+     * candidate positions inside the candidate (unsigned on the wire: a negative int is a huge number).
+     */
+    private static boolean replicaSelection(final LeaseMode mode, final int candidateSize, final int from,
+        final int count)
+    {
+        if (mode == LeaseMode.LEASE_MODE_NONE || mode == LeaseMode.UNRECOGNIZED || candidateSize <= 0)
+        {
+            return false;
+        }
+        if (count == 0)
+        {
+            return from == 0;
+        }
+        return from >= 0 && count > 0 && (long)from + count <= candidateSize;
     }
 
     public CodeResponse remove(final RemoveRequest req)

@@ -192,6 +192,8 @@ class LookupServerTest
         final BatchProbeKeyRequest none = probe.clone().setMode(LeaseMode.LEASE_MODE_NONE).setCandidateSize(0)
             .addKeys("present").build();
         final BatchProbeKeyRequest without = probe.clone().setWithReplicas(false).addKeys("present").build();
+        final BatchProbeKeyRequest.Builder pair =
+            probe.clone().setCandidateSize(2).addKeys("present").addKeys("present");
         for (final boolean lookupPort : new boolean[]{true, false})
         {
             final BatchProbeKeyResponse found = probe(lookupPort, leases);
@@ -211,6 +213,18 @@ class LookupServerTest
                 .containsExactly(0, 0);
 
             assertThat(probe(lookupPort, none).getCode()).isEqualTo(INVALID_PARAMS_VALUE);
+
+            // Lists for the second member of each candidate only: the first is leased, its entry carries no list.
+            final BatchProbeKeyResponse second = probe(lookupPort, pair.clone().setReplicasFrom(1).setReplicasCount(1)
+                .build());
+            assertThat(second.getMaskList()).containsExactly(true, true);
+            assertThat(second.getReplicas(0)).isEqualTo(GetReplicaListResponse.getDefaultInstance());
+            assertThat(withoutTokens(second.getReplicas(1))).isEqualTo(withoutTokens(direct));
+            for (final int[] bad : new int[][]{{2, 1}, {1, 2}, {1, 0}, {-1, 1}})
+            {
+                assertThat(probe(lookupPort, pair.clone().setReplicasFrom(bad[0]).setReplicasCount(bad[1]).build())
+                    .getCode()).as("members %d, %d", bad[0], bad[1]).isEqualTo(INVALID_PARAMS_VALUE);
+            }
             assertThat(probe(lookupPort, without).getReplicasCount()).isZero();
         }
     }
