@@ -347,6 +347,24 @@ class PrefixCacheTest
         assertThatThrownBy(() -> cache.saveAsync(miss, pages(0, 0, 1, 2))).isInstanceOf(IllegalArgumentException.class);
     }
 
+    @Test
+    void shouldLoadALookupOfAnotherClientByLookingItsPagesUp()
+    {
+        final PrefixLayout one = PrefixLayout.builder().model("other-client").layerGroups(2)
+            .tokensPerBlock(TOKENS_PER_BLOCK).build();
+        final PrefixCache mine = new PrefixCache(client, one);
+        final PrefixCache theirs = new PrefixCache(cluster.newClient(), one);
+        final int[] tokens = prompt(10, 2, 0);
+        mine.save(mine.lookup(tokens), pages(0, 0, 2, 2));
+        final PrefixLookup lookup = mine.lookup(tokens);
+
+        final long lookupsBefore = replicaListCalls();
+        final List<ByteBuffer> dsts = buffers(4);
+        assertThat(theirs.load(lookup, 2, dsts)).as("another client cannot use these leases").isEqualTo(2);
+        assertThat(replicaListCalls()).isEqualTo(lookupsBefore + 1);
+        assertThat(dsts.get(3).flip().getInt(0)).isEqualTo(1 << 8 | 1);
+    }
+
     /** BatchGetReplicaList calls the master served so far, over either transport. */
     private static long replicaListCalls()
     {

@@ -224,7 +224,7 @@ public final class PrefixCache
         lookups.increment();
         lookedUpBlocks.add(hashes.length);
         hitBlocks.add(hit);
-        final PrefixLookup lookup = new PrefixLookup(hashes, hit, layout.tokensPerBlock(), leases);
+        final PrefixLookup lookup = new PrefixLookup(hashes, hit, layout.tokensPerBlock(), leases, client);
         if (options.holeChecks)
         {
             checkHolesAsync(lookup);
@@ -322,7 +322,7 @@ public final class PrefixCache
         {
             return 0;
         }
-        final ReadLease[] leases = lookup.leases();
+        final ReadLease[] leases = lookup.leasesOf(client);
         return loaded(blocks, leases == null ?
             client.getBatchInto(ownKeys(lookup.hashes(), 0, blocks), dsts) :
             client.readBatchInto(Arrays.asList(leases).subList(0, blocks * layout.layerGroups()), dsts));
@@ -341,7 +341,7 @@ public final class PrefixCache
         {
             return CompletableFuture.completedFuture(0);
         }
-        final ReadLease[] leases = lookup.leases();
+        final ReadLease[] leases = lookup.leasesOf(client);
         return (leases == null ?
             client.async().getBatchInto(ownKeys(lookup.hashes(), 0, blocks), dsts) :
             client.async().readBatchInto(Arrays.asList(leases).subList(0, blocks * layout.layerGroups()), dsts))

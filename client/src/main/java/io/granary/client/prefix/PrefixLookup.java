@@ -15,13 +15,17 @@ public final class PrefixLookup
     private final int tokensPerBlock;
     /** This rank's pages of the hit blocks with the replica lists the lookup brought back, or null. */
     private final ReadLease[] leases;
+    /** The client whose probe made the leases: only it can read with them. */
+    private final Object leaseOwner;
 
-    PrefixLookup(final String[] blockHashes, final int hitBlocks, final int tokensPerBlock, final ReadLease[] leases)
+    PrefixLookup(final String[] blockHashes, final int hitBlocks, final int tokensPerBlock, final ReadLease[] leases,
+        final Object leaseOwner)
     {
         this.blockHashes = blockHashes;
         this.hitBlocks = hitBlocks;
         this.tokensPerBlock = tokensPerBlock;
         this.leases = leases;
+        this.leaseOwner = leaseOwner;
     }
 
     /** Full blocks of the prompt that were looked up (a partial last block never has a key). */
@@ -64,9 +68,10 @@ public final class PrefixLookup
         return blockHashes;
     }
 
-    ReadLease[] leases()
+    /** The leases, if {@code client} made them; null otherwise (then a load looks the pages up). */
+    ReadLease[] leasesOf(final Object client)
     {
-        return leases;
+        return client == leaseOwner ? leases : null;
     }
 
     @Override
