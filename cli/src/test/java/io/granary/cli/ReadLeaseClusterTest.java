@@ -9,6 +9,7 @@ import io.granary.client.ReadLease;
 import io.granary.client.internal.GranaryClientImpl;
 import io.granary.common.ManualClock;
 import io.granary.transfer.TransferEngines;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -189,6 +190,21 @@ class ReadLeaseClusterTest
             assertThatThrownBy(() -> client.probeBatchForRead(List.of("a", "b"), LeasePolicy.longestPrefix(2), bad[0],
                 bad[1])).isInstanceOf(IllegalArgumentException.class).hasMessageContaining("not within a candidate");
         }
+    }
+
+    @Test
+    void shouldCountLeaseReadsWithAndWithoutTheirListInTheClientsRegistry()
+    {
+        final SimpleMeterRegistry registry = new SimpleMeterRegistry();
+        final GranaryClient metered = cluster.newClient(cluster.clientConfig().meterRegistry(registry).build());
+        final List<OpResult<ReadLease>> probed =
+            metered.probeBatchForRead(List.of("a", "b", "c", "d"), LeasePolicy.longestPrefix(2), 0, 1);
+        assertThat(metered.readBatchInto(leases(probed, 4), buffers(4)))
+            .allSatisfy(r -> assertThat(r.value()).isEqualTo(VALUE_BYTES));
+        assertThat(registry.get("granary.client.lease.reads").tag("outcome", "with_list").functionCounter().count())
+            .isEqualTo(2);
+        assertThat(registry.get("granary.client.lease.reads").tag("outcome", "looked_up").functionCounter().count())
+            .isEqualTo(2);
     }
 
     @Test

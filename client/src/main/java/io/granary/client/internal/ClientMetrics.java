@@ -129,6 +129,19 @@ final class ClientMetrics
         }
     }
 
+    private static final String LEASE_READS = "granary.client.lease.reads";
+    private static final String LEASE_READS_HELP =
+        "Keys readBatchInto read with the replica list of their probe (with_list) or looked up again (looked_up)";
+
+    /** Exposes how readBatchInto's leases were read (the client's own counters, read at scrape time). */
+    void bindLeaseReads(final GranaryClientImpl client, final String tenant)
+    {
+        FunctionCounter.builder(LEASE_READS, client, GranaryClientImpl::leaseReadsWithList)
+            .description(LEASE_READS_HELP).tags("outcome", "with_list", "tenant", tenant).register(registry);
+        FunctionCounter.builder(LEASE_READS, client, GranaryClientImpl::leaseReadsLookedUp)
+            .description(LEASE_READS_HELP).tags("outcome", "looked_up", "tenant", tenant).register(registry);
+    }
+
     /** A call of {@code op} that returned after starting at {@code startNs}. */
     void succeeded(final Op op, final long startNs)
     {

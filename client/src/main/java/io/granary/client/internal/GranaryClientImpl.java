@@ -57,6 +57,7 @@ import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Function;
 import java.util.function.Supplier;
 import java.util.regex.Pattern;
@@ -99,6 +100,9 @@ public final class GranaryClientImpl implements GranaryClient
     private final ClientExecutor clientThreads;
     private final AsyncGranaryClient async;
     private final AtomicBoolean closed = new AtomicBoolean();
+    /** readBatchInto's leases read with the probe's replica list, and those looked up again. */
+    private final LongAdder leaseReadsWithList = new LongAdder();
+    private final LongAdder leaseReadsLookedUp = new LongAdder();
 
     private GranaryClientImpl(
         final ClientConfig config, final MasterClient master, final TransferEngine engine, final Clock clock)
@@ -135,6 +139,7 @@ public final class GranaryClientImpl implements GranaryClient
             metrics.bindEngine(engine, config.tenant());
             return engine;
         }, Clock.SYSTEM);
+        metrics.bindLeaseReads((GranaryClientImpl)client, config.tenant());
         return new MeteredGranaryClient(client, metrics);
     }
 
@@ -1063,6 +1068,18 @@ public final class GranaryClientImpl implements GranaryClient
         return own;
     }
 
+    /** Leases readBatchInto read with the replica list their probe brought back. */
+    long leaseReadsWithList()
+    {
+        return leaseReadsWithList.sum();
+    }
+
+    /** Leases readBatchInto looked up again (run low, or sent without a list). */
+    long leaseReadsLookedUp()
+    {
+        return leaseReadsLookedUp.sum();
+    }
+
     static List<String> leaseKeys(final ProbedLease[] leases)
     {
         final String[] keys = new String[leases.length];
@@ -1212,10 +1229,15 @@ public final class GranaryClientImpl implements GranaryClient
             {
                 answers[j] = lease.replicas;
                 askedAt[j] = lease.askedAtNs;
+                leaseReadsWithList.increment();
             }
             else
             {
                 ask.add(j);
+                if (lease != null)
+                {
+                    leaseReadsLookedUp.increment();
+                }
             }
         }
         if (!ask.isEmpty())
