@@ -598,13 +598,6 @@ public final class MasterRequestHandler
             KeyBatch.of(req.getKeysList()), req.getWithReplicas(), req.getReplicasFrom(), req.getReplicasCount());
     }
 
-    /** BatchProbeKey over keys given as bytes, without replica lists; {@code mode} is the LeaseMode number. */
-    public BatchProbeKeyResponse batchProbeKey(
-        final String tenant, final int mode, final int candidateSize, final KeyBatch keys)
-    {
-        return batchProbeKey(tenant, mode, candidateSize, keys, false, 0, 0);
-    }
-
     /**
      * BatchProbeKey over keys given as bytes; {@code mode} is the LeaseMode number. With {@code withReplicas} the
      * answer also carries, for every key the probe selected at a candidate position in
@@ -660,7 +653,7 @@ public final class MasterRequestHandler
     private static boolean replicaSelection(final LeaseMode mode, final int candidateSize, final int from,
         final int count)
     {
-        if (mode == LeaseMode.LEASE_MODE_NONE || mode == LeaseMode.UNRECOGNIZED || candidateSize <= 0)
+        if (mode == LeaseMode.LEASE_MODE_NONE || candidateSize <= 0)
         {
             return false;
         }
