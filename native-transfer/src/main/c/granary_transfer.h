@@ -55,6 +55,13 @@ typedef struct gt_engine_config
     uint64_t connect_timeout_ms;
     uint32_t max_vector_entries;       /* small READs (<= 64 KiB) one READV frame carries, 1..1024; 1 = no READV */
     /*
+     * Frames of at least this many bytes go round-robin over a peer's lanes; shorter ones (small values, READVs,
+     * COMMITs) all take its first lane. 0 (default): every frame round-robin. A caller's own loop sets it, so
+     * the slices of a big value are served by several of the node's threads at once while a batch of small
+     * values keeps to one connection (another one would only add system calls).
+     */
+    uint32_t spread_min_bytes;
+    /*
      * 1: READs without a token go one-sided over RDMA where a device exists and the node agrees (RDMA_CONNECT),
      * everything else over TCP; 0 (default): TCP only. Exercised against the fake verbs of the C tests and of the
      * JNI test library (libgranary_transfer_fake_verbs.so), never against a device.

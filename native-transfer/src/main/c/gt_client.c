@@ -251,7 +251,7 @@ static void lane_seal_vector(gt_engine *engine, lane *l);
 void gt_engine_config_defaults(gt_engine_config *config)
 {
     config->lanes_per_peer = 2;
-    config->slice_bytes = 1u << 20;
+    config->slice_bytes = 512u << 10;
     config->max_queued_frames_per_peer = 4096;
     config->max_pending_per_peer = 1024;
     config->admission_timeout_ms = 1000;
@@ -259,6 +259,7 @@ void gt_engine_config_defaults(gt_engine_config *config)
     config->connect_timeout_ms = 3000;
     config->max_vector_entries = 256;
     config->rdma_reads = 0;
+    config->spread_min_bytes = 0;
 }
 
 int gt_engine_create(const gt_engine_config *config, gt_engine **out, gt_error *error)
@@ -1236,8 +1237,13 @@ static frame *new_frame(transfer *t, const uint8_t opcode, const uint64_t offset
     return f;
 }
 
-static lane *next_lane(gt_engine *engine, peer *p)
+/* The lane for a frame of length bytes: round-robin, or the first lane for a short frame (spread_min_bytes). */
+static lane *next_lane(gt_engine *engine, peer *p, const uint32_t length)
 {
+    if (length < engine->config.spread_min_bytes)
+    {
+        return lane_get(engine, p, 0);
+    }
     const uint32_t index = p->next_lane++ % p->lanes_count;
     return lane_get(engine, p, index);
 }
@@ -1277,7 +1283,7 @@ static void transfer_progress(gt_engine *engine, transfer *t)
             const uint32_t length = t->length - at < slice ? (uint32_t)(t->length - at) : slice;
             frame *f = new_frame(t, t->op == GT_OP_READ ? GT_OPC_READ : GT_OPC_WRITE, t->remote_offset + at,
                 length, t->local + at, t->grant_delta0 + (uint32_t)at);
-            lane *l = next_lane(engine, t->peer);
+            lane *l = next_lane(engine, t->peer, length);
             if (f == NULL || l == NULL)
             {
                 free(f);
@@ -1312,7 +1318,7 @@ static void transfer_progress(gt_engine *engine, transfer *t)
             else if (t->slices_done == t->slices_total)
             {
                 /* A sliced WRITE (every slice succeeded), an empty value, or a payload that came late. */
-                if (send_commit(engine, t, next_lane(engine, t->peer)) != GT_OK)
+                if (send_commit(engine, t, next_lane(engine, t->peer, 0)) != GT_OK)
                 {
                     t->status = GT_INTERNAL_ERROR;
                 }

@@ -141,14 +141,14 @@ JNIEXPORT jint JNICALL JNI_NAME(memoryUnmap)(JNIEnv *env, jclass type, jlong add
 
 JNIEXPORT jlong JNICALL JNI_NAME(engineCreate)(JNIEnv *env, jclass type, jint lanes, jint slice_bytes,
     jint max_queued, jint max_pending, jlong admission_timeout_ms, jlong transfer_timeout_ms,
-    jlong connect_timeout_ms, jint max_vector_entries, jboolean rdma_reads)
+    jlong connect_timeout_ms, jint max_vector_entries, jboolean rdma_reads, jint spread_min_bytes)
 {
     (void)type;
     gt_engine_config config;
     gt_error error = { 0, "" };
     gt_engine *engine = NULL;
     if (lanes < 1 || slice_bytes < 1 || max_queued < 1 || max_pending < 0 || admission_timeout_ms < 1 ||
-        transfer_timeout_ms < 1 || connect_timeout_ms < 1 || max_vector_entries < 1)
+        transfer_timeout_ms < 1 || connect_timeout_ms < 1 || max_vector_entries < 1 || spread_min_bytes < 0)
     {
         gt_fail(&error, GT_INVALID_PARAMS, "engine settings must be positive");
         throw_state(env, &error);
@@ -164,6 +164,7 @@ JNIEXPORT jlong JNICALL JNI_NAME(engineCreate)(JNIEnv *env, jclass type, jint la
     config.connect_timeout_ms = (uint64_t)connect_timeout_ms;
     config.max_vector_entries = (uint32_t)max_vector_entries;
     config.rdma_reads = rdma_reads ? 1 : 0;
+    config.spread_min_bytes = (uint32_t)spread_min_bytes;
     if (gt_engine_create(&config, &engine, &error) != GT_OK)
     {
         throw_state(env, &error);

@@ -2025,6 +2025,80 @@ static void small_reads_leave_as_vectors(void)
     node_stop(&node);
 }
 
+/*
+ * spread_min_bytes: with it, a batch of small READs and a small WRITE keep to a peer's first lane and only the
+ * slices of a big value go round-robin (the second connection opens for them); without it (0, the default) small
+ * frames take every lane. Every byte checked.
+ */
+static void only_big_frames_spread_over_the_lanes(void)
+{
+    test_node node;
+    CHECK(node_start(&node));
+    fill_pattern(node.segment, SEGMENT_BYTES, 23);
+    enum { SMALL = 24, SMALL_BYTES = 4096, BIG_BYTES = 512u << 10 };
+    const size_t capacity = (size_t)SMALL * SMALL_BYTES + BIG_BYTES + SMALL_BYTES;
+    uint8_t *in = malloc(capacity);
+    CHECK(in != NULL);
+    static const uint32_t spreads[] = { 0, (64u << 10) + 1 };
+    for (size_t s = 0; s < sizeof(spreads) / sizeof(spreads[0]); s++)
+    {
+        gt_engine_config config;
+        gt_engine_config_defaults(&config);
+        CHECK(config.spread_min_bytes == 0);
+        config.lanes_per_peer = 2;
+        config.slice_bytes = 128u << 10;
+        config.spread_min_bytes = spreads[s];
+        gt_engine *engine = NULL;
+        gt_error error;
+        CHECK(gt_engine_create(&config, &engine, &error) == GT_OK);
+        uint32_t peer;
+        uint32_t region;
+        CHECK(gt_engine_connect(engine, "127.0.0.1", gt_server_port(node.server), &peer, &error) == GT_OK);
+        CHECK(gt_engine_register_memory(engine, in, capacity, &region, &error) == GT_OK);
+        memset(in, 0, capacity);
+        gt_server_stats before;
+        gt_server_get_stats(node.server, &before);
+
+        gt_op ops[SMALL + 1];
+        for (int i = 0; i < SMALL; i++)
+        {
+            ops[i] = op_of((uint64_t)i + 1, peer, GT_OP_READ, region, (uint64_t)i * SMALL_BYTES, SMALL_BYTES,
+                (uint64_t)i * 81923u % (SEGMENT_BYTES - SMALL_BYTES));
+        }
+        /* a small WRITE of bytes the test knows, to the segment's last page */
+        const uint64_t write_local = (uint64_t)SMALL * SMALL_BYTES + BIG_BYTES;
+        memset(in + write_local, 0x5A + (int)s, SMALL_BYTES);
+        ops[SMALL] = op_of(500, peer, GT_OP_WRITE, region, write_local, SMALL_BYTES, SEGMENT_BYTES - SMALL_BYTES);
+        CHECK(gt_engine_submit(engine, ops, SMALL + 1, &error) == SMALL + 1);
+        gt_completion done[SMALL + 1];
+        CHECK(await(engine, done, SMALL + 1, 10000) == SMALL + 1);
+        for (int i = 0; i < SMALL; i++)
+        {
+            CHECK(status_of(done, SMALL + 1, ops[i].user_data) == GT_OK);
+            CHECK(memcmp(in + ops[i].local_offset, node.segment + ops[i].remote_offset, SMALL_BYTES) == 0);
+        }
+        CHECK(status_of(done, SMALL + 1, 500) == GT_OK);
+        CHECK(node.segment[SEGMENT_BYTES - 1] == (uint8_t)(0x5A + (int)s));
+        gt_server_stats small;
+        gt_server_get_stats(node.server, &small);
+        CHECK(small.connections_opened - before.connections_opened == (spreads[s] == 0 ? 2u : 1u));
+
+        /* a big READ: four slices of 128 KiB, round-robin over both lanes either way */
+        const uint64_t big_local = (uint64_t)SMALL * SMALL_BYTES;
+        gt_op big = op_of(600, peer, GT_OP_READ, region, big_local, BIG_BYTES, 12288);
+        CHECK(gt_engine_submit(engine, &big, 1, &error) == 1);
+        CHECK(await(engine, done, 1, 10000) == 1 && done[0].status == GT_OK);
+        CHECK(memcmp(in + big_local, node.segment + 12288, BIG_BYTES) == 0);
+        gt_server_stats after;
+        gt_server_get_stats(node.server, &after);
+        CHECK(after.connections_opened - before.connections_opened == 2);
+        CHECK(after.requests - small.requests == 4);
+        gt_engine_destroy(engine);
+    }
+    free(in);
+    node_stop(&node);
+}
+
 /* A peer played by the test: accepts the engine's one lane and reads its frames (blocking, 5 s timeout). */
 typedef struct scripted_peer
 {
@@ -2590,6 +2664,7 @@ int main(void)
     RUN(timeouts_and_admission_complete_without_answers);
     RUN(stale_idle_connection_is_replaced_once);
     RUN(small_reads_leave_as_vectors);
+    RUN(only_big_frames_spread_over_the_lanes);
     RUN(vector_answers_are_checked);
     RUN(several_loops_serve_many_connections);
     RUN(soak_with_mixed_sizes);

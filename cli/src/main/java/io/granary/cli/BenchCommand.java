@@ -11,6 +11,7 @@ import io.granary.client.OpResult;
 import io.granary.client.PutOptions;
 import io.granary.common.Units;
 import io.granary.node.segment.HugePages;
+import io.granary.transfer.TransferConfig;
 import io.granary.transfer.TransferEngines;
 import io.granary.transfer.TransportKind;
 import io.micrometer.core.instrument.FunctionCounter;
@@ -72,6 +73,8 @@ final class BenchCommand implements Callable<Integer>
     private static final int PATTERN_SPAN = 1 << 16;
     private static final int OFFSET_STRIDE = 4099; // odd: 65536 distinct offsets before repeating
     private static final int MAX_SIZE = Integer.MAX_VALUE - PATTERN_SPAN;
+    private static final long MIN_SLICE_BYTES = 4096;
+    private static final long MAX_SLICE_BYTES = 1L << 30;
     private static final double MAX_BASELINE_SECONDS = 3600;
     /** Bytes of values the default warmup moves per size (docs/benchmarks.md, "Warmup"). */
     static final long DEFAULT_WARMUP_BYTES = 2L << 30;
@@ -185,6 +188,16 @@ final class BenchCommand implements Callable<Integer>
         description = "Synchronous calls move their own bytes on the calling thread (the client's default); false "
             + "sends every transfer through the engine's event loops.")
     private boolean callerDriven;
+
+    @Option(names = "--lanes-per-peer", paramLabel = "N", defaultValue = "" + TransferConfig.DEFAULT_LANES_PER_PEER,
+        description = "The client's lanesPerPeer: transfer connections per storage node (1..64).")
+    private int lanesPerPeer;
+
+    @Option(names = "--slice-bytes", paramLabel = "SIZE", defaultValue = "" + TransferConfig.DEFAULT_SLICE_BYTES,
+        converter = Converters.SizeConverter.class,
+        description = "The client's sliceBytes: the largest range one transfer frame carries (4 KiB..1 GiB; at most "
+            + "the nodes' --max-frame, 16 MiB by default); bigger values are split into slices spread over the lanes.")
+    private long sliceBytes;
 
     @Option(names = "--data-tokens", arity = "1", paramLabel = "true|false", defaultValue = "true",
         description = "With --local: the master issues data-plane access tokens and the nodes check them (the "
@@ -379,6 +392,10 @@ final class BenchCommand implements Callable<Integer>
         require(warmupCalls >= 0 && warmupCalls <= 10_000_000, "--warmup-calls must be in 0..10000000, was " +
             warmupCalls);
         require(replicas >= 1, "--replicas must be positive, was " + replicas);
+        require(lanesPerPeer >= 1 && lanesPerPeer <= TransferConfig.MAX_LANES_PER_PEER,
+            "--lanes-per-peer must be in 1.." + TransferConfig.MAX_LANES_PER_PEER + ", was " + lanesPerPeer);
+        require(sliceBytes >= MIN_SLICE_BYTES && sliceBytes <= MAX_SLICE_BYTES,
+            "--slice-bytes must be in " + MIN_SLICE_BYTES + ".." + MAX_SLICE_BYTES + ", was " + sliceBytes);
         require(local || tlsClientAuth == io.granary.common.tls.TlsSettings.ClientAuth.NONE,
             "--tls-client-auth applies to the in-process servers of --local only");
         if (local)
@@ -400,11 +417,11 @@ final class BenchCommand implements Callable<Integer>
             "--data-tokens applies to --local clusters; a running master has its own --data-tokens");
     }
 
-    /** The client settings of the shared flags plus --checksums and --caller-driven. */
+    /** The client settings of the shared flags plus --checksums, --caller-driven, --lanes-per-peer, --slice-bytes. */
     private ClientConfig clientConfig(final String masterAddress)
     {
         final ClientConfig.Builder builder = clientOptions.config(spec.commandLine(), masterAddress).toBuilder()
-            .checksums(checksums).callerDriven(callerDriven);
+            .checksums(checksums).callerDriven(callerDriven).lanesPerPeer(lanesPerPeer).sliceBytes((int)sliceBytes);
         if (clientOptions.transport == TransportKind.RDMA)
         {
             // Only for rdma (the client's metrics cost a little on every call): how many READs went one-sided.

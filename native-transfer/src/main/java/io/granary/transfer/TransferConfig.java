@@ -11,7 +11,7 @@ public final class TransferConfig
 {
     public static final int DEFAULT_LANES_PER_PEER = 2;
     public static final int MAX_LANES_PER_PEER = 64;
-    public static final int DEFAULT_SLICE_BYTES = 1 << 20;
+    public static final int DEFAULT_SLICE_BYTES = 512 << 10;
     public static final int DEFAULT_MAX_QUEUED_TRANSFERS_PER_PEER = 4096;
     /** Upper bound of the per-peer queue and pending-admission settings (Mooncake's current maximum). */
     public static final int MAX_QUEUE_LIMIT_PER_PEER = 1 << 20;

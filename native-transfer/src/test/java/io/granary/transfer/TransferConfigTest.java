@@ -13,7 +13,7 @@ class TransferConfigTest
         final TransferConfig config = new TransferConfig().conclude();
 
         assertThat(config.lanesPerPeer()).isEqualTo(2);
-        assertThat(config.sliceBytes()).isEqualTo(1 << 20);
+        assertThat(config.sliceBytes()).isEqualTo(512 << 10);
         assertThat(config.maxQueuedTransfersPerPeer()).isEqualTo(4096);
         assertThat(config.maxPendingAdmissionsPerPeer()).isEqualTo(1024);
         assertThat(config.admissionTimeoutMs()).isEqualTo(1_000);

@@ -48,6 +48,12 @@ public final class NativeTransferEngine implements TransferEngine, AdmissionStat
     private static final int OP_WRITE = 2;
     /** A completion without a CRC32C (any real one is an unsigned 32-bit value). */
     private static final long NO_CRC = -1L;
+    /**
+     * A caller loop's frames of at least this many bytes (bigger than any READV entry) go round-robin over its lanes;
+     * smaller ones take the first lane.
+     */
+    static final int CALLER_SPREAD_MIN_BYTES = (64 << 10) + 1;
+
     /** Idle caller loops kept (with their connections) for the next calls; more are freed. */
     private static final int MAX_IDLE_LOOPS = 64;
 
@@ -141,7 +147,7 @@ public final class NativeTransferEngine implements TransferEngine, AdmissionStat
             throw new IllegalArgumentException("the native transport has no TLS; use --transport java with TLS");
         }
         this.config = config.copy().conclude();
-        this.shared = new Loop(this.config.lanesPerPeer());
+        this.shared = new Loop(this.config.lanesPerPeer(), 0);
         this.sharedThread = new Thread(this::runShared, "granary-native-transfer");
         this.sharedThread.setDaemon(true);
         this.sharedThread.start();
@@ -248,8 +254,10 @@ public final class NativeTransferEngine implements TransferEngine, AdmissionStat
                 {
                     return null;
                 }
-                // One lane per node: the calling thread has only its own call's frames in flight.
-                loop = new Loop(1);
+                // The slices of a big value spread over the lanes, so several of the node's threads serve one value;
+                // small frames keep to the first lane: the calling thread has only its own call's frames in flight,
+                // and a second connection would add system calls, not parallelism (docs/architecture.md).
+                loop = new Loop(config.lanesPerPeer(), CALLER_SPREAD_MIN_BYTES);
             }
             finally
             {
@@ -591,11 +599,12 @@ public final class NativeTransferEngine implements TransferEngine, AdmissionStat
         int doneCount;
         volatile boolean destroyed;
 
-        Loop(final int lanesPerPeer)
+        Loop(final int lanesPerPeer, final int spreadMinBytes)
         {
             handle = NativeTransferJni.engineCreate(lanesPerPeer, config.sliceBytes(),
                 config.maxQueuedTransfersPerPeer(), config.maxPendingAdmissionsPerPeer(), config.admissionTimeoutMs(),
-                config.transferTimeoutMs(), config.connectTimeoutMs(), config.maxVectorEntries(), rdmaReads);
+                config.transferTimeoutMs(), config.connectTimeoutMs(), config.maxVectorEntries(), rdmaReads,
+                spreadMinBytes);
             synchronized (pinLock)
             {
                 for (final ByteBuffer buffer : pinned)

@@ -35,6 +35,8 @@ final class NativeTransferJni
     /**
      * @param maxVectorEntries small READs one READV carries (1 = no READV); see TransferConfig#maxVectorEntries.
      * @param rdmaReads        READs without a token go one-sided over RDMA where a device exists and the node agrees.
+     * @param spreadMinBytes   frames of at least this many bytes go round-robin over a peer's lanes, shorter ones on
+     *                         its first lane; 0: every frame round-robin.
      */
     static native long engineCreate(
         int lanesPerPeer,
@@ -45,7 +47,8 @@ final class NativeTransferJni
         long transferTimeoutMs,
         long connectTimeoutMs,
         int maxVectorEntries,
-        boolean rdmaReads);
+        boolean rdmaReads,
+        int spreadMinBytes);
 
     /**
      * Pins a direct buffer's whole capacity: transfers inside it use it without a registration of their own. 0, or

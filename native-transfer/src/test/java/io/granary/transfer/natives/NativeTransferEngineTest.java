@@ -490,6 +490,69 @@ class NativeTransferEngineTest
     }
 
     /**
+     * In a driven call the slices of a big value go round-robin over the lanes (two connections, so two of the node's
+     * threads serve one value), while small reads keep to the first lane: the second connection opens for the big
+     * value only. Every byte checked.
+     */
+    @Test
+    void shouldSpreadOnlyTheSlicesOfABigValueOverTheLanesOfADrivenCall() throws Exception
+    {
+        final NativeTransferServer server = server();
+        final String endpoint = "127.0.0.1:" + server.port();
+        final byte[] content = new byte[SEGMENT_BYTES];
+        new Random(33).nextBytes(content);
+        segment.duplicate().put(content);
+        final NativeTransferEngine engine = engine(new TransferConfig().lanesPerPeer(2).sliceBytes(128 << 10));
+        final long opened = server.stats().connectionsOpened();
+        final int pages = 16;
+        final ByteBuffer small = ByteBuffer.allocateDirect(pages * 4096);
+        final List<CompletableFuture<Integer>> reads = new ArrayList<>();
+        try (TransferEngine.Driver driver = engine.openDriver())
+        {
+            for (int p = 0; p < pages; p++)
+            {
+                reads.add(engine.submit(TransferRequest.read(endpoint, SEGMENT_ID, p * 65_537L,
+                    small.duplicate().position(p * 4096).limit((p + 1) * 4096).slice(), 4096)));
+            }
+            drive(driver);
+        }
+        for (int p = 0; p < pages; p++)
+        {
+            assertThat(reads.get(p).getNow(-1)).as("read %d", p).isZero();
+            final byte[] back = new byte[4096];
+            small.get(p * 4096, back);
+            final int at = p * 65_537;
+            assertThat(back).isEqualTo(java.util.Arrays.copyOfRange(content, at, at + 4096));
+        }
+        assertThat(server.stats().connectionsOpened() - opened).as("connections for small reads").isEqualTo(1);
+
+        final int bigBytes = 512 << 10;
+        final ByteBuffer big = ByteBuffer.allocateDirect(bigBytes);
+        final long requests = server.stats().requests();
+        final CompletableFuture<Integer> read;
+        try (TransferEngine.Driver driver = engine.openDriver())
+        {
+            read = engine.submit(TransferRequest.read(endpoint, SEGMENT_ID, 12_288, big, bigBytes));
+            drive(driver);
+        }
+        assertThat(read.getNow(-1)).isZero();
+        final byte[] back = new byte[bigBytes];
+        big.get(0, back);
+        assertThat(back).isEqualTo(java.util.Arrays.copyOfRange(content, 12_288, 12_288 + bigBytes));
+        assertThat(server.stats().requests() - requests).as("slices of 128 KiB").isEqualTo(4);
+        assertThat(server.stats().connectionsOpened() - opened).as("connections after the big read").isEqualTo(2);
+    }
+
+    private static void drive(final TransferEngine.Driver driver)
+    {
+        final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        while (driver.hasWork() && System.nanoTime() < deadline)
+        {
+            driver.drive(50_000_000L);
+        }
+    }
+
+    /**
      * Threads driving their own C engines use them without the lifecycle lock (only the owner frees a lent engine),
      * while another thread reads the counters of every engine and the engine is closed in the middle: every value read
      * back is the one written, a transfer fails only once the close began (TRANSFER_FAIL), and every caller ends. (A
