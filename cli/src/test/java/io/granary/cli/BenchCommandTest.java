@@ -233,6 +233,30 @@ class BenchCommandTest
     }
 
     @Test
+    void shouldRefuseLanesAndSlicesOutsideTheirRanges()
+    {
+        assertBadInput(CliRun.run("bench", "--local", "--lanes-per-peer", "0"), "--lanes-per-peer must be in 1..64");
+        assertBadInput(CliRun.run("bench", "--local", "--lanes-per-peer", "65"), "--lanes-per-peer must be in 1..64");
+        assertBadInput(CliRun.run("bench", "--local", "--slice-bytes", "4095"), "--slice-bytes must be in 4096..");
+        assertBadInput(CliRun.run("bench", "--local", "--slice-bytes", "2g"), "--slice-bytes must be in 4096..");
+    }
+
+    @Test
+    void shouldMoveSlicedValuesWithTheLanesAndSlicesGiven()
+    {
+        // 200 KiB values in slices of 16 KiB over 3 lanes (and over 1): every value read back is compared.
+        for (final String lanes : new String[] {"3", "1"})
+        {
+            final CliRun run = CliRun.run("bench", "--local", "--count", "30", "--size", "200k", "--verify",
+                "--warmup", "0", "--warmup-seconds", "0", "--lanes-per-peer", lanes, "--slice-bytes", "16k");
+            assertThat(run.exitCode()).as(run.toString()).isZero();
+            assertThat(run.out()).contains("caller-driven on, " + lanes + " lane(s) per node, slices of 16.00 KiB")
+                .contains("verify: 30 of 30 values read compared byte for byte, 0 differed");
+            assertThat(run.out().lines().filter(l -> l.matches("200k\\s+(put|get)\\s+30\\s+0\\s+.*"))).hasSize(2);
+        }
+    }
+
+    @Test
     void shouldRefuseAnEmptySize()
     {
         assertBadInput(CliRun.run("bench", "--local", "--size", "4k,0"), "--size");
