@@ -24,8 +24,11 @@ import static io.granary.proto.ErrorCode.INVALID_PARAMS_VALUE;
 import static io.granary.proto.ErrorCode.TRANSFER_FAIL_VALUE;
 
 /**
- * The I/O loop of one calling thread ({@link TransferEngine.Driver}): a selector, one connection per storage node
- * the thread has talked to, and the transfers submitted since the driver was opened. Pooled by its
+ * The I/O loop of one calling thread ({@link TransferEngine.Driver}): a selector, connections to the storage nodes
+ * the thread has talked to, and the transfers submitted since the driver was opened. Frames above 64 KiB (the slices
+ * of big values) go round-robin over up to {@code lanesPerPeer} connections per node, so several of the node's
+ * threads serve one value; smaller frames keep to the first connection, where another would add system calls and
+ * no parallelism. Pooled by its
  * {@link CallerDrivenEngine} and lent to one thread at a time; confined to that thread except {@link #wakeup()} and
  * {@link #execute(Runnable)}.
  */
@@ -36,6 +39,10 @@ final class CallerLoop implements TransferEngine.Driver
     private final CallerDrivenEngine engine;
     private final TransferConfig config;
     private final Selector selector;
+    /** Frames of at least this many bytes (bigger than any READV entry) may take any lane; smaller ones lane 0. */
+    static final int SPREAD_MIN_BYTES = VectorRead.MAX_ENTRY_BYTES + 1;
+
+    /** By {@link #key(String, int)}. */
     private final HashMap<String, DirectConnection> connections = new HashMap<>();
     /** A copy of the connections to walk: a failing connection may replace itself in the map meanwhile. */
     private final ArrayList<DirectConnection> walk = new ArrayList<>();
@@ -47,6 +54,7 @@ final class CallerLoop implements TransferEngine.Driver
     private final long transferTimeoutNs;
     private final long connectTimeoutNs;
     private int refusal;
+    private int nextLane;
     private boolean destroyed;
 
     CallerLoop(final CallerDrivenEngine engine, final TransferConfig config) throws IOException
@@ -61,7 +69,7 @@ final class CallerLoop implements TransferEngine.Driver
     /** Starts a transfer on this loop; it moves when the owner drives the loop. */
     CompletableFuture<Integer> submit(final TransferRequest request, final FrameToken token)
     {
-        final DirectConnection connection = connectionTo(request.endpoint());
+        final DirectConnection connection = connectionTo(request.endpoint(), 0);
         if (connection == null)
         {
             return CompletableFuture.completedFuture(refusal);
@@ -77,16 +85,17 @@ final class CallerLoop implements TransferEngine.Driver
      * {@link #refusal}) when there can be none: INVALID_PARAMS for a malformed endpoint, TRANSFER_FAIL when the host
      * does not resolve or the socket cannot be opened.
      */
-    private DirectConnection connectionTo(final String endpoint)
+    private DirectConnection connectionTo(final String endpoint, final int lane)
     {
-        final DirectConnection existing = connections.get(endpoint);
+        final String key = key(endpoint, lane);
+        final DirectConnection existing = connections.get(key);
         if (existing != null)
         {
             if (!existing.isBroken() && (!existing.isIdle() || existing.stillUsable()))
             {
                 return existing;
             }
-            connections.remove(endpoint);
+            connections.remove(key);
         }
         InetSocketAddress address = addresses.get(endpoint);
         if (address == null)
@@ -106,10 +115,10 @@ final class CallerLoop implements TransferEngine.Driver
         }
         try
         {
-            final DirectConnection fresh = new DirectConnection(this, endpoint, address, selector,
+            final DirectConnection fresh = new DirectConnection(this, endpoint, lane, address, selector,
                 config.maxVectorEntries(),
                 transferTimeoutNs, connectTimeoutNs, System.nanoTime());
-            connections.put(endpoint, fresh);
+            connections.put(key, fresh);
             return fresh;
         }
         catch (final IOException | RuntimeException ex)
@@ -124,14 +133,14 @@ final class CallerLoop implements TransferEngine.Driver
      * Frames of a pooled connection that turned out stale go out again, once, on a fresh connection (which is not
      * retried again); they fail with TRANSFER_FAIL if none can be opened.
      */
-    void resend(final String endpoint, final List<DirectFrame.Slice> frames)
+    void resend(final String endpoint, final int lane, final List<DirectFrame.Slice> frames)
     {
-        connections.remove(endpoint);
+        connections.remove(key(endpoint, lane));
         if (frames.isEmpty())
         {
             return;
         }
-        final DirectConnection fresh = connectionTo(endpoint);
+        final DirectConnection fresh = connectionTo(endpoint, lane);
         for (final DirectFrame.Slice frame : frames)
         {
             if (fresh == null)
@@ -144,6 +153,33 @@ final class CallerLoop implements TransferEngine.Driver
                 fresh.enqueue(frame);
             }
         }
+    }
+
+    /**
+     * The connection for a frame of {@code length} bytes to the node of {@code first} (its lane 0): {@code first} for
+     * a frame below {@link #SPREAD_MIN_BYTES} or with one lane per node, else the next lane round-robin ({@code first}
+     * again when that lane's connection cannot be opened).
+     */
+    DirectConnection laneFor(final DirectConnection first, final int length)
+    {
+        final int lanes = config.lanesPerPeer();
+        if (lanes == 1 || length < SPREAD_MIN_BYTES)
+        {
+            return first;
+        }
+        final int lane = Math.floorMod(nextLane++, lanes);
+        if (lane == 0)
+        {
+            return first;
+        }
+        final DirectConnection other = connectionTo(first.endpoint, lane);
+        return other != null ? other : first;
+    }
+
+    /** The key of {@link #connections} (a malformed endpoint never gets one, so no two can clash). */
+    private static String key(final String endpoint, final int lane)
+    {
+        return lane == 0 ? endpoint : endpoint + '\n' + lane;
     }
 
     /** A transfer finished: its future completes when the driving thread runs completions (never mid-I/O). */
@@ -297,7 +333,7 @@ final class CallerLoop implements TransferEngine.Driver
                 if (!connection.isIdle())
                 {
                     connection.close(); // closing never sends anything again
-                    connections.remove(connection.endpoint, connection);
+                    connections.remove(key(connection.endpoint, connection.lane), connection);
                 }
             }
             for (final DirectTransfer transfer : new ArrayList<>(open))

@@ -50,6 +50,8 @@ final class DirectConnection
     }
 
     final String endpoint;
+    /** Which of the loop's connections to {@link #endpoint} this is (0: the first, which small frames use). */
+    final int lane;
     private final InetSocketAddress address;
     private final int maxVectorEntries;
     private final long transferTimeoutNs;
@@ -100,6 +102,7 @@ final class DirectConnection
     DirectConnection(
         final CallerLoop loop,
         final String endpoint,
+        final int lane,
         final InetSocketAddress address,
         final Selector selector,
         final int maxVectorEntries,
@@ -109,6 +112,7 @@ final class DirectConnection
     {
         this.loop = loop;
         this.endpoint = endpoint;
+        this.lane = lane;
         this.address = address;
         this.maxVectorEntries = maxVectorEntries;
         this.transferTimeoutNs = transferTimeoutNs;
@@ -384,7 +388,7 @@ final class DirectConnection
             pendingReads.clear();
             LOG.debug("pooled connection to {} had gone stale ({}); sending {} frames again", endpoint, reason,
                 again.size());
-            loop.resend(endpoint, again);
+            loop.resend(endpoint, lane, again);
             return;
         }
         final ArrayList<DirectFrame> frames = new ArrayList<>(inflight.values());

@@ -9,8 +9,8 @@ import java.util.concurrent.CompletableFuture;
 import static io.granary.proto.ErrorCode.INTERNAL_ERROR_VALUE;
 
 /**
- * One submitted transfer of a {@link CallerLoop}: its slices (frames of at most the slice size, all on the
- * connection the loop keeps to that peer), the COMMIT that may follow a WRITE, and the outcome: OK, or the first
+ * One submitted transfer of a {@link CallerLoop}: its slices (frames of at most the slice size, on the connections
+ * {@link CallerLoop#laneFor} picks), the COMMIT that may follow a WRITE, and the outcome: OK, or the first
  * non-OK frame status. Confined to the loop's thread; the commit record may complete on any thread and is handed
  * to the loop.
  */
@@ -29,6 +29,8 @@ final class DirectTransfer
     private final int base;
     private final int sliceBytes;
     private final CompletableFuture<byte[]> commit;
+    /** Where the COMMIT goes: behind a one-frame WRITE on that frame's connection, else on the first. */
+    private DirectConnection commitConnection;
     private int framesLeft;
     private int dataLeft;
     private int status;
@@ -63,13 +65,19 @@ final class DirectTransfer
     void start()
     {
         final int slices = dataLeft;
+        commitConnection = connection;
         for (int i = 0; i < slices; i++)
         {
             final int offset = i * sliceBytes;
             final int sliceLength = Math.min(sliceBytes, length - offset);
             final ByteBuffer view = local.duplicate();
             view.limit(base + offset + sliceLength).position(base + offset);
-            connection.enqueue(new DirectFrame.Slice(this, opcode, remoteOffset + offset, view, sliceLength));
+            final DirectConnection lane = loop.laneFor(connection, sliceLength);
+            if (slices == 1)
+            {
+                commitConnection = lane;
+            }
+            lane.enqueue(new DirectFrame.Slice(this, opcode, remoteOffset + offset, view, sliceLength));
         }
         if (commit != null && slices <= 1)
         {
@@ -159,7 +167,7 @@ final class DirectTransfer
         }
         else
         {
-            connection.enqueue(frame);
+            commitConnection.enqueue(frame);
         }
     }
 }

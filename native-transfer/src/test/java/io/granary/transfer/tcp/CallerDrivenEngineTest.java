@@ -170,6 +170,80 @@ class CallerDrivenEngineTest
         assertThat(received.get(6).header().length).isEqualTo(RECORD.length);
     }
 
+    /**
+     * Slices above 64 KiB go round-robin over the lanes (two connections), smaller frames keep to the first; a COMMIT
+     * follows a one-frame WRITE on that frame's connection and a sliced WRITE's on the first.
+     */
+    @Test
+    void shouldSpreadOnlyTheSlicesOfBigValuesOverTheLanes() throws Exception
+    {
+        final FakeNode node = track(new FakeNode(FakeNode.Mode.ANSWER));
+        node.openGate();
+        final CallerDrivenEngine engine = engine(new TransferConfig().lanesPerPeer(2).sliceBytes(128 << 10));
+        final List<CompletableFuture<Integer>> small = new ArrayList<>();
+        final List<ByteBuffer> into = new ArrayList<>();
+        try (TransferEngine.Driver driver = engine.openDriver())
+        {
+            for (int i = 0; i < 40; i++)
+            {
+                final ByteBuffer dst = ByteBuffer.allocateDirect(2000);
+                into.add(dst);
+                small.add(engine.submit(TransferRequest.read(node.endpoint(), 5, 3000L * i, dst, 2000)));
+            }
+            small.add(engine.submit(new TransferRequest(TransferRequest.Op.WRITE, node.endpoint(), 9, 4096,
+                ByteBuffer.allocateDirect(60_000), 60_000, null, RECORD)));
+            assertThat(driveUntilDone(driver, small)).containsOnly(0);
+        }
+        for (int i = 0; i < into.size(); i++)
+        {
+            assertNodeBytes(into.get(i), 3000L * i, 2000);
+        }
+        assertThat(node.connections()).as("small frames on one connection").isEqualTo(1);
+
+        final ByteBuffer big = ByteBuffer.allocateDirect(512 << 10);
+        try (TransferEngine.Driver driver = engine.openDriver())
+        {
+            assertThat(driveUntilDone(driver, engine.submit(
+                TransferRequest.read(node.endpoint(), 5, 77, big, 512 << 10)))).isZero();
+        }
+        assertNodeBytes(big, 77, 512 << 10);
+        assertThat(node.connections()).as("a second connection for the big value's slices").isEqualTo(2);
+
+        node.received().clear();
+        try (TransferEngine.Driver driver = engine.openDriver())
+        {
+            final CompletableFuture<Integer> sliced = engine.submit(new TransferRequest(TransferRequest.Op.WRITE,
+                node.endpoint(), 9, 1 << 20, ByteBuffer.allocateDirect(300_000), 300_000, null, RECORD));
+            assertThat(driveUntilDone(driver, sliced)).isZero();
+        }
+        final List<FakeNode.Received> slicedFrames = new ArrayList<>(node.received());
+        assertThat(slicedFrames).extracting(r -> r.header().opcode)
+            .containsExactlyInAnyOrder(Opcode.WRITE, Opcode.WRITE, Opcode.WRITE, Opcode.COMMIT);
+        assertThat(slicedFrames).filteredOn(r -> r.header().opcode == Opcode.WRITE && r.header().length == 128 << 10)
+            .extracting(FakeNode.Received::connection).as("the two full slices on both connections")
+            .containsExactlyInAnyOrder(1, 2);
+        assertThat(slicedFrames).filteredOn(r -> r.header().opcode == Opcode.WRITE && r.header().length < 128 << 10)
+            .extracting(FakeNode.Received::connection).as("the short last slice on the first").containsExactly(1);
+        assertThat(slicedFrames).filteredOn(r -> r.header().opcode == Opcode.COMMIT)
+            .extracting(FakeNode.Received::connection).containsExactly(1);
+
+        for (int round = 0; round < 2; round++)
+        {
+            node.received().clear();
+            try (TransferEngine.Driver driver = engine.openDriver())
+            {
+                assertThat(driveUntilDone(driver, engine.submit(new TransferRequest(TransferRequest.Op.WRITE,
+                    node.endpoint(), 9, 2 << 20, ByteBuffer.allocateDirect(100_000), 100_000, null, RECORD))))
+                    .isZero();
+            }
+            final List<FakeNode.Received> frames = new ArrayList<>(node.received());
+            assertThat(frames).extracting(r -> r.header().opcode).containsExactly(Opcode.WRITE, Opcode.COMMIT);
+            assertThat(frames.get(1).connection()).as("COMMIT behind its one-frame WRITE, round %d", round)
+                .isEqualTo(frames.get(0).connection());
+        }
+        assertThat(node.connections()).isEqualTo(2);
+    }
+
     @Test
     void shouldReuseTheConnectionAcrossCallsAndReplaceOneTheNodeDropped() throws Exception
     {
