@@ -462,11 +462,7 @@ class NativeTransferEngineTest
                     reads.add(engine.submit(TransferRequest.read(endpoint, SEGMENT_ID, at,
                         into.duplicate().position(p * 4096).limit((p + 1) * 4096).slice(), 4096)));
                 }
-                final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
-                while (driver.hasWork() && System.nanoTime() < deadline)
-                {
-                    driver.drive(50_000_000L);
-                }
+                drive(driver);
             }
             for (int p = 0; p < pages; p++)
             {
