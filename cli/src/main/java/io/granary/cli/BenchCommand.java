@@ -553,9 +553,9 @@ final class BenchCommand implements Callable<Integer>
         final PutOptions options = PutOptions.builder().replicas(replicas).build();
         info.printf(Locale.ROOT, "bench: %d x %s values, concurrency %d, batch %d, replicas %d, op %s%s, warmup %d, "
                 + "checksums %s, caller-driven %s, %d lane(s) per node, slices of %s, keys %s*%n", count,
-            Units.formatBytes(size), concurrency, batch, replicas, op, op == Op.mixed ? " (read ratio " + readRatio + ")" :
-            "", warmup, checksums ? "on" : "off", callerDriven ? "on" : "off", lanesPerPeer,
-            Units.formatBytes(sliceBytes), prefix);
+            Units.formatBytes(size), concurrency, batch, replicas, op,
+            op == Op.mixed ? " (read ratio " + readRatio + ")" : "", warmup, checksums ? "on" : "off",
+            callerDriven ? "on" : "off", lanesPerPeer, Units.formatBytes(sliceBytes), prefix);
         info.flush();
 
         if (warmup > 0)

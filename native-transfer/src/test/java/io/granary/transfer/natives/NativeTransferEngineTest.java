@@ -441,11 +441,9 @@ class NativeTransferEngineTest
     {
         final NativeTransferServer server = server();
         final String endpoint = "127.0.0.1:" + server.port();
-        final byte[] content = new byte[SEGMENT_BYTES];
-        new Random(21).nextBytes(content);
-        segment.duplicate().put(content);
+        final byte[] content = fillSegment(21);
         final int pages = 128;
-        // entries per vector, and the READVs one call of 128 small reads becomes (one lane per node in a driver)
+        // entries per vector, and the READVs one call of 128 small reads becomes (on one lane in a driver)
         final int[][] shapes = {{256, 1}, {32, 4}, {1, 0}};
         for (final int[] shape : shapes)
         {
@@ -495,9 +493,7 @@ class NativeTransferEngineTest
     {
         final NativeTransferServer server = server();
         final String endpoint = "127.0.0.1:" + server.port();
-        final byte[] content = new byte[SEGMENT_BYTES];
-        new Random(33).nextBytes(content);
-        segment.duplicate().put(content);
+        final byte[] content = fillSegment(33);
         final NativeTransferEngine engine = engine(new TransferConfig().lanesPerPeer(2).sliceBytes(128 << 10));
         final long opened = server.stats().connectionsOpened();
         final int pages = 16;
@@ -537,6 +533,15 @@ class NativeTransferEngineTest
         assertThat(back).isEqualTo(java.util.Arrays.copyOfRange(content, 12_288, 12_288 + bigBytes));
         assertThat(server.stats().requests() - requests).as("slices of 128 KiB").isEqualTo(4);
         assertThat(server.stats().connectionsOpened() - opened).as("connections after the big read").isEqualTo(2);
+    }
+
+    /** Fills the test segment with random bytes of {@code seed}; returns them. */
+    private byte[] fillSegment(final long seed)
+    {
+        final byte[] content = new byte[SEGMENT_BYTES];
+        new Random(seed).nextBytes(content);
+        segment.duplicate().put(content);
+        return content;
     }
 
     private static void drive(final TransferEngine.Driver driver)
