@@ -21,6 +21,11 @@ public final class TransferConfig
     public static final long DEFAULT_TRANSFER_TIMEOUT_MS = 10_000;
     public static final long DEFAULT_CONNECT_TIMEOUT_MS = 3_000;
     public static final int DEFAULT_MAX_VECTOR_ENTRIES = 256;
+    /**
+     * In a synchronous (caller-driven) call, frames of at least this many bytes (bigger than any READV entry: the
+     * slices of big values) go round-robin over the lanes to a node; smaller ones keep to its first lane.
+     */
+    public static final int CALLER_SPREAD_MIN_BYTES = (64 << 10) + 1;
 
     private int lanesPerPeer = DEFAULT_LANES_PER_PEER;
     private int sliceBytes = DEFAULT_SLICE_BYTES;

@@ -48,12 +48,6 @@ public final class NativeTransferEngine implements TransferEngine, AdmissionStat
     private static final int OP_WRITE = 2;
     /** A completion without a CRC32C (any real one is an unsigned 32-bit value). */
     private static final long NO_CRC = -1L;
-    /**
-     * A caller loop's frames of at least this many bytes (bigger than any READV entry) go round-robin over its lanes;
-     * smaller ones take the first lane.
-     */
-    static final int CALLER_SPREAD_MIN_BYTES = (64 << 10) + 1;
-
     /** Idle caller loops kept (with their connections) for the next calls; more are freed. */
     private static final int MAX_IDLE_LOOPS = 64;
 
@@ -257,7 +251,7 @@ public final class NativeTransferEngine implements TransferEngine, AdmissionStat
                 // The slices of a big value spread over the lanes, so several of the node's threads serve one value;
                 // small frames keep to the first lane: the calling thread has only its own call's frames in flight,
                 // and a second connection would add system calls, not parallelism (docs/architecture.md).
-                loop = new Loop(config.lanesPerPeer(), CALLER_SPREAD_MIN_BYTES);
+                loop = new Loop(config.lanesPerPeer(), TransferConfig.CALLER_SPREAD_MIN_BYTES);
             }
             finally
             {

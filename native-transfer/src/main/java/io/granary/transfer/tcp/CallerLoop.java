@@ -39,9 +39,6 @@ final class CallerLoop implements TransferEngine.Driver
     private final CallerDrivenEngine engine;
     private final TransferConfig config;
     private final Selector selector;
-    /** Frames of at least this many bytes (bigger than any READV entry) may take any lane; smaller ones lane 0. */
-    static final int SPREAD_MIN_BYTES = VectorRead.MAX_ENTRY_BYTES + 1;
-
     /** By {@link #key(String, int)}. */
     private final HashMap<String, DirectConnection> connections = new HashMap<>();
     /** A copy of the connections to walk: a failing connection may replace itself in the map meanwhile. */
@@ -157,17 +154,16 @@ final class CallerLoop implements TransferEngine.Driver
 
     /**
      * The connection for a frame of {@code length} bytes to the node of {@code first} (its lane 0): {@code first} for
-     * a frame below {@link #SPREAD_MIN_BYTES} or with one lane per node, else the next lane round-robin ({@code first}
+     * a frame below {@link TransferConfig#CALLER_SPREAD_MIN_BYTES}, else the next lane round-robin ({@code first}
      * again when that lane's connection cannot be opened).
      */
     DirectConnection laneFor(final DirectConnection first, final int length)
     {
-        final int lanes = config.lanesPerPeer();
-        if (lanes == 1 || length < SPREAD_MIN_BYTES)
+        if (length < TransferConfig.CALLER_SPREAD_MIN_BYTES)
         {
             return first;
         }
-        final int lane = Math.floorMod(nextLane++, lanes);
+        final int lane = Math.floorMod(nextLane++, config.lanesPerPeer());
         if (lane == 0)
         {
             return first;
