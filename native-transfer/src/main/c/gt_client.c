@@ -91,7 +91,7 @@ struct transfer
     enum commit_state commit_state;
     uint8_t *commit;
     uint32_t commit_length;
-    lane *write_lane;        /* the lane of a one-frame WRITE, where its COMMIT follows */
+    uintptr_t write_lanes;   /* XOR of the lanes of its WRITE slices on the wire: with one left, that one's lane */
     uint64_t admission_deadline_ms;
     transfer *next;          /* incoming queue or pending-admission queue */
     transfer *commit_link;   /* waiting-commit or provided list (under the engine mutex) */
@@ -122,6 +122,7 @@ struct frame
     int resent;              /* sent again once on a fresh connection after a stale one failed */
     uint32_t crc;            /* READ with want_crc: raw CRC32C register of its first crc_done payload bytes */
     uint32_t crc_done;
+    lane *write_lane;        /* a WRITE slice: the lane it was put on (a resend keeps it) */
     frame *next;
     frame *prev;
     /* READV (transfer NULL): its entries, small READ frames each still counted by its transfer, NULL once answered */
@@ -1126,6 +1127,7 @@ static void frame_finish(gt_engine *engine, frame *f, const int32_t status)
     else
     {
         t->slices_done++;
+        t->write_lanes ^= (uintptr_t)f->write_lane; /* NULL (0) for a READ */
         if (t->want_crc && status == GT_OK)
         {
             /* This slice's register counts once shifted by the bytes of the range behind it, whatever the order (the
@@ -1291,9 +1293,10 @@ static void transfer_progress(gt_engine *engine, transfer *t)
                 break;
             }
             t->slices_issued++;
-            if (t->slices_total == 1)
+            if (f->opcode == GT_OPC_WRITE)
             {
-                t->write_lane = l;
+                f->write_lane = l;
+                t->write_lanes ^= (uintptr_t)l;
             }
             if (f->opcode == GT_OPC_READ && engine->config.max_vector_entries > 1 &&
                 length <= MAX_VECTOR_ENTRY_BYTES)
@@ -1307,17 +1310,21 @@ static void transfer_progress(gt_engine *engine, transfer *t)
         }
         if (t->status == GT_OK && t->commit_state == COMMIT_READY && t->slices_issued == t->slices_total)
         {
-            if (t->slices_total == 1 && t->slices_done == 0)
+            if (t->slices_done + 1 == t->slices_total && t->in_lanes == 1)
             {
-                /* Right behind its one-frame WRITE, on the same connection: read only after the WRITE's bytes. */
-                if (send_commit(engine, t, t->write_lane) != GT_OK)
+                /*
+                 * Every slice answered and accepted but one, still on the wire (a one-frame WRITE: that frame): right
+                 * behind it, on its connection, where the node reads it only after that slice's last byte and the
+                 * others were acknowledged before it left. No round trip of its own.
+                 */
+                if (send_commit(engine, t, (lane *)t->write_lanes) != GT_OK)
                 {
                     t->status = GT_INTERNAL_ERROR;
                 }
             }
             else if (t->slices_done == t->slices_total)
             {
-                /* A sliced WRITE (every slice succeeded), an empty value, or a payload that came late. */
+                /* Every slice done (or none: an empty value), or a payload that came late. */
                 if (send_commit(engine, t, next_lane(engine, t->peer, 0)) != GT_OK)
                 {
                     t->status = GT_INTERNAL_ERROR;

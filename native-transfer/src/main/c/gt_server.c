@@ -722,19 +722,35 @@ static void remember_write(connection *c, const uint32_t segment_id, const uint6
     }
 }
 
-static int32_t take_failed_write(connection *c, const uint32_t segment_id, const uint64_t offset)
+/*
+ * The status of a WRITE refused on this connection that started inside the committed extent [offset, end) (the whole
+ * value's WRITE, or any slice of it), forgetting those it finds; 0 if none.
+ */
+static int32_t take_failed_write(connection *c, const uint32_t segment_id, const uint64_t offset, const uint64_t end)
 {
+    int32_t status = 0;
     for (uint32_t i = 0; i < FAILED_WRITES_REMEMBERED; i++)
     {
         failed_write *f = &c->failed[i];
-        if (f->status != 0 && f->segment_id == segment_id && f->offset == offset)
+        if (f->status != 0 && f->segment_id == segment_id && f->offset >= offset && f->offset < end)
         {
-            const int32_t status = f->status;
+            status = status != 0 ? status : f->status;
             f->status = 0;
-            return status;
         }
     }
-    return 0;
+    return status;
+}
+
+/* The end of the extent a COMMIT names: offset + max(1, the record's value length), or offset + 1 without a record. */
+static uint64_t commit_extent_end(const gt_header *h, const uint8_t *payload, const uint32_t length)
+{
+    uint64_t span = 1;
+    if (payload != NULL && length >= 16 && payload[0] == 1)
+    {
+        const uint64_t value_length = gt_get_u64(payload + 8);
+        span = value_length > 0 ? value_length : 1;
+    }
+    return span > UINT64_MAX - h->offset ? UINT64_MAX : h->offset + span;
 }
 
 static void finish_write(gt_server *server, connection *c)
@@ -773,8 +789,8 @@ static int commit_token_status(
 static void finish_commit(gt_server *server, connection *c)
 {
     const gt_header *h = &c->header;
-    const int32_t failed = take_failed_write(c, h->segment_id, h->offset);
     const uint32_t length = c->buffer == NULL ? 0 : h->length;
+    const int32_t failed = take_failed_write(c, h->segment_id, h->offset, commit_extent_end(h, c->buffer, length));
     const int token_status = commit_token_status(c->loop, h, c->buffer, length, c->verified);
     const int status = server->callbacks.on_commit(server->callbacks.context, c->request_bytes, c->buffer,
         length, failed, token_status);

@@ -2336,6 +2336,121 @@ static void vector_answers_are_checked(void)
     }
 }
 
+/* Reads one frame of opcode (header, then its payload into payload, at most capacity bytes); 0 if it is not that. */
+static int read_frame(scripted_peer *p, const uint8_t opcode, gt_header *h, uint8_t *payload, const uint32_t capacity)
+{
+    uint8_t bytes[GT_HEADER_LENGTH];
+    if (recv(p->fd, bytes, sizeof(bytes), MSG_WAITALL) != GT_HEADER_LENGTH ||
+        gt_header_decode(bytes, GT_MAX_FRAME_LENGTH_LIMIT, h) != GT_DECODE_OK || h->opcode != opcode ||
+        h->length > capacity)
+    {
+        return 0;
+    }
+    return h->length == 0 || recv(p->fd, payload, h->length, MSG_WAITALL) == (ssize_t)h->length;
+}
+
+/* A header-only answer to request (a WRITE or COMMIT) with status. */
+static int answer_frame(scripted_peer *p, const gt_header *request, const int32_t status)
+{
+    gt_header h = *request;
+    h.opcode = request->opcode | GT_OPC_RESPONSE_BIT;
+    h.status = status;
+    memset(h.token_mac, 0, sizeof(h.token_mac));
+    h.token_expiry = h.grant_delta = h.grant_length = 0;
+    uint8_t out[GT_HEADER_LENGTH];
+    gt_header_encode(out, &h);
+    return send(p->fd, out, sizeof(out), MSG_NOSIGNAL) == (ssize_t)sizeof(out);
+}
+
+/* Nothing has arrived on the connection (it is open and quiet). */
+static int nothing_arrived(scripted_peer *p)
+{
+    uint8_t byte;
+    return recv(p->fd, &byte, 1, MSG_DONTWAIT) < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+}
+
+/*
+ * A sliced WRITE's COMMIT leaves as soon as every slice but one is acknowledged, behind the unanswered one on its
+ * connection and before that slice's answer; when a slice is refused, no COMMIT leaves and the transfer fails with
+ * the refusal. Two lanes, two slices, one per lane, answered by the test.
+ */
+static void sliced_write_commits_behind_its_last_unanswered_slice(void)
+{
+    enum { SLICE = 4096, VALUE = 2 * SLICE };
+    scripted_peer lanes[2];
+    silent_server listener;
+    CHECK(silent_start(&listener));
+    gt_engine_config config;
+    gt_engine_config_defaults(&config);
+    config.lanes_per_peer = 2;
+    config.slice_bytes = SLICE;
+    gt_engine *engine = NULL;
+    gt_error error;
+    CHECK(gt_engine_create(&config, &engine, &error) == GT_OK);
+    uint32_t peer;
+    CHECK(gt_engine_connect(engine, "127.0.0.1", listener.port, &peer, &error) == GT_OK);
+    uint8_t data[VALUE];
+    fill_pattern(data, sizeof(data), 31);
+    uint32_t region;
+    CHECK(gt_engine_register_memory(engine, data, sizeof(data), &region, &error) == GT_OK);
+    const uint8_t record[6] = { 6, 5, 4, 3, 2, 1 };
+    for (int refused = 0; refused <= 1; refused++)
+    {
+        const uint64_t extent = 65536u * (uint64_t)(refused + 1);
+        gt_op write = op_of((uint64_t)(refused + 1), peer, GT_OP_WRITE, region, 0, VALUE, extent);
+        write.commit = record;
+        write.commit_length = sizeof(record);
+        CHECK(gt_engine_submit(engine, &write, 1, &error) == 1);
+        drive(engine, 4);
+        if (!refused)
+        {
+            for (int i = 0; i < 2; i++)
+            {
+                lanes[i].listener = listener;
+                CHECK(accept_lane(&lanes[i]));
+            }
+        }
+        /* one slice on each connection, every byte as sent */
+        gt_header slices[2];
+        uint8_t payload[SLICE];
+        for (int i = 0; i < 2; i++)
+        {
+            CHECK(read_frame(&lanes[i], GT_OPC_WRITE, &slices[i], payload, sizeof(payload)));
+            CHECK(slices[i].length == SLICE && slices[i].offset >= extent && slices[i].offset < extent + VALUE);
+            CHECK(memcmp(payload, data + (slices[i].offset - extent), SLICE) == 0);
+        }
+        CHECK(slices[0].offset != slices[1].offset);
+        /* the second connection's slice is acknowledged (or refused) first */
+        CHECK(answer_frame(&lanes[1], &slices[1], refused ? GT_INVALID_PARAMS : GT_OK));
+        drive(engine, 4);
+        gt_completion done[1];
+        CHECK(gt_engine_poll(engine, done, 1, 0) == 0); /* the first slice is still unanswered */
+        CHECK(nothing_arrived(&lanes[1]));
+        gt_header commit;
+        if (!refused)
+        {
+            /* behind the unanswered slice, on its connection, before its answer */
+            uint8_t got[sizeof(record)];
+            CHECK(read_frame(&lanes[0], GT_OPC_COMMIT, &commit, got, sizeof(got)));
+            CHECK(commit.offset == extent && commit.length == sizeof(record) && memcmp(got, record, 6) == 0);
+        }
+        CHECK(nothing_arrived(&lanes[0]));
+        CHECK(answer_frame(&lanes[0], &slices[0], GT_OK));
+        if (!refused)
+        {
+            CHECK(answer_frame(&lanes[0], &commit, GT_OK));
+        }
+        CHECK(await(engine, done, 1, 5000) == 1 && done[0].user_data == (uint64_t)(refused + 1));
+        CHECK(done[0].status == (refused ? GT_INVALID_PARAMS : GT_OK));
+        drive(engine, 2);
+        CHECK(nothing_arrived(&lanes[0]) && nothing_arrived(&lanes[1])); /* no COMMIT after a refused slice */
+    }
+    gt_engine_destroy(engine);
+    close(lanes[0].fd);
+    close(lanes[1].fd);
+    close(listener.fd);
+}
+
 /* One client thread of the several-loops test: its own engine and lanes, its own 1 MiB area of the segment. */
 typedef struct loop_client
 {
@@ -2666,6 +2781,7 @@ int main(void)
     RUN(small_reads_leave_as_vectors);
     RUN(only_big_frames_spread_over_the_lanes);
     RUN(vector_answers_are_checked);
+    RUN(sliced_write_commits_behind_its_last_unanswered_slice);
     RUN(several_loops_serve_many_connections);
     RUN(soak_with_mixed_sizes);
     printf("native: %d passed, %d failed\n", passed, failed);

@@ -29,8 +29,13 @@ final class DirectTransfer
     private final int base;
     private final int sliceBytes;
     private final CompletableFuture<byte[]> commit;
-    /** Where the COMMIT goes: behind a one-frame WRITE on that frame's connection, else on the first. */
+    /**
+     * Where the COMMIT goes: behind the one slice of the WRITE still unanswered once the others succeeded (a one-frame
+     * WRITE: that frame), on that slice's connection; on the first for an empty value or a record that came late.
+     */
     private DirectConnection commitConnection;
+    /** A sliced WRITE with a COMMIT: the connection of each slice still unanswered (null once answered). */
+    private DirectConnection[] sliceLanes;
     private int framesLeft;
     private int dataLeft;
     private int status;
@@ -66,6 +71,10 @@ final class DirectTransfer
     {
         final int slices = dataLeft;
         commitConnection = connection;
+        if (commit != null && slices > 1)
+        {
+            sliceLanes = new DirectConnection[slices];
+        }
         for (int i = 0; i < slices; i++)
         {
             final int offset = i * sliceBytes;
@@ -76,6 +85,10 @@ final class DirectTransfer
             if (slices == 1)
             {
                 commitConnection = lane;
+            }
+            else if (sliceLanes != null)
+            {
+                sliceLanes[i] = lane;
             }
             lane.enqueue(new DirectFrame.Slice(this, opcode, remoteOffset + offset, view, sliceLength));
         }
@@ -98,6 +111,20 @@ final class DirectTransfer
         if (frame.opcode != Opcode.COMMIT)
         {
             dataLeft--;
+            if (sliceLanes != null)
+            {
+                sliceLanes[(int)((frame.remoteOffset - remoteOffset) / sliceBytes)] = null;
+                if (dataLeft == 1 && status == 0 && !committing)
+                {
+                    // Every slice of a sliced WRITE accepted but one: the COMMIT goes behind that one, on its
+                    // connection, where the node reads it only after the slice's last byte; no round trip of its own.
+                    for (final DirectConnection lane : sliceLanes)
+                    {
+                        commitConnection = lane != null ? lane : commitConnection;
+                    }
+                    whenCommitReady();
+                }
+            }
             if (dataLeft == 0 && commit != null && !committing)
             {
                 if (status == 0)

@@ -172,7 +172,7 @@ class CallerDrivenEngineTest
 
     /**
      * Slices above 64 KiB go round-robin over the lanes (two connections), smaller frames keep to the first; a COMMIT
-     * follows a one-frame WRITE on that frame's connection and a sliced WRITE's on the first.
+     * follows a one-frame WRITE on that frame's connection.
      */
     @Test
     void shouldSpreadOnlyTheSlicesOfBigValuesOverTheLanes() throws Exception
@@ -224,8 +224,6 @@ class CallerDrivenEngineTest
             .containsExactlyInAnyOrder(1, 2);
         assertThat(slicedFrames).filteredOn(r -> r.header().opcode == Opcode.WRITE && r.header().length < 128 << 10)
             .extracting(FakeNode.Received::connection).as("the short last slice on the first").containsExactly(1);
-        assertThat(slicedFrames).filteredOn(r -> r.header().opcode == Opcode.COMMIT)
-            .extracting(FakeNode.Received::connection).containsExactly(1);
 
         for (int round = 0; round < 2; round++)
         {
@@ -242,6 +240,41 @@ class CallerDrivenEngineTest
                 .isEqualTo(frames.get(0).connection());
         }
         assertThat(node.connections()).isEqualTo(2);
+    }
+
+    /**
+     * A sliced WRITE's COMMIT leaves once every slice but one is acknowledged, behind the unanswered one on its
+     * connection and before that slice's answer (the node reads it only after the slice's last byte).
+     */
+    @Test
+    void shouldSendASlicedWritesCommitBehindItsLastUnansweredSlice() throws Exception
+    {
+        final FakeNode node = track(new FakeNode(FakeNode.Mode.ANSWER));
+        final CallerDrivenEngine engine = engine(new TransferConfig().lanesPerPeer(2).sliceBytes(128 << 10));
+        try (TransferEngine.Driver driver = engine.openDriver())
+        {
+            final CompletableFuture<Integer> put = engine.submit(new TransferRequest(TransferRequest.Op.WRITE,
+                node.endpoint(), 9, 1 << 20, ByteBuffer.allocateDirect(256 << 10), 256 << 10, null, RECORD));
+            driveUntil(driver, () -> node.received().size() == 2);
+            assertThat(node.received()).extracting(r -> r.header().opcode).containsOnly(Opcode.WRITE);
+            assertThat(node.received()).extracting(FakeNode.Received::connection).as("one slice per connection")
+                .containsExactlyInAnyOrder(1, 2);
+
+            node.answer(1);
+            driveUntil(driver, () -> node.received().size() == 3);
+            final FakeNode.Received commit = new ArrayList<>(node.received()).get(2);
+            assertThat(commit.header().opcode).isEqualTo(Opcode.COMMIT);
+            assertThat(commit.header().offset).isEqualTo(1 << 20);
+            assertThat(node.answered()).as("sent while one slice was still unanswered").hasSize(1);
+            assertThat(commit.connection()).as("behind the unanswered slice, on its connection")
+                .isNotEqualTo(node.answered().peek().connection());
+            assertThat(put).isNotDone();
+
+            node.openGate();
+            assertThat(driveUntilDone(driver, put)).isZero();
+        }
+        assertThat(node.answered()).extracting(r -> r.header().opcode)
+            .containsExactly(Opcode.WRITE, Opcode.WRITE, Opcode.COMMIT);
     }
 
     @Test
@@ -402,6 +435,17 @@ class CallerDrivenEngineTest
     private interface Condition
     {
         boolean holds() throws Exception;
+    }
+
+    /** Drives until {@code condition} holds (or fails the test after 10 s). */
+    private static void driveUntil(final TransferEngine.Driver driver, final Condition condition) throws Exception
+    {
+        final long deadline = System.nanoTime() + WAIT_NS;
+        while (!condition.holds())
+        {
+            assertThat(System.nanoTime() - deadline).as("condition within 10 s").isNegative();
+            driver.drive(TimeUnit.MILLISECONDS.toNanos(5));
+        }
     }
 
     private static void waitUntil(final Condition condition) throws Exception

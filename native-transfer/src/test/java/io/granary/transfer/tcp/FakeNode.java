@@ -65,6 +65,7 @@ final class FakeNode implements AutoCloseable
     private final List<Thread> threads = new CopyOnWriteArrayList<>();
     private final Queue<FrameHeader> requests = new ConcurrentLinkedQueue<>();
     private final Queue<Received> received = new ConcurrentLinkedQueue<>();
+    private final Queue<Received> answered = new ConcurrentLinkedQueue<>();
     private final AtomicInteger connections = new AtomicInteger();
     private final CountDownLatch closedByPeer = new CountDownLatch(1);
 
@@ -124,6 +125,12 @@ final class FakeNode implements AutoCloseable
         return received;
     }
 
+    /** Every request header answered so far (recorded just before its response is written), with its connection. */
+    Queue<Received> answered()
+    {
+        return answered;
+    }
+
     /** Waits until a client closed a connection (EOF). */
     boolean awaitClosedByPeer(final long timeoutMs) throws InterruptedException
     {
@@ -176,7 +183,7 @@ final class FakeNode implements AutoCloseable
             final OutputStream out = socket.getOutputStream();
             if (mode != Mode.SILENT)
             {
-                start(() -> answerInOrder(toAnswer, out), "fake-node-answer");
+                start(() -> answerInOrder(toAnswer, out, number), "fake-node-answer");
             }
             while (true)
             {
@@ -225,7 +232,7 @@ final class FakeNode implements AutoCloseable
         }
     }
 
-    private void answerInOrder(final BlockingQueue<FrameHeader> toAnswer, final OutputStream out)
+    private void answerInOrder(final BlockingQueue<FrameHeader> toAnswer, final OutputStream out, final int number)
     {
         try
         {
@@ -233,6 +240,7 @@ final class FakeNode implements AutoCloseable
             while ((header = toAnswer.take()) != END_OF_STREAM)
             {
                 gate.acquire();
+                answered.add(new Received(number, header));
                 respond(out, header);
             }
         }

@@ -17,6 +17,7 @@ import io.netty.channel.ChannelInboundHandlerAdapter;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import java.nio.ByteBuffer;
 import java.util.LinkedHashMap;
 import java.util.Map;
 
@@ -70,11 +71,14 @@ final class FrameHandler extends ChannelInboundHandlerAdapter implements InPlace
     private long commitLength;
     // The COMMIT's header, kept to check its token as a WRITE of the committed extent once the record is in.
     private final FrameHeader commitHeader = new FrameHeader();
-    /** WRITEs refused on this connection, by (segment, offset): their COMMIT must be refused too. Bounded. */
-    private final Map<Long, Integer> failedWrites = new LinkedHashMap<>(16, 0.75f, false)
+    /**
+     * WRITEs refused on this connection, by (segment, offset): a COMMIT of an extent one of them started in (the
+     * value's WRITE or a slice of it) must be refused too. Bounded.
+     */
+    private final Map<Long, FailedWrite> failedWrites = new LinkedHashMap<>(16, 0.75f, false)
     {
         @Override
-        protected boolean removeEldestEntry(final Map.Entry<Long, Integer> eldest)
+        protected boolean removeEldestEntry(final Map.Entry<Long, FailedWrite> eldest)
         {
             return size() > MAX_FAILED_WRITES_REMEMBERED;
         }
@@ -561,12 +565,16 @@ final class FrameHandler extends ChannelInboundHandlerAdapter implements InPlace
         return SEGMENT_NOT_FOUND_VALUE;
     }
 
+    private record FailedWrite(int segmentId, long offset, int status)
+    {
+    }
+
     private void rememberWriteOutcome(final int segmentId, final long offset, final int status)
     {
         final long extent = extentKey(segmentId, offset);
         if (status != 0)
         {
-            failedWrites.put(extent, status);
+            failedWrites.put(extent, new FailedWrite(segmentId, offset, status));
         }
         else if (!failedWrites.isEmpty())
         {
@@ -637,14 +645,42 @@ final class FrameHandler extends ChannelInboundHandlerAdapter implements InPlace
      */
     private int commitStatus()
     {
-        final Integer failed = failedWrites.get(extentKey(commitSegmentId, commitOffset));
+        final FailedWrite failed = failedWrites.isEmpty() ? null : failedWriteIn(commitSegmentId, commitOffset,
+            commitExtentEnd(commitOffset, commitPayload));
         final int status = commitStatus(commitHeader, commitPayload, tokens, 0, registry, commitSegmentId,
-            commitOffset, failed == null ? 0 : failed);
-        if (failed != null && status == failed)
+            commitOffset, failed == null ? 0 : failed.status());
+        if (failed != null && status == failed.status())
         {
-            failedWrites.remove(extentKey(commitSegmentId, commitOffset));
+            failedWrites.remove(extentKey(failed.segmentId(), failed.offset()));
         }
         return status;
+    }
+
+    /** The first remembered refused WRITE that started inside {@code [offset, end)} of the segment, or null. */
+    private FailedWrite failedWriteIn(final int segmentId, final long offset, final long end)
+    {
+        for (final FailedWrite failed : failedWrites.values())
+        {
+            if (failed.segmentId() == segmentId && Long.compareUnsigned(failed.offset(), offset) >= 0 &&
+                Long.compareUnsigned(failed.offset(), end) < 0)
+            {
+                return failed;
+            }
+        }
+        return null;
+    }
+
+    /** offset + max(1, the record's value length), at most 2^64 - 1 unsigned; offset + 1 without a record. */
+    private static long commitExtentEnd(final long offset, final byte[] payload)
+    {
+        long span = 1;
+        if (payload != null && payload.length >= FrameDescriptor.COMMIT_VALUE_LENGTH_OFFSET + Long.BYTES &&
+            payload[FrameDescriptor.COMMIT_FORMAT_OFFSET] == 1)
+        {
+            final long valueLength = ByteBuffer.wrap(payload).getLong(FrameDescriptor.COMMIT_VALUE_LENGTH_OFFSET);
+            span = valueLength != 0 ? valueLength : 1;
+        }
+        return Long.compareUnsigned(span, -1L - offset) > 0 ? -1L : offset + span;
     }
 
     /**

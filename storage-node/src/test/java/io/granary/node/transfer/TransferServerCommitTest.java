@@ -185,6 +185,54 @@ class TransferServerCommitTest
         assertThat(segment.ledger().size()).isZero();
     }
 
+    /**
+     * A client sends a sliced WRITE's COMMIT behind its last slice: if a slice that started inside the extent was
+     * refused on the connection, the COMMIT is refused with its status; a refused WRITE just past the extent does
+     * not touch it.
+     */
+    @Test
+    void shouldRefuseTheCommitOfAnExtentOneOfWhoseSlicesThisConnectionRefused() throws Exception
+    {
+        try (RawClient client = new RawClient(server.port()))
+        {
+            final FrameHeader refusedSlice = new FrameHeader();
+            refusedSlice.set(Opcode.WRITE, 2, segment.id(), 8192 + 100, 100);
+            refusedSlice.status = 7; // a request must carry status 0: refused with INVALID_PARAMS
+            final byte[] payload = record("k", 200, 1).encode();
+            final ByteArrayOutputStream frames = new ByteArrayOutputStream();
+            frames.write(RawClient.header(Opcode.WRITE, 1, segment.id(), 8192, 100));
+            frames.write(new byte[100]);
+            frames.write(RawClient.header(refusedSlice));
+            frames.write(new byte[100]);
+            frames.write(RawClient.header(Opcode.COMMIT, 3, segment.id(), 8192, payload.length));
+            frames.write(payload);
+            client.send(frames.toByteArray());
+            assertThat(client.readHeader().status).isZero();
+            assertThat(client.readHeader().status).isEqualTo(INVALID_PARAMS_VALUE);
+            final FrameHeader commitResponse = client.readHeader();
+            assertThat(commitResponse.requestId).isEqualTo(3);
+            assertThat(commitResponse.status).as("the COMMIT behind a refused slice").isEqualTo(INVALID_PARAMS_VALUE);
+            assertThat(segment.ledger().size()).isZero();
+
+            final FrameHeader pastTheExtent = new FrameHeader();
+            pastTheExtent.set(Opcode.WRITE, 4, segment.id(), 16384 + 200, 100);
+            pastTheExtent.status = 7;
+            final byte[] next = record("n", 200, 2).encode();
+            frames.reset();
+            frames.write(RawClient.header(pastTheExtent));
+            frames.write(new byte[100]);
+            frames.write(RawClient.header(Opcode.WRITE, 5, segment.id(), 16384, 200));
+            frames.write(new byte[200]);
+            frames.write(RawClient.header(Opcode.COMMIT, 6, segment.id(), 16384, next.length));
+            frames.write(next);
+            client.send(frames.toByteArray());
+            assertThat(client.readHeader().status).isEqualTo(INVALID_PARAMS_VALUE);
+            assertThat(client.readHeader().status).isZero();
+            assertThat(client.readHeader().status).as("a refused WRITE past the extent").isZero();
+        }
+        assertThat(segment.ledger().snapshot()).extracting(SegmentLedger.Entry::key).containsExactly("n");
+    }
+
     @Test
     void shouldAnswerMalformedAndOversizedCommitsAndKeepTheConnection() throws Exception
     {
