@@ -91,6 +91,7 @@ struct transfer
     enum commit_state commit_state;
     uint8_t *commit;
     uint32_t commit_length;
+    int first_lane;          /* a READ of a call that reads several big values: every slice on the first lane */
     uintptr_t write_lanes;   /* XOR of the lanes of its WRITE slices on the wire: with one left, that one's lane */
     uint64_t admission_deadline_ms;
     transfer *next;          /* incoming queue or pending-admission queue */
@@ -1239,10 +1240,17 @@ static frame *new_frame(transfer *t, const uint8_t opcode, const uint64_t offset
     return f;
 }
 
-/* The lane for a frame of length bytes: round-robin, or the first lane for a short frame (spread_min_bytes). */
-static lane *next_lane(gt_engine *engine, peer *p, const uint32_t length)
+/*
+ * The lane for a frame of length bytes: round-robin, or the first lane for a short frame (spread_min_bytes) or when
+ * first_lane says so.
+ */
+static lane *next_lane(gt_engine *engine, peer *p, const uint32_t length, const int first_lane)
 {
     if (length < engine->config.spread_min_bytes)
+    {
+        return lane_get(engine, p, 0);
+    }
+    if (first_lane)
     {
         return lane_get(engine, p, 0);
     }
@@ -1285,7 +1293,7 @@ static void transfer_progress(gt_engine *engine, transfer *t)
             const uint32_t length = t->length - at < slice ? (uint32_t)(t->length - at) : slice;
             frame *f = new_frame(t, t->op == GT_OP_READ ? GT_OPC_READ : GT_OPC_WRITE, t->remote_offset + at,
                 length, t->local + at, t->grant_delta0 + (uint32_t)at);
-            lane *l = next_lane(engine, t->peer, length);
+            lane *l = next_lane(engine, t->peer, length, t->first_lane);
             if (f == NULL || l == NULL)
             {
                 free(f);
@@ -1325,7 +1333,7 @@ static void transfer_progress(gt_engine *engine, transfer *t)
             else if (t->slices_done == t->slices_total)
             {
                 /* Every slice done (or none: an empty value), or a payload that came late. */
-                if (send_commit(engine, t, next_lane(engine, t->peer, 0)) != GT_OK)
+                if (send_commit(engine, t, next_lane(engine, t->peer, 0, 0)) != GT_OK)
                 {
                     t->status = GT_INTERNAL_ERROR;
                 }
@@ -1902,10 +1910,22 @@ static void drain_incoming(gt_engine *engine)
     engine->incoming_tail = NULL;
     engine->provided = NULL;
     pthread_mutex_unlock(&engine->mutex);
+    /*
+     * With spread_min_bytes (a calling thread's engine: the transfers of one call arrive together), a call that reads
+     * several values bigger than that keeps all their slices on the first connection, one node loop streaming them
+     * back to back; spreading them made 1 MiB batch-8 gets slower on two cores (docs/benchmarks.md, seventeenth
+     * session). A lone big value's slices still spread.
+     */
+    uint32_t big_reads = 0;
+    for (transfer *t = incoming; t != NULL && engine->config.spread_min_bytes > 0; t = t->next)
+    {
+        big_reads += t->op == GT_OP_READ && t->length > engine->config.spread_min_bytes ? 1u : 0u;
+    }
     while (incoming != NULL)
     {
         transfer *next = incoming->next;
         incoming->next = NULL;
+        incoming->first_lane = big_reads > 1 && incoming->op == GT_OP_READ;
         start(engine, incoming);
         incoming = next;
     }

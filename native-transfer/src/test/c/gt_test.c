@@ -2099,6 +2099,88 @@ static void only_big_frames_spread_over_the_lanes(void)
     node_stop(&node);
 }
 
+/*
+ * With spread_min_bytes, a call that reads several big values keeps every slice of them on the first lane (one
+ * connection opened), a lone big value's slices and a call's big WRITEs still spread (the second opens). Every
+ * byte checked.
+ */
+static void a_call_reading_several_big_values_keeps_to_one_lane(void)
+{
+    test_node node;
+    CHECK(node_start(&node));
+    fill_pattern(node.segment, SEGMENT_BYTES, 29);
+    enum { VALUES = 3, BIG = 256u << 10 };
+    uint8_t *in = malloc((size_t)VALUES * BIG);
+    CHECK(in != NULL);
+    gt_engine_config config;
+    gt_engine_config_defaults(&config);
+    config.lanes_per_peer = 2;
+    config.slice_bytes = 128u << 10;
+    config.spread_min_bytes = (64u << 10) + 1;
+    gt_engine *engine = NULL;
+    gt_error error;
+    CHECK(gt_engine_create(&config, &engine, &error) == GT_OK);
+    uint32_t peer;
+    uint32_t region;
+    CHECK(gt_engine_connect(engine, "127.0.0.1", gt_server_port(node.server), &peer, &error) == GT_OK);
+    CHECK(gt_engine_register_memory(engine, in, (size_t)VALUES * BIG, &region, &error) == GT_OK);
+    gt_server_stats before;
+    gt_server_get_stats(node.server, &before);
+
+    gt_op reads[VALUES];
+    for (int i = 0; i < VALUES; i++)
+    {
+        reads[i] = op_of((uint64_t)i + 1, peer, GT_OP_READ, region, (uint64_t)i * BIG, BIG, 4096u + 300000u * i);
+    }
+    CHECK(gt_engine_submit(engine, reads, VALUES, &error) == VALUES);
+    gt_completion done[VALUES];
+    CHECK(await(engine, done, VALUES, 10000) == VALUES);
+    for (int i = 0; i < VALUES; i++)
+    {
+        CHECK(status_of(done, VALUES, reads[i].user_data) == GT_OK);
+        CHECK(memcmp(in + reads[i].local_offset, node.segment + reads[i].remote_offset, BIG) == 0);
+    }
+    gt_server_stats together;
+    gt_server_get_stats(node.server, &together);
+    CHECK(together.requests - before.requests == 2u * VALUES);
+    CHECK(together.connections_opened - before.connections_opened == 1);
+
+    /* one big value alone: its two slices spread */
+    memset(in, 0, BIG);
+    gt_op lone = op_of(10, peer, GT_OP_READ, region, 0, BIG, 777777);
+    CHECK(gt_engine_submit(engine, &lone, 1, &error) == 1);
+    CHECK(await(engine, done, 1, 10000) == 1 && done[0].status == GT_OK);
+    CHECK(memcmp(in, node.segment + 777777, BIG) == 0);
+    gt_server_stats after;
+    gt_server_get_stats(node.server, &after);
+    CHECK(after.connections_opened - before.connections_opened == 2);
+    gt_engine_destroy(engine);
+
+    /* several big WRITEs of one call still spread */
+    CHECK(gt_engine_create(&config, &engine, &error) == GT_OK);
+    CHECK(gt_engine_connect(engine, "127.0.0.1", gt_server_port(node.server), &peer, &error) == GT_OK);
+    CHECK(gt_engine_register_memory(engine, in, (size_t)VALUES * BIG, &region, &error) == GT_OK);
+    fill_pattern(in, (size_t)VALUES * BIG, 41);
+    gt_op writes[VALUES];
+    for (int i = 0; i < VALUES; i++)
+    {
+        writes[i] = op_of((uint64_t)i + 20, peer, GT_OP_WRITE, region, (uint64_t)i * BIG, BIG, 2000000u + 300000u * i);
+    }
+    CHECK(gt_engine_submit(engine, writes, VALUES, &error) == VALUES);
+    CHECK(await(engine, done, VALUES, 10000) == VALUES);
+    for (int i = 0; i < VALUES; i++)
+    {
+        CHECK(status_of(done, VALUES, writes[i].user_data) == GT_OK);
+        CHECK(memcmp(node.segment + writes[i].remote_offset, in + writes[i].local_offset, BIG) == 0);
+    }
+    gt_server_stats written;
+    gt_server_get_stats(node.server, &written);
+    CHECK(written.connections_opened - after.connections_opened == 2);
+    gt_engine_destroy(engine);
+    free(in);
+    node_stop(&node);
+}
+
 /* A peer played by the test: accepts the engine's one lane and reads its frames (blocking, 5 s timeout). */
 typedef struct scripted_peer
 {
@@ -2780,6 +2862,7 @@ int main(void)
     RUN(stale_idle_connection_is_replaced_once);
     RUN(small_reads_leave_as_vectors);
     RUN(only_big_frames_spread_over_the_lanes);
+    RUN(a_call_reading_several_big_values_keeps_to_one_lane);
     RUN(vector_answers_are_checked);
     RUN(sliced_write_commits_behind_its_last_unanswered_slice);
     RUN(several_loops_serve_many_connections);
