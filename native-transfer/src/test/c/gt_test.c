@@ -2025,6 +2025,30 @@ static void small_reads_leave_as_vectors(void)
     node_stop(&node);
 }
 
+/* An engine with two lanes per peer, 128 KiB slices and spread_min_bytes spread, connected to node, memory registered. */
+static gt_engine *spreading_engine(test_node *node, const uint32_t spread, uint8_t *memory, const size_t capacity,
+    uint32_t *peer, uint32_t *region)
+{
+    gt_engine_config config;
+    gt_engine_config_defaults(&config);
+    config.lanes_per_peer = 2;
+    config.slice_bytes = 128u << 10;
+    config.spread_min_bytes = spread;
+    gt_engine *engine = NULL;
+    gt_error error;
+    if (gt_engine_create(&config, &engine, &error) != GT_OK)
+    {
+        return NULL;
+    }
+    if (gt_engine_connect(engine, "127.0.0.1", gt_server_port(node->server), peer, &error) != GT_OK ||
+        gt_engine_register_memory(engine, memory, capacity, region, &error) != GT_OK)
+    {
+        gt_engine_destroy(engine);
+        return NULL;
+    }
+    return engine;
+}
+
 /*
  * spread_min_bytes: with it, a batch of small READs and a small WRITE keep to a peer's first lane and only the
  * slices of a big value go round-robin (the second connection opens for them); without it (0, the default) small
@@ -2039,22 +2063,17 @@ static void only_big_frames_spread_over_the_lanes(void)
     const size_t capacity = (size_t)SMALL * SMALL_BYTES + BIG_BYTES + SMALL_BYTES;
     uint8_t *in = malloc(capacity);
     CHECK(in != NULL);
+    gt_engine_config defaults;
+    gt_engine_config_defaults(&defaults);
+    CHECK(defaults.spread_min_bytes == 0);
     static const uint32_t spreads[] = { 0, (64u << 10) + 1 };
     for (size_t s = 0; s < sizeof(spreads) / sizeof(spreads[0]); s++)
     {
-        gt_engine_config config;
-        gt_engine_config_defaults(&config);
-        CHECK(config.spread_min_bytes == 0);
-        config.lanes_per_peer = 2;
-        config.slice_bytes = 128u << 10;
-        config.spread_min_bytes = spreads[s];
-        gt_engine *engine = NULL;
-        gt_error error;
-        CHECK(gt_engine_create(&config, &engine, &error) == GT_OK);
         uint32_t peer;
         uint32_t region;
-        CHECK(gt_engine_connect(engine, "127.0.0.1", gt_server_port(node.server), &peer, &error) == GT_OK);
-        CHECK(gt_engine_register_memory(engine, in, capacity, &region, &error) == GT_OK);
+        gt_engine *engine = spreading_engine(&node, spreads[s], in, capacity, &peer, &region);
+        CHECK(engine != NULL);
+        gt_error error;
         memset(in, 0, capacity);
         gt_server_stats before;
         gt_server_get_stats(node.server, &before);
@@ -2112,18 +2131,12 @@ static void a_call_reading_several_big_values_keeps_to_one_lane(void)
     enum { VALUES = 3, BIG = 256u << 10 };
     uint8_t *in = malloc((size_t)VALUES * BIG);
     CHECK(in != NULL);
-    gt_engine_config config;
-    gt_engine_config_defaults(&config);
-    config.lanes_per_peer = 2;
-    config.slice_bytes = 128u << 10;
-    config.spread_min_bytes = (64u << 10) + 1;
-    gt_engine *engine = NULL;
-    gt_error error;
-    CHECK(gt_engine_create(&config, &engine, &error) == GT_OK);
+    const uint32_t spread = (64u << 10) + 1;
     uint32_t peer;
     uint32_t region;
-    CHECK(gt_engine_connect(engine, "127.0.0.1", gt_server_port(node.server), &peer, &error) == GT_OK);
-    CHECK(gt_engine_register_memory(engine, in, (size_t)VALUES * BIG, &region, &error) == GT_OK);
+    gt_engine *engine = spreading_engine(&node, spread, in, (size_t)VALUES * BIG, &peer, &region);
+    CHECK(engine != NULL);
+    gt_error error;
     gt_server_stats before;
     gt_server_get_stats(node.server, &before);
 
@@ -2157,9 +2170,8 @@ static void a_call_reading_several_big_values_keeps_to_one_lane(void)
     gt_engine_destroy(engine);
 
     /* several big WRITEs of one call still spread */
-    CHECK(gt_engine_create(&config, &engine, &error) == GT_OK);
-    CHECK(gt_engine_connect(engine, "127.0.0.1", gt_server_port(node.server), &peer, &error) == GT_OK);
-    CHECK(gt_engine_register_memory(engine, in, (size_t)VALUES * BIG, &region, &error) == GT_OK);
+    engine = spreading_engine(&node, spread, in, (size_t)VALUES * BIG, &peer, &region);
+    CHECK(engine != NULL);
     fill_pattern(in, (size_t)VALUES * BIG, 41);
     gt_op writes[VALUES];
     for (int i = 0; i < VALUES; i++)
