@@ -192,6 +192,12 @@ final class PeerConnection
         lane.enqueue(slice);
     }
 
+    /** The lane a ticket maps to (a fresh one if it died), for a slice to be sent on with {@link #sendOn}. */
+    Lane laneOf(final int laneTicket)
+    {
+        return admission.isClosed() ? null : lane(laneTicket);
+    }
+
     void release(final int frames)
     {
         admission.release(frames);

@@ -8,6 +8,7 @@ import java.util.concurrent.CompletableFuture;
 
 import static io.granary.proto.ErrorCode.INTERNAL_ERROR_VALUE;
 import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
+import java.util.concurrent.atomic.AtomicReferenceArray;
 
 /**
  * One submitted transfer from submit to completion: it may wait in its peer's admission queue, and once
@@ -16,7 +17,9 @@ import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
  * different event loops, so the counters are atomic; the first non-OK slice status becomes the result
  * and the slices not sent yet are dropped. A WRITE with a commit record ends with a COMMIT frame: on the
  * same lane behind a single-slice WRITE (right behind it when the record is ready, else as soon as it is, on the
- * connection the WRITE took), else once every slice succeeded and the record is ready (dropped if one failed).
+ * connection the WRITE took); for a sliced WRITE, once every slice but one succeeded and the record is ready, on the
+ * lane of the slice still unanswered, behind it (or on the first lane if that one has been answered meanwhile), and
+ * never if a slice failed first.
  */
 final class PendingTransfer
 {
@@ -28,6 +31,8 @@ final class PendingTransfer
         AtomicIntegerFieldUpdater.newUpdater(PendingTransfer.class, "status");
     private static final AtomicIntegerFieldUpdater<PendingTransfer> DATA_LEFT =
         AtomicIntegerFieldUpdater.newUpdater(PendingTransfer.class, "dataSlicesLeft");
+    private static final AtomicIntegerFieldUpdater<PendingTransfer> COMMIT_CLAIMED =
+        AtomicIntegerFieldUpdater.newUpdater(PendingTransfer.class, "commitClaimed");
 
     private final PeerConnection peer;
     private final int opcode;
@@ -43,6 +48,8 @@ final class PendingTransfer
     private final int firstLane;
     private final FrameToken token;
     private final CompletableFuture<Integer> future = new CompletableFuture<>();
+    /** A sliced WRITE with a COMMIT: the lane of each slice sent and not yet answered (null otherwise). */
+    private final AtomicReferenceArray<Lane> sliceLanes;
 
     /** When a pending admission gives up; guarded by the peer's admission lock. */
     long admissionDeadlineNs;
@@ -51,6 +58,8 @@ final class PendingTransfer
     private volatile int remainingSlices;
     private volatile int dataSlicesLeft;
     private volatile int status;
+    /** 1 once a thread took on the sliced WRITE's COMMIT (sending it, or dropping it after a failure). */
+    private volatile int commitClaimed;
 
     PendingTransfer(
         final PeerConnection peer,
@@ -77,6 +86,7 @@ final class PendingTransfer
             this.sliceCount = length <= sliceBytes ? 1 : (int)((length + (long)sliceBytes - 1) / sliceBytes);
         }
         this.commitPipelined = commit != null && sliceCount == 1;
+        this.sliceLanes = commit != null && sliceCount > 1 ? new AtomicReferenceArray<>(sliceCount) : null;
         this.firstLane = firstLane;
         this.token = token;
         this.remainingSlices = frameCount();
@@ -141,11 +151,11 @@ final class PendingTransfer
         {
             if (error != null || record == null)
             {
-                onSliceDone(INTERNAL_ERROR_VALUE, true);
+                onSliceDone(INTERNAL_ERROR_VALUE, true, remoteOffset);
             }
             else if (status != 0)
             {
-                onSliceDone(status, true);
+                onSliceDone(status, true, remoteOffset);
             }
             else
             {
@@ -160,8 +170,8 @@ final class PendingTransfer
         future.complete(rejectStatus);
     }
 
-    /** A sent slice completed: send the next one, or drop the unsent ones if the transfer failed. */
-    void onSliceDone(final int sliceStatus, final boolean commitSlice)
+    /** A sent slice (at {@code sliceOffset}) completed: send the next one, or drop the unsent ones if it failed. */
+    void onSliceDone(final int sliceStatus, final boolean commitSlice, final long sliceOffset)
     {
         if (sliceStatus != 0)
         {
@@ -170,6 +180,10 @@ final class PendingTransfer
         int finished = 1;
         if (!commitSlice)
         {
+            if (sliceLanes != null)
+            {
+                sliceLanes.set((int)((sliceOffset - remoteOffset) / sliceBytes), null);
+            }
             int dropped = 0;
             if (status == 0)
             {
@@ -183,7 +197,25 @@ final class PendingTransfer
                 }
             }
             finished += dropped;
-            if (DATA_LEFT.addAndGet(this, -(1 + dropped)) == 0 && commit != null && !commitPipelined)
+            final int left = DATA_LEFT.addAndGet(this, -(1 + dropped));
+            if (left == 1 && sliceLanes != null && status == 0 && COMMIT_CLAIMED.compareAndSet(this, 0, 1))
+            {
+                // Every slice but one accepted (and all sent: a completion sends the next before it counts):
+                // the COMMIT goes behind the unanswered one, on its lane, so the node reads it after that slice's
+                // last byte (and refuses it if that slice was refused). If that slice was answered meanwhile (its
+                // status is then visible, being set before its lane is cleared), the first lane, unless it failed.
+                whenCommitReady(record ->
+                {
+                    final Lane lane = unansweredLane();
+                    if (lane == null && status != 0)
+                    {
+                        onSliceDone(status, true, remoteOffset); // the last slice failed meanwhile: no COMMIT
+                        return;
+                    }
+                    peer.sendOn(lane != null ? lane : peer.laneOf(firstLane), commitSlice(record));
+                });
+            }
+            else if (left == 0 && commit != null && !commitPipelined && COMMIT_CLAIMED.compareAndSet(this, 0, 1))
             {
                 // Every slice is in place (or one failed): now the COMMIT, or nothing.
                 if (status == 0)
@@ -203,6 +235,20 @@ final class PendingTransfer
         }
     }
 
+    /** The lane of the slice still unanswered, or null if none is left. */
+    private Lane unansweredLane()
+    {
+        for (int i = 0; i < sliceCount; i++)
+        {
+            final Lane lane = sliceLanes.get(i);
+            if (lane != null)
+            {
+                return lane;
+            }
+        }
+        return null;
+    }
+
     private void sendNext()
     {
         final int index = NEXT.getAndIncrement(this);
@@ -210,7 +256,15 @@ final class PendingTransfer
         {
             return;
         }
-        peer.send(dataSlice(index), firstLane + index);
+        if (sliceLanes == null)
+        {
+            peer.send(dataSlice(index), firstLane + index);
+            return;
+        }
+        // The lane is noted before the slice can complete, so a completion always finds it to clear.
+        final Lane lane = peer.laneOf(firstLane + index);
+        sliceLanes.set(index, lane);
+        peer.sendOn(lane, dataSlice(index));
     }
 
     private TransferSlice dataSlice(final int index)

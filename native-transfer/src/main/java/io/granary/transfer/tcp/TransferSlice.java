@@ -161,7 +161,7 @@ final class TransferSlice extends InflightFrame implements ChannelFutureListener
             return;
         }
         cancelTimeout();
-        transfer.onSliceDone(status, opcode == Opcode.COMMIT);
+        transfer.onSliceDone(status, opcode == Opcode.COMMIT, remoteOffset);
     }
 
     /** Completion of the payload write: the kernel holds the bytes, the caller's buffer is no longer needed. */
