@@ -13,6 +13,7 @@ import io.granary.client.internal.ClientMetrics.Op;
 import java.nio.ByteBuffer;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.function.Consumer;
 import java.util.function.Supplier;
 import java.util.function.ToLongFunction;
 
@@ -31,7 +32,7 @@ final class MeteredGranaryClient implements GranaryClient
     {
         this.client = client;
         this.metrics = metrics;
-        this.async = new MeteredAsync(client.async(), metrics);
+        this.async = new MeteredAsync(client.async());
     }
 
     @Override
@@ -40,113 +41,76 @@ final class MeteredGranaryClient implements GranaryClient
         return async;
     }
 
-    @Override
-    public void put(final String key, final byte[] value)
+    /**
+     * Runs {@code call} as one call of {@code op}: on return, {@code onResult} records what the result moved (bytes,
+     * a batch's failed keys), then the latency; on a throw, the failure (a miss or a failed key) and the latency.
+     */
+    private <T> T timed(final Op op, final Supplier<T> call, final Consumer<T> onResult)
     {
         final long startNs = System.nanoTime();
+        final T result;
         try
         {
-            client.put(key, value);
+            result = call.get();
         }
         catch (final RuntimeException ex)
         {
-            metrics.failed(Op.PUT, startNs, ex);
+            metrics.failed(op, startNs, ex);
             throw ex;
         }
-        metrics.written(value.length);
-        metrics.succeeded(Op.PUT, startNs);
+        onResult.accept(result);
+        metrics.succeeded(op, startNs);
+        return result;
+    }
+
+    private <T> T timed(final Op op, final Supplier<T> call)
+    {
+        return timed(op, call, result -> { });
+    }
+
+    private void timed(final Op op, final Runnable call, final long bytesWritten)
+    {
+        timed(op, () ->
+        {
+            call.run();
+            return null;
+        }, done -> metrics.written(bytesWritten));
+    }
+
+    @Override
+    public void put(final String key, final byte[] value)
+    {
+        timed(Op.PUT, () -> client.put(key, value), value == null ? 0 : value.length);
     }
 
     @Override
     public void put(final String key, final ByteBuffer value, final PutOptions options)
     {
-        final long startNs = System.nanoTime();
-        final int bytes = value == null ? 0 : value.remaining();
-        try
-        {
-            client.put(key, value, options);
-        }
-        catch (final RuntimeException ex)
-        {
-            metrics.failed(Op.PUT, startNs, ex);
-            throw ex;
-        }
-        metrics.written(bytes);
-        metrics.succeeded(Op.PUT, startNs);
+        timed(Op.PUT, () -> client.put(key, value, options), value == null ? 0 : value.remaining());
     }
 
     @Override
     public byte[] get(final String key)
     {
-        final long startNs = System.nanoTime();
-        final byte[] value;
-        try
-        {
-            value = client.get(key);
-        }
-        catch (final RuntimeException ex)
-        {
-            metrics.failed(Op.GET, startNs, ex);
-            throw ex;
-        }
-        metrics.read(value.length);
-        metrics.succeeded(Op.GET, startNs);
-        return value;
+        return timed(Op.GET, () -> client.get(key), value -> metrics.read(value.length));
     }
 
     @Override
     public int getInto(final String key, final ByteBuffer dst)
     {
-        final long startNs = System.nanoTime();
-        final int bytes;
-        try
-        {
-            bytes = client.getInto(key, dst);
-        }
-        catch (final RuntimeException ex)
-        {
-            metrics.failed(Op.GET_INTO, startNs, ex);
-            throw ex;
-        }
-        metrics.read(bytes);
-        metrics.succeeded(Op.GET_INTO, startNs);
-        return bytes;
+        return timed(Op.GET_INTO, () -> client.getInto(key, dst), bytes -> metrics.read(bytes));
     }
 
     @Override
     public long size(final String key)
     {
-        final long startNs = System.nanoTime();
-        final long size;
-        try
-        {
-            size = client.size(key);
-        }
-        catch (final RuntimeException ex)
-        {
-            metrics.failed(Op.SIZE, startNs, ex);
-            throw ex;
-        }
-        metrics.succeeded(Op.SIZE, startNs);
-        return size;
+        return timed(Op.SIZE, () -> client.size(key));
     }
 
     @Override
     public boolean exists(final String key)
     {
-        final long startNs = System.nanoTime();
-        final boolean exists;
-        try
-        {
-            exists = client.exists(key);
-        }
-        catch (final RuntimeException ex)
-        {
-            metrics.failed(Op.EXISTS, startNs, ex);
-            throw ex;
-        }
-        metrics.succeeded(Op.EXISTS, startNs);
-        return exists;
+        return timed(Op.EXISTS, () -> client.exists(key));
     }
 
     @Override
@@ -158,226 +122,91 @@ final class MeteredGranaryClient implements GranaryClient
     @Override
     public void remove(final String key, final boolean force)
     {
-        final long startNs = System.nanoTime();
-        try
-        {
-            client.remove(key, force);
-        }
-        catch (final RuntimeException ex)
-        {
-            metrics.failed(Op.REMOVE, startNs, ex);
-            throw ex;
-        }
-        metrics.succeeded(Op.REMOVE, startNs);
+        timed(Op.REMOVE, () -> client.remove(key, force), 0);
     }
 
     @Override
     public long removeByRegex(final String regex)
     {
-        final long startNs = System.nanoTime();
-        final long removed;
-        try
-        {
-            removed = client.removeByRegex(regex);
-        }
-        catch (final RuntimeException ex)
-        {
-            metrics.failed(Op.REMOVE_BY_REGEX, startNs, ex);
-            throw ex;
-        }
-        metrics.succeeded(Op.REMOVE_BY_REGEX, startNs);
-        return removed;
+        return timed(Op.REMOVE_BY_REGEX, () -> client.removeByRegex(regex));
     }
 
     @Override
     public long removeAll()
     {
-        final long startNs = System.nanoTime();
-        final long removed;
-        try
-        {
-            removed = client.removeAll();
-        }
-        catch (final RuntimeException ex)
-        {
-            metrics.failed(Op.REMOVE_ALL, startNs, ex);
-            throw ex;
-        }
-        metrics.succeeded(Op.REMOVE_ALL, startNs);
-        return removed;
+        return timed(Op.REMOVE_ALL, client::removeAll);
     }
 
     @Override
     public List<OpResult<Void>> putBatch(
         final List<String> keys, final List<ByteBuffer> values, final PutOptions options)
     {
-        final long startNs = System.nanoTime();
-        final List<OpResult<Void>> results;
-        try
-        {
-            results = client.putBatch(keys, values, options);
-        }
-        catch (final RuntimeException ex)
-        {
-            metrics.failed(Op.PUT_BATCH, startNs, ex);
-            throw ex;
-        }
-        onPutBatch(metrics, results, values, startNs);
-        return results;
+        final long[] sizes = sizes(values);
+        return timed(Op.PUT_BATCH, () -> client.putBatch(keys, values, options),
+            results -> putBatchDone(results, sizes));
     }
 
     @Override
     public List<OpResult<Void>> putBatch(
         final List<String> keys, final List<ByteBuffer> values, final List<PutOptions> options)
     {
-        final long startNs = System.nanoTime();
-        final List<OpResult<Void>> results;
-        try
-        {
-            results = client.putBatch(keys, values, options);
-        }
-        catch (final RuntimeException ex)
-        {
-            metrics.failed(Op.PUT_BATCH, startNs, ex);
-            throw ex;
-        }
-        onPutBatch(metrics, results, values, startNs);
-        return results;
+        final long[] sizes = sizes(values);
+        return timed(Op.PUT_BATCH, () -> client.putBatch(keys, values, options),
+            results -> putBatchDone(results, sizes));
     }
 
     @Override
     public List<OpResult<byte[]>> getBatch(final List<String> keys)
     {
-        final long startNs = System.nanoTime();
-        final List<OpResult<byte[]>> results;
-        try
-        {
-            results = client.getBatch(keys);
-        }
-        catch (final RuntimeException ex)
-        {
-            metrics.failed(Op.GET_BATCH, startNs, ex);
-            throw ex;
-        }
-        onGetBatch(metrics, results, startNs);
-        return results;
+        return timed(Op.GET_BATCH, () -> client.getBatch(keys), results -> batchRead(results, value -> value.length));
     }
 
     @Override
     public List<OpResult<Integer>> getBatchInto(final List<String> keys, final List<ByteBuffer> dsts)
     {
-        return batchReadInto(() -> client.getBatchInto(keys, dsts));
+        return timed(Op.GET_BATCH, () -> client.getBatchInto(keys, dsts),
+            results -> batchRead(results, Integer::longValue));
     }
 
     @Override
     public List<OpResult<Integer>> readBatchInto(final List<ReadLease> leases, final List<ByteBuffer> dsts)
     {
-        return batchReadInto(() -> client.readBatchInto(leases, dsts));
-    }
-
-    /** getBatchInto and readBatchInto: counted as GET_BATCH. */
-    private List<OpResult<Integer>> batchReadInto(final Supplier<List<OpResult<Integer>>> call)
-    {
-        final long startNs = System.nanoTime();
-        final List<OpResult<Integer>> results;
-        try
-        {
-            results = call.get();
-        }
-        catch (final RuntimeException ex)
-        {
-            metrics.failed(Op.GET_BATCH, startNs, ex);
-            throw ex;
-        }
-        onBatchRead(metrics, results, Integer::longValue, startNs);
-        return results;
+        return timed(Op.GET_BATCH, () -> client.readBatchInto(leases, dsts),
+            results -> batchRead(results, Integer::longValue));
     }
 
     @Override
     public List<OpResult<Boolean>> existsBatch(final List<String> keys)
     {
-        final long startNs = System.nanoTime();
-        final List<OpResult<Boolean>> results;
-        try
-        {
-            results = client.existsBatch(keys);
-        }
-        catch (final RuntimeException ex)
-        {
-            metrics.failed(Op.EXISTS_BATCH, startNs, ex);
-            throw ex;
-        }
-        metrics.batchResults(Op.EXISTS_BATCH, results);
-        metrics.succeeded(Op.EXISTS_BATCH, startNs);
-        return results;
+        return timed(Op.EXISTS_BATCH, () -> client.existsBatch(keys),
+            results -> metrics.batchResults(Op.EXISTS_BATCH, results));
     }
 
     @Override
     public List<OpResult<Boolean>> probeBatch(final List<String> keys, final LeasePolicy policy)
     {
-        return probe(() -> client.probeBatch(keys, policy));
+        return timed(Op.PROBE_BATCH, () -> client.probeBatch(keys, policy),
+            results -> metrics.batchResults(Op.PROBE_BATCH, results));
     }
 
     @Override
     public List<OpResult<ReadLease>> probeBatchForRead(
         final List<String> keys, final LeasePolicy policy, final int from, final int count)
     {
-        return probe(() -> client.probeBatchForRead(keys, policy, from, count));
-    }
-
-    /** probeBatch and probeBatchForRead: counted as PROBE_BATCH. */
-    private <T> List<OpResult<T>> probe(final Supplier<List<OpResult<T>>> call)
-    {
-        final long startNs = System.nanoTime();
-        final List<OpResult<T>> results;
-        try
-        {
-            results = call.get();
-        }
-        catch (final RuntimeException ex)
-        {
-            metrics.failed(Op.PROBE_BATCH, startNs, ex);
-            throw ex;
-        }
-        metrics.batchResults(Op.PROBE_BATCH, results);
-        metrics.succeeded(Op.PROBE_BATCH, startNs);
-        return results;
+        return timed(Op.PROBE_BATCH, () -> client.probeBatchForRead(keys, policy, from, count),
+            results -> metrics.batchResults(Op.PROBE_BATCH, results));
     }
 
     @Override
     public List<KeyInfo> listKeys(final String regexOrNull, final int limit)
     {
-        final long startNs = System.nanoTime();
-        final List<KeyInfo> keys;
-        try
-        {
-            keys = client.listKeys(regexOrNull, limit);
-        }
-        catch (final RuntimeException ex)
-        {
-            metrics.failed(Op.LIST_KEYS, startNs, ex);
-            throw ex;
-        }
-        metrics.succeeded(Op.LIST_KEYS, startNs);
-        return keys;
+        return timed(Op.LIST_KEYS, () -> client.listKeys(regexOrNull, limit));
     }
 
     @Override
     public ClusterStatus clusterStatus()
     {
-        final long startNs = System.nanoTime();
-        final ClusterStatus status;
-        try
-        {
-            status = client.clusterStatus();
-        }
-        catch (final RuntimeException ex)
-        {
-            metrics.failed(Op.CLUSTER_STATUS, startNs, ex);
-            throw ex;
-        }
-        metrics.succeeded(Op.CLUSTER_STATUS, startNs);
-        return status;
+        return timed(Op.CLUSTER_STATUS, client::clusterStatus);
     }
 
     @Override
@@ -398,32 +227,31 @@ final class MeteredGranaryClient implements GranaryClient
         client.close();
     }
 
-    private static void onPutBatch(
-        final ClientMetrics metrics,
-        final List<OpResult<Void>> results,
-        final List<ByteBuffer> values,
-        final long startNs)
+    /** The sizes of a batch's values, taken at the call (a value's position may move by the time its put ends). */
+    private static long[] sizes(final List<ByteBuffer> values)
+    {
+        final long[] sizes = new long[values == null ? 0 : values.size()];
+        for (int i = 0; i < sizes.length; i++)
+        {
+            sizes[i] = values.get(i) == null ? 0 : values.get(i).remaining();
+        }
+        return sizes;
+    }
+
+    /** A put batch's results: the bytes of the values stored, the failed keys. */
+    private void putBatchDone(final List<OpResult<Void>> results, final long[] sizes)
     {
         long bytes = 0;
-        for (int i = 0, n = Math.min(results.size(), values.size()); i < n; i++)
+        for (int i = 0, n = Math.min(results.size(), sizes.length); i < n; i++)
         {
-            bytes += results.get(i).ok() ? values.get(i).remaining() : 0;
+            bytes += results.get(i).ok() ? sizes[i] : 0;
         }
         metrics.written(bytes);
         metrics.batchResults(Op.PUT_BATCH, results);
-        metrics.succeeded(Op.PUT_BATCH, startNs);
     }
 
-    private static void onGetBatch(
-        final ClientMetrics metrics, final List<OpResult<byte[]>> results, final long startNs)
-    {
-        onBatchRead(metrics, results, value -> value.length, startNs);
-    }
-
-    /** getBatch and getBatchInto: the bytes of the values read, per-key failures, latency. */
-    private static <T> void onBatchRead(
-        final ClientMetrics metrics, final List<OpResult<T>> results, final ToLongFunction<T> lengthOf,
-        final long startNs)
+    /** getBatch, getBatchInto and readBatchInto (all GET_BATCH): the bytes of the values read, failures and misses. */
+    private <T> void batchRead(final List<OpResult<T>> results, final ToLongFunction<T> lengthOf)
     {
         long bytes = 0;
         for (int i = 0, n = results.size(); i < n; i++)
@@ -433,45 +261,49 @@ final class MeteredGranaryClient implements GranaryClient
         }
         metrics.read(bytes);
         metrics.batchResults(Op.GET_BATCH, results);
-        metrics.succeeded(Op.GET_BATCH, startNs);
     }
 
     /** The async view: measures each call from its start to its future's completion. */
-    private static final class MeteredAsync implements AsyncGranaryClient
+    private final class MeteredAsync implements AsyncGranaryClient
     {
         private final AsyncGranaryClient async;
-        private final ClientMetrics metrics;
 
-        MeteredAsync(final AsyncGranaryClient async, final ClientMetrics metrics)
+        MeteredAsync(final AsyncGranaryClient async)
         {
             this.async = async;
-            this.metrics = metrics;
         }
 
-        /** Records {@code op} when {@code future} completes; returns the same future. */
-        private <T> CompletableFuture<T> measure(final Op op, final long startNs, final CompletableFuture<T> future)
+        /**
+         * Records {@code op} when {@code future} completes: normally, what {@code onResult} records and the latency;
+         * exceptionally, the failure and the latency. Returns the same future.
+         */
+        private <T> CompletableFuture<T> measure(
+            final Op op, final long startNs, final CompletableFuture<T> future, final Consumer<T> onResult)
         {
-            future.whenComplete((value, ex) ->
+            future.whenComplete((result, ex) ->
             {
-                if (ex == null)
-                {
-                    metrics.succeeded(op, startNs);
-                }
-                else
+                if (ex != null)
                 {
                     metrics.failed(op, startNs, ex);
+                    return;
                 }
+                onResult.accept(result);
+                metrics.succeeded(op, startNs);
             });
             return future;
+        }
+
+        private <T> CompletableFuture<T> measure(final Op op, final long startNs, final CompletableFuture<T> future)
+        {
+            return measure(op, startNs, future, result -> { });
         }
 
         @Override
         public CompletableFuture<Void> put(final String key, final byte[] value)
         {
             final long startNs = System.nanoTime();
-            final CompletableFuture<Void> future = async.put(key, value);
-            future.thenRun(() -> metrics.written(value.length));
-            return measure(Op.PUT, startNs, future);
+            final int bytes = value == null ? 0 : value.length;
+            return measure(Op.PUT, startNs, async.put(key, value), done -> metrics.written(bytes));
         }
 
         @Override
@@ -479,27 +311,19 @@ final class MeteredGranaryClient implements GranaryClient
         {
             final long startNs = System.nanoTime();
             final int bytes = value == null ? 0 : value.remaining();
-            final CompletableFuture<Void> future = async.put(key, value, options);
-            future.thenRun(() -> metrics.written(bytes));
-            return measure(Op.PUT, startNs, future);
+            return measure(Op.PUT, startNs, async.put(key, value, options), done -> metrics.written(bytes));
         }
 
         @Override
         public CompletableFuture<byte[]> get(final String key)
         {
-            final long startNs = System.nanoTime();
-            final CompletableFuture<byte[]> future = async.get(key);
-            future.thenAccept(value -> metrics.read(value.length));
-            return measure(Op.GET, startNs, future);
+            return measure(Op.GET, System.nanoTime(), async.get(key), value -> metrics.read(value.length));
         }
 
         @Override
         public CompletableFuture<Integer> getInto(final String key, final ByteBuffer dst)
         {
-            final long startNs = System.nanoTime();
-            final CompletableFuture<Integer> future = async.getInto(key, dst);
-            future.thenAccept(metrics::read);
-            return measure(Op.GET_INTO, startNs, future);
+            return measure(Op.GET_INTO, System.nanoTime(), async.getInto(key, dst), bytes -> metrics.read(bytes));
         }
 
         @Override
@@ -544,7 +368,8 @@ final class MeteredGranaryClient implements GranaryClient
         {
             final long startNs = System.nanoTime();
             final long[] sizes = sizes(values);
-            return measurePutBatch(startNs, sizes, async.putBatch(keys, values, options));
+            return measure(Op.PUT_BATCH, startNs, async.putBatch(keys, values, options),
+                results -> putBatchDone(results, sizes));
         }
 
         @Override
@@ -553,127 +378,53 @@ final class MeteredGranaryClient implements GranaryClient
         {
             final long startNs = System.nanoTime();
             final long[] sizes = sizes(values);
-            return measurePutBatch(startNs, sizes, async.putBatch(keys, values, options));
-        }
-
-        private static long[] sizes(final List<ByteBuffer> values)
-        {
-            final long[] sizes = new long[values == null ? 0 : values.size()];
-            for (int i = 0; i < sizes.length; i++)
-            {
-                sizes[i] = values.get(i) == null ? 0 : values.get(i).remaining();
-            }
-            return sizes;
-        }
-
-        private CompletableFuture<List<OpResult<Void>>> measurePutBatch(
-            final long startNs, final long[] sizes, final CompletableFuture<List<OpResult<Void>>> future)
-        {
-            future.whenComplete((results, ex) ->
-            {
-                if (ex != null)
-                {
-                    metrics.failed(Op.PUT_BATCH, startNs, ex);
-                    return;
-                }
-                long bytes = 0;
-                for (int i = 0, n = Math.min(results.size(), sizes.length); i < n; i++)
-                {
-                    bytes += results.get(i).ok() ? sizes[i] : 0;
-                }
-                metrics.written(bytes);
-                metrics.batchResults(Op.PUT_BATCH, results);
-                metrics.succeeded(Op.PUT_BATCH, startNs);
-            });
-            return future;
+            return measure(Op.PUT_BATCH, startNs, async.putBatch(keys, values, options),
+                results -> putBatchDone(results, sizes));
         }
 
         @Override
         public CompletableFuture<List<OpResult<byte[]>>> getBatch(final List<String> keys)
         {
-            final long startNs = System.nanoTime();
-            final CompletableFuture<List<OpResult<byte[]>>> future = async.getBatch(keys);
-            future.whenComplete((results, ex) ->
-            {
-                if (ex != null)
-                {
-                    metrics.failed(Op.GET_BATCH, startNs, ex);
-                }
-                else
-                {
-                    onGetBatch(metrics, results, startNs);
-                }
-            });
-            return future;
+            return measure(Op.GET_BATCH, System.nanoTime(), async.getBatch(keys),
+                results -> batchRead(results, value -> value.length));
         }
 
         @Override
         public CompletableFuture<List<OpResult<Integer>>> getBatchInto(
             final List<String> keys, final List<ByteBuffer> dsts)
         {
-            return batchReadInto(System.nanoTime(), async.getBatchInto(keys, dsts));
+            return measure(Op.GET_BATCH, System.nanoTime(), async.getBatchInto(keys, dsts),
+                results -> batchRead(results, Integer::longValue));
         }
 
         @Override
         public CompletableFuture<List<OpResult<Integer>>> readBatchInto(
             final List<ReadLease> leases, final List<ByteBuffer> dsts)
         {
-            return batchReadInto(System.nanoTime(), async.readBatchInto(leases, dsts));
-        }
-
-        /** getBatchInto and readBatchInto: counted as GET_BATCH when the future completes. */
-        private CompletableFuture<List<OpResult<Integer>>> batchReadInto(
-            final long startNs, final CompletableFuture<List<OpResult<Integer>>> future)
-        {
-            future.whenComplete((results, ex) ->
-            {
-                if (ex != null)
-                {
-                    metrics.failed(Op.GET_BATCH, startNs, ex);
-                }
-                else
-                {
-                    onBatchRead(metrics, results, Integer::longValue, startNs);
-                }
-            });
-            return future;
+            return measure(Op.GET_BATCH, System.nanoTime(), async.readBatchInto(leases, dsts),
+                results -> batchRead(results, Integer::longValue));
         }
 
         @Override
         public CompletableFuture<List<OpResult<Boolean>>> existsBatch(final List<String> keys)
         {
-            return batch(Op.EXISTS_BATCH, System.nanoTime(), async.existsBatch(keys));
+            return measure(Op.EXISTS_BATCH, System.nanoTime(), async.existsBatch(keys),
+                results -> metrics.batchResults(Op.EXISTS_BATCH, results));
         }
 
         @Override
         public CompletableFuture<List<OpResult<Boolean>>> probeBatch(final List<String> keys, final LeasePolicy policy)
         {
-            return batch(Op.PROBE_BATCH, System.nanoTime(), async.probeBatch(keys, policy));
+            return measure(Op.PROBE_BATCH, System.nanoTime(), async.probeBatch(keys, policy),
+                results -> metrics.batchResults(Op.PROBE_BATCH, results));
         }
 
         @Override
         public CompletableFuture<List<OpResult<ReadLease>>> probeBatchForRead(
             final List<String> keys, final LeasePolicy policy, final int from, final int count)
         {
-            return batch(Op.PROBE_BATCH, System.nanoTime(), async.probeBatchForRead(keys, policy, from, count));
-        }
-
-        private <T> CompletableFuture<List<OpResult<T>>> batch(
-            final Op op, final long startNs, final CompletableFuture<List<OpResult<T>>> future)
-        {
-            future.whenComplete((results, ex) ->
-            {
-                if (ex != null)
-                {
-                    metrics.failed(op, startNs, ex);
-                }
-                else
-                {
-                    metrics.batchResults(op, results);
-                    metrics.succeeded(op, startNs);
-                }
-            });
-            return future;
+            return measure(Op.PROBE_BATCH, System.nanoTime(), async.probeBatchForRead(keys, policy, from, count),
+                results -> metrics.batchResults(Op.PROBE_BATCH, results));
         }
 
         @Override
