@@ -36,6 +36,7 @@ import java.net.InetSocketAddress;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.function.ToLongFunction;
 
 /**
  * The storage node's TCP transfer server: accepts client connections and serves READ, WRITE, COMMIT and
@@ -325,58 +326,56 @@ public final class TransferServer implements AutoCloseable
         return tokenVerifier;
     }
 
-    public long bytesIn()
+    /** A counter of the Java server plus the same counter of the native server, when one runs. */
+    private long withNative(final LongAdder javaCount, final ToLongFunction<NativeTransferServer.Stats> nativeCount)
     {
         final NativeTransferServer server = nativeServer;
-        return bytesIn.sum() + (server == null ? 0 : server.stats().bytesIn());
+        return javaCount.sum() + (server == null ? 0 : nativeCount.applyAsLong(server.stats()));
+    }
+
+    public long bytesIn()
+    {
+        return withNative(bytesIn, NativeTransferServer.Stats::bytesIn);
     }
 
     public long bytesOut()
     {
-        final NativeTransferServer server = nativeServer;
-        return bytesOut.sum() + (server == null ? 0 : server.stats().bytesOut());
+        return withNative(bytesOut, NativeTransferServer.Stats::bytesOut);
     }
 
     /** Requests served (READ, WRITE, PING frames and every entry of a READV), including rejected ones. */
     public long requests()
     {
-        final NativeTransferServer server = nativeServer;
-        return requests.sum() + (server == null ? 0 : server.stats().requests());
+        return withNative(requests, NativeTransferServer.Stats::requests);
     }
 
     /** READV frames served (each also counts its entries as requests). */
     public long readVectors()
     {
-        final NativeTransferServer server = nativeServer;
-        return readVectors.sum() + (server == null ? 0 : server.stats().readVectors());
+        return withNative(readVectors, NativeTransferServer.Stats::readVectors);
     }
 
     /** Requests answered with a non-OK status. */
     public long errorResponses()
     {
-        final NativeTransferServer server = nativeServer;
-        return errorResponses.sum() + (server == null ? 0 : server.stats().errorResponses());
+        return withNative(errorResponses, NativeTransferServer.Stats::errorResponses);
     }
 
     /** Connections closed because of an undecodable frame. */
     public long protocolErrors()
     {
-        final NativeTransferServer server = nativeServer;
-        return protocolErrors.sum() + (server == null ? 0 : server.stats().protocolErrors());
+        return withNative(protocolErrors, NativeTransferServer.Stats::protocolErrors);
     }
 
     public long openConnections()
     {
-        final NativeTransferServer server = nativeServer;
-        final long nativeOpen = server == null ? 0 :
-            server.stats().connectionsOpened() - server.stats().connectionsClosed();
-        return connectionsOpened.sum() - connectionsClosed.sum() + nativeOpen;
+        return withNative(connectionsOpened, NativeTransferServer.Stats::connectionsOpened) -
+            withNative(connectionsClosed, NativeTransferServer.Stats::connectionsClosed);
     }
 
     public long connectionsOpened()
     {
-        final NativeTransferServer server = nativeServer;
-        return connectionsOpened.sum() + (server == null ? 0 : server.stats().connectionsOpened());
+        return withNative(connectionsOpened, NativeTransferServer.Stats::connectionsOpened);
     }
 
     /** Times a connection stopped reading because its responses were not leaving fast enough. */
