@@ -1246,11 +1246,7 @@ static frame *new_frame(transfer *t, const uint8_t opcode, const uint64_t offset
  */
 static lane *next_lane(gt_engine *engine, peer *p, const uint32_t length, const int first_lane)
 {
-    if (length < engine->config.spread_min_bytes)
-    {
-        return lane_get(engine, p, 0);
-    }
-    if (first_lane)
+    if (first_lane || length < engine->config.spread_min_bytes)
     {
         return lane_get(engine, p, 0);
     }
