@@ -8,8 +8,10 @@
 # machine, so it shows what a change costs or saves where throughput alone drowns in noise. The phases are placed by
 # time: the put phase from the bench's "warmup:" line on for its SECONDS, the get phase right after it.
 #
-# Usage: benchmarks/process-cpu.sh [--master-java-opts OPTS] [--node-java-opts OPTS] [--segment SIZE] [-- BENCH FLAGS]
+# Usage: benchmarks/process-cpu.sh [--master-java-opts OPTS] [--node-java-opts OPTS] [--master-args FLAGS]
+#                                   [--segment SIZE] [-- BENCH FLAGS]
 #        default bench flags: --size 4KiB --batch 128 --concurrency 2 --count 1536000; default segment 10g
+# --master-args adds master flags (e.g. "--data-tokens false").
 # Example (the JVM's own G1 refinement on the master, against bin/granary's settings, docs/benchmarks.md):
 #   benchmarks/process-cpu.sh --master-java-opts "-XX:+G1UseAdaptiveConcRefinement -XX:G1ConcRefinementGreenZone=0 \
 #       -XX:G1ConcRefinementYellowZone=0 -XX:G1ConcRefinementRedZone=0"
@@ -20,14 +22,16 @@ GRANARY="$ROOT/bin/granary"
 
 master_opts=""
 node_opts=""
+master_args=""
 segment=10g
 while [ $# -gt 0 ]; do
     case "$1" in
         --master-java-opts) master_opts="${2?--master-java-opts needs a value}"; shift 2 ;;
         --node-java-opts) node_opts="${2?--node-java-opts needs a value}"; shift 2 ;;
+        --master-args) master_args="${2?--master-args needs a value}"; shift 2 ;;
         --segment) segment="${2:?--segment needs a value}"; shift 2 ;;
         --) shift; break ;;
-        -h|--help) sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "process-cpu.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -54,7 +58,7 @@ await_line() { # file pattern pid what
 }
 
 GRANARY_JAVA_OPTS="-Xms2g -Xmx2g -XX:+AlwaysPreTouch $master_opts" \
-    "$GRANARY" master --port 0 --lookup-port 0 --admin-port -1 > "$work/master.log" 2>&1 &
+    "$GRANARY" master --port 0 --lookup-port 0 --admin-port -1 $master_args > "$work/master.log" 2>&1 &
 pids+=($!); master_pid=$!
 await_line "$work/master.log" "^granary master ready" "$master_pid" master
 master_addr="$(grep -o "^granary master ready grpc=[^ ]*" "$work/master.log" | cut -d= -f2)"

@@ -39,8 +39,8 @@ public final class MasterMemoryProbe
             (id, name, size) -> new SegmentAllocation(id, name, new TlsfExtentAllocator(size, 64)));
         final MetadataStore store = new MetadataStore(new MetadataStore.Settings(), Clock.SYSTEM, registry);
         final AccessTokenCodec codec = new AccessTokenCodec(AccessTokenCodec.newRandomKey());
-        store.replicaTokens((replica, opcode, expirySec) ->
-            codec.sign(opcode, replica.segment().segmentId(), replica.offset(), replica.length(), expirySec));
+        store.replicaTokens((segment, grantOffset, grantLength, opcode, expirySec) ->
+            codec.sign(opcode, segment.segmentId(), grantOffset, grantLength, expirySec));
         for (int n = 1; n <= replicaCount; n++)
         {
             registry.mount("node-" + n, "node-" + n, "10.0.0." + n + ":7001", n, "node-" + n + "/seg0", 1L << 40);

@@ -5,6 +5,8 @@ import io.granary.common.ManualClock;
 import io.granary.proto.BatchCodeResponse;
 import io.granary.proto.BatchGetReplicaListResponse;
 import io.granary.proto.BatchKeysRequest;
+import io.granary.proto.BatchPutStartRequest;
+import io.granary.proto.BatchPutStartResponse;
 import io.granary.proto.CodeResponse;
 import io.granary.proto.GetReplicaListResponse;
 import io.granary.proto.KeyInfo;
@@ -36,12 +38,15 @@ import java.net.Socket;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HexFormat;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 
 import static io.granary.proto.ErrorCode.INVALID_PARAMS_VALUE;
+import static io.granary.proto.ErrorCode.OBJECT_ALREADY_EXISTS_VALUE;
 import static io.granary.proto.ErrorCode.OBJECT_HAS_LEASE_VALUE;
 import static io.granary.proto.ErrorCode.OK_VALUE;
 import static org.assertj.core.api.Assertions.assertThat;
@@ -265,6 +270,98 @@ class IntegrityControlPlaneTest
             .getResults(0).getReplicas(0);
         assertThat(expiryOf(later)).as("a fresh token for a later lookup").isEqualTo(startSec + 5 + 1 + 10);
         assertThat(grants(nodeKey, later, Opcode.READ, expiryOf(later))).isTrue();
+    }
+
+    @Test
+    void shouldShareOneWriteTokenAmongContiguousExtentsOfABatchThatAcceptsSharedGrants(@TempDir final Path dir)
+        throws IOException
+    {
+        final byte[] masterKey = AccessTokenCodec.newRandomKey();
+        final Path keyFile = dir.resolve("token.key");
+        Files.writeString(keyFile, HexFormat.of().formatHex(masterKey) + "\n");
+        start(ctx -> ctx.tokenKeyFile(keyFile.toString()));
+        final byte[] nodeKey = AccessTokenCodec.deriveNodeKey(masterKey, NODE_ID);
+        mount();
+
+        // "early" is started alone first: retried in the batch, it keeps its earlier deadline; "taken" belongs to
+        // another client, so the batch's put of it fails and it must get no replica.
+        final long startSec = clock.epochMillis() / 1000;
+        assertThat(stub.putStart(PutStartRequest.newBuilder().setClientId("other").setKey("taken")
+            .setValueLength(4096).build()).getCode()).isEqualTo(OK_VALUE);
+        assertThat(putStart("early", 4096).getCode()).isEqualTo(OK_VALUE);
+        clock.advanceMillis(5_000);
+
+        final List<String> keys = List.of("early", "a", "b", "taken", "c", "d", "e");
+        final BatchPutStartRequest.Builder request = BatchPutStartRequest.newBuilder().setClientId("c");
+        for (final String key : keys)
+        {
+            request.addKeys(key).addValueLengths(4096);
+        }
+        final BatchPutStartResponse shared = stub.batchPutStart(request.setSharedGrants(true).build());
+        assertThat(shared.getResults(3).getCode()).isEqualTo(OBJECT_ALREADY_EXISTS_VALUE);
+        assertThat(shared.getResults(3).getReplicasCount()).isZero();
+
+        // The runs the answer must have: extents in key order, each continuing the previous one's end.
+        final List<Replica> replicas = new ArrayList<>();
+        final List<Long> ownExpiry = new ArrayList<>();
+        for (int i = 0; i < keys.size(); i++)
+        {
+            if (i != 3)
+            {
+                assertThat(shared.getResults(i).getCode()).isEqualTo(OK_VALUE);
+                replicas.add(shared.getResults(i).getReplicas(0));
+                ownExpiry.add(startSec + (i == 0 ? 30 : 35));
+            }
+        }
+        int runs = 0;
+        for (int i = 0; i < replicas.size(); )
+        {
+            int end = i + 1;
+            while (end < replicas.size() &&
+                replicas.get(end).getOffset() == replicas.get(end - 1).getOffset() + replicas.get(end - 1).getLength())
+            {
+                end++;
+            }
+            final long grantOffset = replicas.get(i).getOffset();
+            final long grantLength = replicas.get(end - 1).getOffset() + replicas.get(end - 1).getLength() - grantOffset;
+            final long expiry = ownExpiry.subList(i, end).stream().mapToLong(Long::longValue).min().orElseThrow();
+            for (int j = i; j < end; j++)
+            {
+                final Replica r = replicas.get(j);
+                assertThat(r.getAccessToken()).as("one token per run").isEqualTo(replicas.get(i).getAccessToken());
+                assertThat(expiryOf(r)).as("the run's earliest deadline").isEqualTo(expiry);
+                if (end - i == 1)
+                {
+                    assertThat(r.getGrantLength()).as("a run of one grants its extent").isZero();
+                    assertThat(grants(nodeKey, r, Opcode.WRITE, expiry)).isTrue();
+                }
+                else
+                {
+                    assertThat(r.getGrantOffset()).isEqualTo(grantOffset);
+                    assertThat(r.getGrantLength()).isEqualTo(grantLength);
+                    final byte[] token = r.getAccessToken().toByteArray();
+                    assertThat(new AccessTokenCodec(nodeKey).verify(Opcode.WRITE, SEGMENT_ID, grantOffset, grantLength,
+                        expiry, Arrays.copyOfRange(token, 4, FrameDescriptor.ACCESS_TOKEN_LENGTH))).isTrue();
+                    assertThat(grants(nodeKey, r, Opcode.WRITE, expiry)).as("not a token of the extent alone")
+                        .isFalse();
+                }
+            }
+            runs++;
+            i = end;
+        }
+        assertThat(runs).as("the fresh extents of a, b, c, d and e lie end to end").isLessThan(replicas.size() - 1);
+        assertThat(replicas.get(0).getGrantLength()).as("early's extent ends where a's begins: one run")
+            .isGreaterThan(replicas.get(0).getLength());
+
+        // A client that does not ask gets one token per extent, exactly as a single PutStart would.
+        final BatchPutStartRequest.Builder plain = BatchPutStartRequest.newBuilder().setClientId("c");
+        plain.addKeys("f").addValueLengths(4096).addKeys("g").addValueLengths(4096);
+        for (final PutStartResponse result : stub.batchPutStart(plain.build()).getResultsList())
+        {
+            final Replica r = result.getReplicas(0);
+            assertThat(r.getGrantLength()).isZero();
+            assertThat(grants(nodeKey, r, Opcode.WRITE, startSec + 35)).isTrue();
+        }
     }
 
     @Test

@@ -607,6 +607,7 @@ public final class GranaryClientImpl implements GranaryClient
         final BatchPutStartRequest.Builder request = BatchPutStartRequest.newBuilder()
             .setTenant(tenant)
             .setClientId(clientId)
+            .setSharedGrants(true)
             .addAllAvoidNodeIds(avoidNodes);
         boolean uniform = true;
         for (int i = 0; i < n; i++)

@@ -3,6 +3,7 @@ package io.granary.client.internal;
 import io.granary.client.ErrorCode;
 import io.granary.client.GranaryException;
 import io.granary.proto.Replica;
+import io.granary.protocol.FrameDescriptor;
 
 /**
  * One replica's extent as the client uses it, checked once when the master's answer arrives.
@@ -13,8 +14,12 @@ import io.granary.proto.Replica;
  * @param offset      byte offset of the extent in the segment.
  * @param length      extent length in bytes.
  * @param accessToken data-plane token, or null.
+ * @param grantOffset start of the range the token grants: the extent's offset, or the start of a shared grant.
+ * @param grantLength length of the range the token grants: at least one byte, and the whole extent.
  */
-record ReplicaExtent(String nodeId, String endpoint, int segmentId, long offset, long length, byte[] accessToken)
+record ReplicaExtent(
+    String nodeId, String endpoint, int segmentId, long offset, long length, byte[] accessToken, long grantOffset,
+    long grantLength)
 {
     /** @throws GranaryException INTERNAL_ERROR when the master sent an extent the client cannot use. */
     static ReplicaExtent from(final Replica replica, final String key)
@@ -30,9 +35,28 @@ record ReplicaExtent(String nodeId, String endpoint, int segmentId, long offset,
                 ")");
         }
         final byte[] token = replica.getAccessToken().isEmpty() ? null : replica.getAccessToken().toByteArray();
+        // The token grants the extent (at least one byte, so that a zero-length value's COMMIT carries it too), or
+        // a wider range shared with other extents of the same batch (docs/protocol.md, "Shared WRITE grants").
+        long grantOffset = replica.getOffset();
+        long grantLength = Math.max(1, replica.getLength());
+        if (replica.getGrantLength() != 0)
+        {
+            final long start = replica.getGrantOffset();
+            final long end = start + replica.getGrantLength();
+            if (token == null || start < 0 || replica.getGrantLength() < 0 ||
+                replica.getGrantLength() > FrameDescriptor.MAX_GRANT_LENGTH || end < start ||
+                replica.getOffset() < start || replica.getOffset() + grantLength > end)
+            {
+                throw nonsense(key, "a replica on " + replica.getEndpoint() + " has a grant (offset " +
+                    Long.toUnsignedString(start) + ", length " + Long.toUnsignedString(replica.getGrantLength()) +
+                    ") that does not hold its extent or has no token");
+            }
+            grantOffset = start;
+            grantLength = replica.getGrantLength();
+        }
         return new ReplicaExtent(
             replica.getNodeId(), replica.getEndpoint(), replica.getSegmentId(), replica.getOffset(),
-            replica.getLength(), token);
+            replica.getLength(), token, grantOffset, grantLength);
     }
 
     static GranaryException nonsense(final String key, final String what)

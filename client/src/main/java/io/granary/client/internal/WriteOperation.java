@@ -133,10 +133,9 @@ final class WriteOperation
         for (int i = 0; i < writes.length; i++)
         {
             final ReplicaExtent extent = replicas.get(i);
-            // The token grants the extent (at least one byte, so that a zero-length value's COMMIT carries it too).
             writes[i] = transfers.submit(new TransferRequest(
                 TransferRequest.Op.WRITE, extent.endpoint(), extent.segmentId(), extent.offset(), value.duplicate(),
-                length, extent.accessToken(), extent.offset(), Math.max(1, extent.length()), commit));
+                length, extent.accessToken(), extent.grantOffset(), extent.grantLength(), commit));
         }
         if (writes.length == 1)
         {

@@ -16,7 +16,7 @@ class ReplicaSelectorTest
 
     private static ReplicaExtent replica(final String endpoint)
     {
-        return new ReplicaExtent("n-" + endpoint, endpoint, 1, 0, 10, null);
+        return new ReplicaExtent("n-" + endpoint, endpoint, 1, 0, 10, null, 0, 10);
     }
 
     private ReplicaSelector selector(final Set<String> localEndpoints)

@@ -83,8 +83,20 @@ public final class MetadataStore implements SnapshotSource
     @FunctionalInterface
     public interface ReplicaTokens
     {
-        /** A token ({@code FrameDescriptor.ACCESS_TOKEN_LENGTH} bytes) granting {@code opcode} on the extent. */
-        byte[] sign(ReplicaRecord replica, int opcode, long expirySec);
+        /**
+         * A token ({@code FrameDescriptor.ACCESS_TOKEN_LENGTH} bytes) granting {@code opcode} on
+         * {@code [grantOffset, grantOffset + grantLength)} of the segment.
+         */
+        byte[] sign(MountedSegment segment, long grantOffset, long grantLength, int opcode, long expirySec);
+
+        /**
+         * A token granting {@code opcode} on the replica's extent; a zero-length value still gets a one-byte grant,
+         * as its COMMIT must carry a token a node can verify.
+         */
+        default byte[] sign(final ReplicaRecord replica, final int opcode, final long expirySec)
+        {
+            return sign(replica.segment(), replica.offset(), Math.max(1, replica.length()), opcode, expirySec);
+        }
     }
 
     private final MetadataShard[] shards;
@@ -469,6 +481,25 @@ public final class MetadataStore implements SnapshotSource
         final List<Replica> replicasOut,
         final long[] versionOut)
     {
+        return putStart(tenant, clientId, key, valueLength, options, avoidNodes, replicasOut, versionOut, null);
+    }
+
+    /**
+     * {@link #putStart(String, String, String, long, PutOptions, Set, List, long[])} that, when {@code grants} is
+     * not null, records the replicas there instead of adding them to {@code replicasOut}: the caller signs the
+     * whole batch with {@link #signWrites} and takes each key's replicas from {@link WriteGrants#replicasOf}.
+     */
+    public int putStart(
+        final String tenant,
+        final String clientId,
+        final String key,
+        final long valueLength,
+        final PutOptions options,
+        final Set<String> avoidNodes,
+        final List<Replica> replicasOut,
+        final long[] versionOut,
+        final WriteGrants grants)
+    {
         int code = checkKey(key);
         if (code != OK_VALUE)
         {
@@ -504,7 +535,7 @@ public final class MetadataStore implements SnapshotSource
                     // The same client asking again (a retried request): hand back the same extents.
                     for (final ReplicaRecord r : existing.replicas)
                     {
-                        replicasOut.add(writeReplica(r, existing.putStartNs, now));
+                        writeReplica(r, existing.putStartNs, now, replicasOut, grants);
                     }
                     if (versionOut != null)
                     {
@@ -607,7 +638,7 @@ public final class MetadataStore implements SnapshotSource
             owner.linkProcessing(m);
             for (final ReplicaRecord r : replicas)
             {
-                replicasOut.add(writeReplica(r, now, now));
+                writeReplica(r, now, now, replicasOut, grants);
             }
             return OK_VALUE;
         }
@@ -2343,7 +2374,7 @@ public final class MetadataStore implements SnapshotSource
      * serialization). Built afresh rather than by {@code toBuilder()} of a cached message, whose copy would turn them
      * back into Strings.
      */
-    private static Replica.Builder protoBuilder(final ReplicaRecord r, final ReplicaStatus status)
+    static Replica.Builder protoBuilder(final ReplicaRecord r, final ReplicaStatus status)
     {
         final MountedSegment s = r.segment();
         return Replica.newBuilder()
@@ -2391,12 +2422,43 @@ public final class MetadataStore implements SnapshotSource
         {
             return toProto(r, ReplicaStatus.REPLICA_STATUS_PROCESSING);
         }
+        return protoBuilder(r, ReplicaStatus.REPLICA_STATUS_PROCESSING)
+            .setAccessToken(UnsafeByteOperations.unsafeWrap(
+                tokens.sign(r, Opcode.WRITE, writeTokenExpirySec(putStartNs, nowNs))))
+            .build();
+    }
+
+    /** Adds the writer's replica to {@code out}, or records it in {@code grants} to be signed with its batch. */
+    private void writeReplica(
+        final ReplicaRecord r, final long putStartNs, final long nowNs, final List<Replica> out,
+        final WriteGrants grants)
+    {
+        if (grants == null)
+        {
+            out.add(writeReplica(r, putStartNs, nowNs));
+        }
+        else
+        {
+            grants.add(r, replicaTokens == null ? 0 : writeTokenExpirySec(putStartNs, nowNs));
+        }
+    }
+
+    /** A WRITE token's expiry: the put's discard deadline, rounded down to the second. */
+    private long writeTokenExpirySec(final long putStartNs, final long nowNs)
+    {
         final long nowMs = clock.epochMillis();
         final long deadlineMs = nowMs + (putStartNs + settings.putDiscardTimeoutNs - nowNs) / 1_000_000L;
-        return protoBuilder(r, ReplicaStatus.REPLICA_STATUS_PROCESSING)
-            .setAccessToken(UnsafeByteOperations.unsafeWrap(tokens.sign(r, Opcode.WRITE, AccessTokenCodec.expirySec(deadlineMs,
-                nowMs))))
-            .build();
+        return AccessTokenCodec.expirySec(deadlineMs, nowMs);
+    }
+
+    /**
+     * Signs the WRITE replicas a batch recorded in {@code grants}: one token per run of contiguous extents (none
+     * when the master issues no tokens). Takes no lock: a recorded extent's offset, length and segment never
+     * change, and a run's token expires no later than the token of any extent in it would have.
+     */
+    public void signWrites(final WriteGrants grants)
+    {
+        grants.sign(replicaTokens);
     }
 
     private static Replica completeProto(final ReplicaRecord r)

@@ -7,6 +7,7 @@ import io.granary.master.alloc.SegmentAllocation;
 import io.granary.master.meta.BatchProbe;
 import io.granary.master.meta.KeyBatch;
 import io.granary.master.meta.MetadataStore;
+import io.granary.master.meta.WriteGrants;
 import io.granary.master.segment.FreedExtents;
 import io.granary.master.segment.MountedSegment;
 import io.granary.master.segment.NodeRecord;
@@ -464,13 +465,38 @@ public final class MasterRequestHandler
         final Set<String> avoid = avoid(req.getAvoidNodeIdsList());
         final List<Replica> replicas = new ArrayList<>(2);
         final long[] version = new long[1];
-        for (int i = 0; i < req.getKeysCount(); i++)
+        final int n = req.getKeysCount();
+        if (!req.getSharedGrants())
+        {
+            for (int i = 0; i < n; i++)
+            {
+                replicas.clear();
+                version[0] = 0;
+                final int code = store.putStart(tenant, req.getClientId(), req.getKeys(i), req.getValueLengths(i),
+                    perKey ? req.getPerKeyOptions(i) : req.getOptions(), avoid, replicas, version);
+                b.addResults(
+                    PutStartResponse.newBuilder().setCode(code).addAllReplicas(replicas).setVersion(version[0]));
+            }
+            return b.setCode(OK_VALUE).build();
+        }
+        // Shared grants: place every key first, then sign each run of contiguous extents once.
+        final WriteGrants grants = new WriteGrants();
+        final int[] codes = new int[n];
+        final long[] versions = new long[n];
+        for (int i = 0; i < n; i++)
+        {
+            version[0] = 0;
+            grants.key(i);
+            codes[i] = store.putStart(tenant, req.getClientId(), req.getKeys(i), req.getValueLengths(i),
+                perKey ? req.getPerKeyOptions(i) : req.getOptions(), avoid, replicas, version, grants);
+            versions[i] = version[0];
+        }
+        store.signWrites(grants);
+        for (int i = 0; i < n; i++)
         {
             replicas.clear();
-            version[0] = 0;
-            final int code = store.putStart(tenant, req.getClientId(), req.getKeys(i), req.getValueLengths(i),
-                perKey ? req.getPerKeyOptions(i) : req.getOptions(), avoid, replicas, version);
-            b.addResults(PutStartResponse.newBuilder().setCode(code).addAllReplicas(replicas).setVersion(version[0]));
+            grants.replicasOf(i, replicas);
+            b.addResults(PutStartResponse.newBuilder().setCode(codes[i]).addAllReplicas(replicas).setVersion(versions[i]));
         }
         return b.setCode(OK_VALUE).build();
     }

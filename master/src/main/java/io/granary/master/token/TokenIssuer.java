@@ -1,7 +1,7 @@
 package io.granary.master.token;
 
 import io.granary.master.meta.MetadataStore;
-import io.granary.master.meta.ReplicaRecord;
+import io.granary.master.segment.MountedSegment;
 import io.granary.protocol.AccessTokenCodec;
 
 import java.util.Objects;
@@ -40,11 +40,11 @@ public final class TokenIssuer implements MetadataStore.ReplicaTokens
     }
 
     @Override
-    public byte[] sign(final ReplicaRecord replica, final int opcode, final long expirySec)
+    public byte[] sign(
+        final MountedSegment segment, final long grantOffset, final long grantLength, final int opcode,
+        final long expirySec)
     {
-        // A zero-length value still gets a one-byte grant: its COMMIT must carry a token a node can verify.
-        return codecOf(replica.segment().nodeId())
-            .sign(opcode, replica.segment().segmentId(), replica.offset(), Math.max(1, replica.length()), expirySec);
+        return codecOf(segment.nodeId()).sign(opcode, segment.segmentId(), grantOffset, grantLength, expirySec);
     }
 
     private AccessTokenCodec codecOf(final String nodeId)

@@ -582,10 +582,10 @@ class MetadataStoreTest
     {
         final AccessTokenCodec codec = new AccessTokenCodec(AccessTokenCodec.newRandomKey());
         final int[] signed = {0};
-        store.replicaTokens((replica, opcode, expirySec) ->
+        store.replicaTokens((segment, grantOffset, grantLength, opcode, expirySec) ->
         {
             signed[0]++;
-            return codec.sign(opcode, replica.segment().segmentId(), replica.offset(), replica.length(), expirySec);
+            return codec.sign(opcode, segment.segmentId(), grantOffset, grantLength, expirySec);
         });
         put("k", 1000);
         final int afterPut = signed[0];

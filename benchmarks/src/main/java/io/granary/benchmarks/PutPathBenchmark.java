@@ -1,0 +1,134 @@
+package io.granary.benchmarks;
+
+import com.google.protobuf.InvalidProtocolBufferException;
+import io.granary.common.Clock;
+import io.granary.master.alloc.SegmentAllocation;
+import io.granary.master.alloc.TlsfExtentAllocator;
+import io.granary.master.meta.BatchProbe;
+import io.granary.master.meta.MetadataStore;
+import io.granary.master.rpc.MasterRequestHandler;
+import io.granary.master.segment.SegmentRegistry;
+import io.granary.master.token.TokenIssuer;
+import io.granary.proto.BatchCodeResponse;
+import io.granary.proto.BatchKeysRequest;
+import io.granary.proto.BatchPutStartRequest;
+import io.granary.proto.BatchPutStartResponse;
+import io.granary.proto.PutOptions;
+import io.granary.protocol.AccessTokenCodec;
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Fork;
+import org.openjdk.jmh.annotations.Measurement;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Param;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.Warmup;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The master's share of one 4 KiB x 128 put batch, without a network and on one thread: decoding the
+ * BatchPutStart request, handling it (placement, index insert, version, WRITE tokens), encoding the answer, then
+ * the same for BatchPutEnd, then removing the 128 objects again so that every round puts new keys into a store of
+ * {@code backgroundObjects} others. What {@code granary bench --op put} costs the master per batch, minus the socket
+ * work and the event loop; the figure divided by 128 is the master's CPU per put that a change to this path moves.
+ */
+@State(Scope.Benchmark)
+@BenchmarkMode(Mode.AverageTime)
+@OutputTimeUnit(TimeUnit.MICROSECONDS)
+@Fork(value = 1, jvmArgsAppend = {"-Xms2g", "-Xmx2g", "-XX:MaxTenuringThreshold=0"})
+@Warmup(iterations = 4, time = 2)
+@Measurement(iterations = 6, time = 2)
+public class PutPathBenchmark
+{
+    private static final String TENANT = "default";
+    private static final String CLIENT = "bench-client";
+    private static final int BATCH = 128;
+    private static final int ROUNDS = 64;
+
+    /** Other objects in the store, so shard indexes are not trivially small. */
+    @Param({"1000000"})
+    public int backgroundObjects;
+
+    /** Whether the master signs WRITE tokens (the default for a master with data tokens on). */
+    @Param({"true"})
+    public boolean tokens;
+
+    /** Whether the request accepts shared WRITE grants (as the Java client's batch puts do). */
+    @Param({"true", "false"})
+    public boolean sharedGrants;
+
+    private MetadataStore store;
+    private MasterRequestHandler handler;
+    private byte[][] startRequests;
+    private byte[][] endRequests;
+    private List<List<String>> roundKeys;
+    private int round;
+
+    @Setup
+    public void setUp()
+    {
+        final SegmentRegistry registry = new SegmentRegistry(Clock.SYSTEM,
+            (id, name, size) -> new SegmentAllocation(id, name, new TlsfExtentAllocator(size, 64)));
+        registry.mount("node", "node", "127.0.0.1:7000", 1, "node/seg0", 64L << 30);
+        store = new MetadataStore(new MetadataStore.Settings(), Clock.SYSTEM, registry);
+        if (tokens)
+        {
+            store.replicaTokens(new TokenIssuer(AccessTokenCodec.newRandomKey()));
+        }
+        handler = new MasterRequestHandler(null, store, new BatchProbe(store), registry);
+        for (int i = 0; i < backgroundObjects; i++)
+        {
+            final String key = "background/" + i;
+            store.putStart(TENANT, CLIENT, key, 4096, PutOptions.getDefaultInstance(), new ArrayList<>());
+            store.putEnd(TENANT, CLIENT, key);
+        }
+        startRequests = new byte[ROUNDS][];
+        endRequests = new byte[ROUNDS][];
+        roundKeys = new ArrayList<>();
+        for (int r = 0; r < ROUNDS; r++)
+        {
+            final List<String> keys = new ArrayList<>();
+            final BatchPutStartRequest.Builder start = BatchPutStartRequest.newBuilder()
+                .setTenant(TENANT).setClientId(CLIENT).setOptions(PutOptions.newBuilder().setReplicas(1))
+                .setSharedGrants(sharedGrants);
+            final BatchKeysRequest.Builder end = BatchKeysRequest.newBuilder().setTenant(TENANT).setClientId(CLIENT);
+            for (int i = 0; i < BATCH; i++)
+            {
+                final String key = "bench/run/4k/" + (r * BATCH + i);
+                keys.add(key);
+                start.addKeys(key).addValueLengths(4096);
+                end.addKeys(key).addCrc32C(i);
+            }
+            roundKeys.add(keys);
+            startRequests[r] = start.build().toByteArray();
+            endRequests[r] = end.build().toByteArray();
+        }
+    }
+
+    /** One batch's BatchPutStart and BatchPutEnd as the master's lookup port handles them, then the removal. */
+    @Benchmark
+    public int putBatch() throws InvalidProtocolBufferException
+    {
+        final int r = round++ & (ROUNDS - 1);
+        final BatchPutStartResponse started = handler.batchPutStart(BatchPutStartRequest.parseFrom(startRequests[r]));
+        final byte[] startAnswer = started.toByteArray();
+        final BatchCodeResponse ended = handler.batchPutEnd(BatchKeysRequest.parseFrom(endRequests[r]));
+        final byte[] endAnswer = ended.toByteArray();
+        if (started.getResults(BATCH - 1).getCode() != 0 || ended.getCodes(BATCH - 1) != 0)
+        {
+            throw new IllegalStateException("the batch was refused: " + started.getResults(BATCH - 1).getCode() +
+                " / " + ended.getCodes(BATCH - 1));
+        }
+        for (final String key : roundKeys.get(r))
+        {
+            store.remove(TENANT, key, true);
+        }
+        return startAnswer.length + endAnswer.length;
+    }
+}

@@ -1,0 +1,191 @@
+package io.granary.master.meta;
+
+import com.google.protobuf.UnsafeByteOperations;
+import io.granary.master.segment.MountedSegment;
+import io.granary.proto.Replica;
+import io.granary.proto.ReplicaStatus;
+import io.granary.protocol.FrameDescriptor;
+import io.granary.protocol.Opcode;
+
+import java.util.Arrays;
+import java.util.List;
+
+/**
+ * The WRITE replicas of one BatchPutStart whose client accepts shared grants (docs/protocol.md, "Shared WRITE
+ * grants"): the store records each placed extent here instead of signing it, then {@link #sign} gives every run of
+ * extents that lie end to end on one segment a single token over the run, expiring with the earliest put of the run.
+ * A batch of small values on a fresh segment is typically one run: one HMAC instead of one per value at the master,
+ * and one verification instead of one per value at the node, which remembers the tokens it verified. The run's
+ * token grants nothing the members' own tokens would not: every byte of the run lies in the extent of a put of this
+ * batch (same client, same tenant), whose own token would grant it until the same second or later.
+ *
+ * <p>One instance per request, used by one thread: {@link #key} before each key's put, {@link #sign} once after the
+ * last, then {@link #replicasOf} for each key in order.
+ */
+public final class WriteGrants
+{
+    /** Runs kept open at once (one per segment the batch writes to); a further segment closes the oldest. */
+    private static final int OPEN_RUNS = 8;
+
+    private ReplicaRecord[] records = new ReplicaRecord[16];
+    private long[] expiries = new long[16];
+    private int[] keys = new int[16];
+    private int[] runOf = new int[16];
+    private int size;
+    private int key;
+    private int cursor;
+
+    private long[] runOffsets = new long[16];
+    private long[] runLengths = new long[16];
+    private long[] runExpiries = new long[16];
+    private byte[][] runTokens = new byte[16][];
+    private MountedSegment[] runSegments = new MountedSegment[16];
+    private int runs;
+
+    /** Every replica recorded from now on belongs to the key at {@code index} of the request. */
+    public void key(final int index)
+    {
+        key = index;
+    }
+
+    /** Records a WRITE replica of the current key whose own token would expire at {@code expirySec}. */
+    void add(final ReplicaRecord record, final long expirySec)
+    {
+        if (size == records.length)
+        {
+            final int capacity = size * 2;
+            records = Arrays.copyOf(records, capacity);
+            expiries = Arrays.copyOf(expiries, capacity);
+            keys = Arrays.copyOf(keys, capacity);
+            runOf = Arrays.copyOf(runOf, capacity);
+        }
+        records[size] = record;
+        expiries[size] = expirySec;
+        keys[size] = key;
+        size++;
+    }
+
+    /** The number of replicas recorded. */
+    public int size()
+    {
+        return size;
+    }
+
+    /** The number of tokens {@link #sign} made (one per run). */
+    public int runs()
+    {
+        return runs;
+    }
+
+    /** Forms the runs and signs one WRITE token for each; without {@code tokens} (tokens off) forms no runs. */
+    void sign(final MetadataStore.ReplicaTokens tokens)
+    {
+        if (tokens == null)
+        {
+            return;
+        }
+        final int[] open = new int[OPEN_RUNS];
+        int openCount = 0;
+        int oldest = 0;
+        for (int i = 0; i < size; i++)
+        {
+            final ReplicaRecord r = records[i];
+            final long length = r.length();
+            int run = -1;
+            if (length > 0)
+            {
+                for (int o = 0; o < openCount; o++)
+                {
+                    final int candidate = open[o];
+                    if (runSegments[candidate] == r.segment() &&
+                        runOffsets[candidate] + runLengths[candidate] == r.offset() &&
+                        runLengths[candidate] + length <= FrameDescriptor.MAX_GRANT_LENGTH)
+                    {
+                        run = candidate;
+                        runLengths[run] += length;
+                        runExpiries[run] = Math.min(runExpiries[run], expiries[i]);
+                        break;
+                    }
+                }
+            }
+            if (run < 0)
+            {
+                run = newRun(r, Math.max(1, length), expiries[i]);
+                if (length > 0)
+                {
+                    // The segment's open run, if any, is replaced: extents rarely come back to an earlier end.
+                    int slot = -1;
+                    for (int o = 0; o < openCount; o++)
+                    {
+                        if (runSegments[open[o]] == r.segment())
+                        {
+                            slot = o;
+                            break;
+                        }
+                    }
+                    if (slot < 0 && openCount < OPEN_RUNS)
+                    {
+                        slot = openCount++;
+                    }
+                    else if (slot < 0)
+                    {
+                        slot = oldest;
+                        oldest = (oldest + 1) % OPEN_RUNS;
+                    }
+                    open[slot] = run;
+                }
+            }
+            runOf[i] = run;
+        }
+        for (int run = 0; run < runs; run++)
+        {
+            runTokens[run] = tokens.sign(runSegments[run], runOffsets[run], runLengths[run], Opcode.WRITE,
+                runExpiries[run]);
+        }
+    }
+
+    private int newRun(final ReplicaRecord r, final long length, final long expirySec)
+    {
+        if (runs == runOffsets.length)
+        {
+            final int capacity = runs * 2;
+            runOffsets = Arrays.copyOf(runOffsets, capacity);
+            runLengths = Arrays.copyOf(runLengths, capacity);
+            runExpiries = Arrays.copyOf(runExpiries, capacity);
+            runTokens = Arrays.copyOf(runTokens, capacity);
+            runSegments = Arrays.copyOf(runSegments, capacity);
+        }
+        runOffsets[runs] = r.offset();
+        runLengths[runs] = length;
+        runExpiries[runs] = expirySec;
+        runSegments[runs] = r.segment();
+        return runs++;
+    }
+
+    /**
+     * Adds the replicas of the key at {@code index} to {@code out}, each with its run's token and, when the run is
+     * wider than the extent, the run as its grant. Keys are asked for in ascending order, after {@link #sign}.
+     */
+    public void replicasOf(final int index, final List<Replica> out)
+    {
+        while (cursor < size && keys[cursor] < index)
+        {
+            cursor++;
+        }
+        for (; cursor < size && keys[cursor] == index; cursor++)
+        {
+            final ReplicaRecord r = records[cursor];
+            final Replica.Builder b = MetadataStore.protoBuilder(r, ReplicaStatus.REPLICA_STATUS_PROCESSING);
+            if (runs > 0)
+            {
+                final int run = runOf[cursor];
+                b.setAccessToken(UnsafeByteOperations.unsafeWrap(runTokens[run]));
+                if (runOffsets[run] != r.offset() || runLengths[run] != Math.max(1, r.length()))
+                {
+                    b.setGrantOffset(runOffsets[run]).setGrantLength(runLengths[run]);
+                }
+            }
+            out.add(b.build());
+        }
+    }
+}
