@@ -2396,7 +2396,9 @@ public final class MetadataStore implements SnapshotSource
         final ReplicaTokens tokens = replicaTokens;
         if (tokens == null)
         {
-            return completeProto(r);
+            // Built per read, as with tokens: a message cached in the record is a young object stored into an old
+            // one, which cost more (card refinement, then a promoted copy per object read) than building it saved.
+            return toProto(r, ReplicaStatus.REPLICA_STATUS_COMPLETE);
         }
         // Only the token's bytes are kept, signed once per second of expiry; the message is built per read. Caching
         // the whole message cost more than it saved: refreshed every second on every object read, each new message
@@ -2459,17 +2461,6 @@ public final class MetadataStore implements SnapshotSource
     public void signWrites(final WriteGrants grants)
     {
         grants.sign(replicaTokens);
-    }
-
-    private static Replica completeProto(final ReplicaRecord r)
-    {
-        Replica cached = r.completeProto;
-        if (cached == null)
-        {
-            cached = toProto(r, ReplicaStatus.REPLICA_STATUS_COMPLETE);
-            r.completeProto = cached;
-        }
-        return cached;
     }
 
     // ------------------------------------------------------------------------------------ stats

@@ -18,8 +18,6 @@ public final class ReplicaRecord
     private final long length;
     /** Version of the object in this extent; the node's ledger entry is freed by it. 0 until set. */
     long version;
-    /** The COMPLETE-status wire form, built on first read; guarded by the owner shard lock. */
-    io.granary.proto.Replica completeProto;
     private static final VarHandle INT = MethodHandles.byteArrayViewVarHandle(int[].class, ByteOrder.BIG_ENDIAN);
     private static final VarHandle LONG = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.BIG_ENDIAN);
 
