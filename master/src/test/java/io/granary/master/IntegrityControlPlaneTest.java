@@ -20,6 +20,7 @@ import io.granary.proto.PutStartRequest;
 import io.granary.proto.PutStartResponse;
 import io.granary.proto.RemoveRequest;
 import io.granary.proto.Replica;
+import io.granary.proto.ReplicaStatus;
 import io.granary.proto.SegmentInfo;
 import io.granary.protocol.AccessTokenCodec;
 import io.granary.protocol.FrameDescriptor;
@@ -48,6 +49,7 @@ import java.util.function.Consumer;
 import static io.granary.proto.ErrorCode.INVALID_PARAMS_VALUE;
 import static io.granary.proto.ErrorCode.OBJECT_ALREADY_EXISTS_VALUE;
 import static io.granary.proto.ErrorCode.OBJECT_HAS_LEASE_VALUE;
+import static io.granary.proto.ErrorCode.OBJECT_NOT_FOUND_VALUE;
 import static io.granary.proto.ErrorCode.OK_VALUE;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -110,6 +112,55 @@ class IntegrityControlPlaneTest
         final byte[] token = replica.getAccessToken().toByteArray();
         return new AccessTokenCodec(nodeKey).verify(opcode, replica.getSegmentId(), replica.getOffset(),
             replica.getLength(), expirySec, Arrays.copyOfRange(token, 4, FrameDescriptor.ACCESS_TOKEN_LENGTH));
+    }
+
+    /**
+     * Checks that {@code replicas} (in key order) come in the runs a master must form: each extent that begins where
+     * the previous one ends joins its run; every member of a run carries one token, signed for {@code opcode} over the
+     * run and expiring with the earliest of the members' own expiries, and, in a run of two or more, the run as its
+     * grant. @return the number of runs.
+     */
+    private static int checkRuns(
+        final byte[] nodeKey, final int opcode, final List<Replica> replicas, final List<Long> ownExpiry)
+    {
+        int runs = 0;
+        for (int i = 0; i < replicas.size(); )
+        {
+            int end = i + 1;
+            while (end < replicas.size() &&
+                replicas.get(end).getOffset() == replicas.get(end - 1).getOffset() + replicas.get(end - 1).getLength())
+            {
+                end++;
+            }
+            final long grantOffset = replicas.get(i).getOffset();
+            final long grantLength = replicas.get(end - 1).getOffset() + replicas.get(end - 1).getLength() - grantOffset;
+            final long expiry = ownExpiry.subList(i, end).stream().mapToLong(Long::longValue).min().orElseThrow();
+            for (int j = i; j < end; j++)
+            {
+                final Replica r = replicas.get(j);
+                assertThat(r.getAccessToken()).as("one token per run").isEqualTo(replicas.get(i).getAccessToken());
+                assertThat(expiryOf(r)).as("the run's earliest expiry").isEqualTo(expiry);
+                assertThat(grants(nodeKey, r, opcode == Opcode.READ ? Opcode.WRITE : Opcode.READ, expiry))
+                    .as("not a token for the other operation").isFalse();
+                if (end - i == 1)
+                {
+                    assertThat(r.getGrantLength()).as("a run of one grants its extent").isZero();
+                    assertThat(grants(nodeKey, r, opcode, expiry)).isTrue();
+                }
+                else
+                {
+                    assertThat(r.getGrantOffset()).isEqualTo(grantOffset);
+                    assertThat(r.getGrantLength()).isEqualTo(grantLength);
+                    final byte[] token = r.getAccessToken().toByteArray();
+                    assertThat(new AccessTokenCodec(nodeKey).verify(opcode, SEGMENT_ID, grantOffset, grantLength,
+                        expiry, Arrays.copyOfRange(token, 4, FrameDescriptor.ACCESS_TOKEN_LENGTH))).isTrue();
+                    assertThat(grants(nodeKey, r, opcode, expiry)).as("not a token of the extent alone").isFalse();
+                }
+            }
+            runs++;
+            i = end;
+        }
+        return runs;
     }
 
     private static void send(final DataOutputStream out, final int method, final long id,
@@ -313,42 +364,7 @@ class IntegrityControlPlaneTest
                 ownExpiry.add(startSec + (i == 0 ? 30 : 35));
             }
         }
-        int runs = 0;
-        for (int i = 0; i < replicas.size(); )
-        {
-            int end = i + 1;
-            while (end < replicas.size() &&
-                replicas.get(end).getOffset() == replicas.get(end - 1).getOffset() + replicas.get(end - 1).getLength())
-            {
-                end++;
-            }
-            final long grantOffset = replicas.get(i).getOffset();
-            final long grantLength = replicas.get(end - 1).getOffset() + replicas.get(end - 1).getLength() - grantOffset;
-            final long expiry = ownExpiry.subList(i, end).stream().mapToLong(Long::longValue).min().orElseThrow();
-            for (int j = i; j < end; j++)
-            {
-                final Replica r = replicas.get(j);
-                assertThat(r.getAccessToken()).as("one token per run").isEqualTo(replicas.get(i).getAccessToken());
-                assertThat(expiryOf(r)).as("the run's earliest deadline").isEqualTo(expiry);
-                if (end - i == 1)
-                {
-                    assertThat(r.getGrantLength()).as("a run of one grants its extent").isZero();
-                    assertThat(grants(nodeKey, r, Opcode.WRITE, expiry)).isTrue();
-                }
-                else
-                {
-                    assertThat(r.getGrantOffset()).isEqualTo(grantOffset);
-                    assertThat(r.getGrantLength()).isEqualTo(grantLength);
-                    final byte[] token = r.getAccessToken().toByteArray();
-                    assertThat(new AccessTokenCodec(nodeKey).verify(Opcode.WRITE, SEGMENT_ID, grantOffset, grantLength,
-                        expiry, Arrays.copyOfRange(token, 4, FrameDescriptor.ACCESS_TOKEN_LENGTH))).isTrue();
-                    assertThat(grants(nodeKey, r, Opcode.WRITE, expiry)).as("not a token of the extent alone")
-                        .isFalse();
-                }
-            }
-            runs++;
-            i = end;
-        }
+        final int runs = checkRuns(nodeKey, Opcode.WRITE, replicas, ownExpiry);
         assertThat(runs).as("the fresh extents of a, b, c, d and e lie end to end").isLessThan(replicas.size() - 1);
         assertThat(replicas.get(0).getGrantLength()).as("early's extent ends where a's begins: one run")
             .isGreaterThan(replicas.get(0).getLength());
@@ -361,6 +377,71 @@ class IntegrityControlPlaneTest
             final Replica r = result.getReplicas(0);
             assertThat(r.getGrantLength()).isZero();
             assertThat(grants(nodeKey, r, Opcode.WRITE, startSec + 35)).isTrue();
+        }
+    }
+
+    @Test
+    void shouldShareOneReadTokenAmongContiguousExtentsOfABatchLookupOverGrpcAndTheLookupPort(@TempDir final Path dir)
+        throws IOException
+    {
+        final byte[] masterKey = AccessTokenCodec.newRandomKey();
+        final Path keyFile = dir.resolve("token.key");
+        Files.writeString(keyFile, HexFormat.of().formatHex(masterKey) + "\n");
+        start(ctx -> ctx.tokenKeyFile(keyFile.toString()).leaseTtl(java.time.Duration.ofSeconds(10)));
+        final byte[] nodeKey = AccessTokenCodec.deriveNodeKey(masterKey, NODE_ID);
+        mount();
+        for (final List<String> batch : List.of(List.of("a", "b", "c"), List.of("gap"), List.of("d", "e")))
+        {
+            final BatchPutStartRequest.Builder put = BatchPutStartRequest.newBuilder().setClientId("c")
+                .setSharedGrants(true);
+            batch.forEach(key -> put.addKeys(key).addValueLengths(4096));
+            assertThat(stub.batchPutStart(put.build()).getResultsList()).allMatch(r -> r.getCode() == OK_VALUE);
+            assertThat(stub.batchPutEnd(BatchKeysRequest.newBuilder().setClientId("c").addAllKeys(batch).build())
+                .getCodesList()).containsOnly(OK_VALUE);
+        }
+        clock.advanceMillis(2_000);
+        final long expiry = clock.epochMillis() / 1000 + 10;
+
+        final BatchKeysRequest lookup = BatchKeysRequest.newBuilder()
+            .addKeys("a").addKeys("b").addKeys("c").addKeys("missing").addKeys("e").addKeys("d")
+            .setSharedGrants(true).build();
+        final BatchGetReplicaListResponse answer = stub.batchGetReplicaList(lookup);
+        assertThat(answer.getResults(3).getCode()).isEqualTo(OBJECT_NOT_FOUND_VALUE);
+        assertThat(answer.getResults(3).getReplicasCount()).isZero();
+        final List<Replica> replicas = new ArrayList<>();
+        for (int i = 0; i < 6; i++)
+        {
+            if (i != 3)
+            {
+                assertThat(answer.getResults(i).getCode()).isEqualTo(OK_VALUE);
+                assertThat(answer.getResults(i).getValueLength()).isEqualTo(4096);
+                replicas.add(answer.getResults(i).getReplicas(0));
+            }
+        }
+        assertThat(replicas.get(0).getStatus()).isEqualTo(ReplicaStatus.REPLICA_STATUS_COMPLETE);
+        final int runs = checkRuns(nodeKey, Opcode.READ, replicas, List.of(expiry, expiry, expiry, expiry, expiry));
+        assertThat(runs).as("a, b and c lie end to end; e, then d, each alone (a run only grows at its end)")
+            .isEqualTo(3);
+        assertThat(replicas.get(0).getGrantLength()).isEqualTo(3 * 4096);
+
+        // The lookup port decodes the flag itself: the same answer there, and none shared without it.
+        try (Socket s = new Socket("127.0.0.1", master.lookupPort()))
+        {
+            final DataOutputStream out = new DataOutputStream(s.getOutputStream());
+            final DataInputStream in = new DataInputStream(s.getInputStream());
+            send(out, LookupDescriptor.METHOD_BATCH_GET_REPLICA_LIST, 1, lookup);
+            assertThat(BatchGetReplicaListResponse.parseFrom(receive(in))).isEqualTo(answer);
+            send(out, LookupDescriptor.METHOD_BATCH_GET_REPLICA_LIST, 2, lookup.toBuilder().setSharedGrants(false)
+                .build());
+            final BatchGetReplicaListResponse plain = BatchGetReplicaListResponse.parseFrom(receive(in));
+            for (final GetReplicaListResponse result : plain.getResultsList())
+            {
+                for (final Replica r : result.getReplicasList())
+                {
+                    assertThat(r.getGrantLength()).isZero();
+                    assertThat(grants(nodeKey, r, Opcode.READ, expiry)).isTrue();
+                }
+            }
         }
     }
 

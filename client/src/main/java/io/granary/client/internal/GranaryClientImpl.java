@@ -1249,7 +1249,7 @@ public final class GranaryClientImpl implements GranaryClient
                 askKeys.add(keys.get(sent.get(j)));
             }
             final long askedAtNs = clock.nanoTime();
-            final BatchGetReplicaListResponse lists = master.batchGetReplicaList(batchKeys(askKeys));
+            final BatchGetReplicaListResponse lists = master.batchGetReplicaList(batchLookup(askKeys));
             if (lists.getCode() != OK)
             {
                 throw batchRefused(op, ask.size(), "BatchGetReplicaList", lists.getCode());
@@ -1696,9 +1696,11 @@ public final class GranaryClientImpl implements GranaryClient
         return KeyRequest.newBuilder().setTenant(tenant).setKey(key).build();
     }
 
-    private BatchKeysRequest batchKeys(final List<String> keys)
+    /** A BatchGetReplicaList request: extents that lie end to end may share one READ token ("Shared grants"). */
+    private BatchKeysRequest batchLookup(final List<String> keys)
     {
-        return BatchKeysRequest.newBuilder().setTenant(tenant).setClientId(clientId).addAllKeys(keys).build();
+        return BatchKeysRequest.newBuilder().setTenant(tenant).setClientId(clientId).addAllKeys(keys)
+            .setSharedGrants(true).build();
     }
 
     /** Fills INVALID_KEY results and returns the indexes of the keys worth sending. */

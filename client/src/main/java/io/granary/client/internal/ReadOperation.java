@@ -221,7 +221,7 @@ final class ReadOperation
             current = untried.remove(selector.pick(untried));
             final TransferRequest request = new TransferRequest(
                 TransferRequest.Op.READ, current.endpoint(), current.segmentId(), current.offset(), dst.duplicate(),
-                (int)length, current.accessToken());
+                (int)length, current.accessToken(), current.grantOffset(), current.grantLength());
             if (verify && length >= ENGINE_CHECKSUM_MIN_BYTES)
             {
                 request.requestReceivedCrc32c();

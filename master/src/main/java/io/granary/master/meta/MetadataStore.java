@@ -487,7 +487,7 @@ public final class MetadataStore implements SnapshotSource
     /**
      * {@link #putStart(String, String, String, long, PutOptions, Set, List, long[])} that, when {@code grants} is
      * not null, records the replicas there instead of adding them to {@code replicasOut}: the caller signs the
-     * whole batch with {@link #signWrites} and takes each key's replicas from {@link WriteGrants#replicasOf}.
+     * whole batch with {@link #signGrants} and takes each key's replicas from {@link SharedGrants#replicasOf}.
      */
     public int putStart(
         final String tenant,
@@ -498,7 +498,7 @@ public final class MetadataStore implements SnapshotSource
         final Set<String> avoidNodes,
         final List<Replica> replicasOut,
         final long[] versionOut,
-        final WriteGrants grants)
+        final SharedGrants grants)
     {
         int code = checkKey(key);
         if (code != OK_VALUE)
@@ -1053,13 +1053,22 @@ public final class MetadataStore implements SnapshotSource
     /** GetReplicaList: complete replicas of a readable object, granting a read lease. */
     public void getReplicaList(final String tenant, final String key, final Lookup out)
     {
+        getReplicaList(tenant, key, out, null);
+    }
+
+    /**
+     * {@link #getReplicaList(String, String, Lookup)} that, when {@code grants} is not null, records the replicas
+     * there instead of in {@code out.replicas} (BatchGetReplicaList with shared grants; see {@link #signGrants}).
+     */
+    public void getReplicaList(final String tenant, final String key, final Lookup out, final SharedGrants grants)
+    {
         out.code = checkKey(key);
         if (out.code != OK_VALUE)
         {
             clear(out);
             return;
         }
-        replicaList(lockForKey(tenant, key), out);
+        replicaList(lockForKey(tenant, key), out, grants);
     }
 
     /**
@@ -1069,6 +1078,13 @@ public final class MetadataStore implements SnapshotSource
     public void getReplicaList(final String tenant, final long tenantMix, final KeyBatch keys, final int i,
         final Lookup out)
     {
+        getReplicaList(tenant, tenantMix, keys, i, out, null);
+    }
+
+    /** {@link #getReplicaList(String, long, KeyBatch, int, Lookup)} recording the replicas in {@code grants}. */
+    public void getReplicaList(final String tenant, final long tenantMix, final KeyBatch keys, final int i,
+        final Lookup out, final SharedGrants grants)
+    {
         final int off = keys.offsets[i];
         final int len = keys.lengths[i];
         out.code = KeyBytes.check(keys.bytes, off, len);
@@ -1077,7 +1093,7 @@ public final class MetadataStore implements SnapshotSource
             clear(out);
             return;
         }
-        replicaList(lockForKey(tenant, keys.bytes, off, len, combine(keys.hashes[i], tenantMix)), out);
+        replicaList(lockForKey(tenant, keys.bytes, off, len, combine(keys.hashes[i], tenantMix)), out, grants);
     }
 
     /** Where {@link #touch} leaves its result, so that the JIT cannot drop the reads. */
@@ -1116,6 +1132,11 @@ public final class MetadataStore implements SnapshotSource
     /** The answer for {@code m} as {@link #lockForKey} returned it (owner shard locked, or null); unlocks it. */
     private void replicaList(final ObjectMeta m, final Lookup out)
     {
+        replicaList(m, out, null);
+    }
+
+    private void replicaList(final ObjectMeta m, final Lookup out, final SharedGrants grants)
+    {
         clear(out);
         if (m == null)
         {
@@ -1129,7 +1150,7 @@ public final class MetadataStore implements SnapshotSource
                 out.code = REPLICA_IS_NOT_READY_VALUE;
                 return;
             }
-            if (replicaListLocked(m, out))
+            if (replicaListLocked(m, out, grants))
             {
                 grantLeaseLocked(m, clock.nanoTime());
             }
@@ -1149,17 +1170,35 @@ public final class MetadataStore implements SnapshotSource
      */
     boolean replicaListLocked(final ObjectMeta m, final Lookup out)
     {
+        return replicaListLocked(m, out, null);
+    }
+
+    /**
+     * {@link #replicaListLocked(ObjectMeta, Lookup)} that, when {@code grants} is not null, records the replicas there
+     * (to be signed with the whole batch, see {@link #signGrants}) and leaves {@code out.replicas} empty.
+     */
+    boolean replicaListLocked(final ObjectMeta m, final Lookup out, final SharedGrants grants)
+    {
         clear(out);
-        final List<Replica> replicas = new ArrayList<>(m.replicas.length);
+        final List<Replica> replicas = grants == null ? new ArrayList<>(m.replicas.length) : List.of();
         final long nowMs = replicaTokens == null ? 0 : clock.epochMillis();
+        int live = 0;
         for (final ReplicaRecord r : m.replicas)
         {
             if (r.segment().isAlive())
             {
-                replicas.add(readReplica(r, nowMs));
+                live++;
+                if (grants == null)
+                {
+                    replicas.add(readReplica(r, nowMs));
+                }
+                else
+                {
+                    grants.add(r, replicaTokens == null ? 0 : readTokenExpirySec(nowMs));
+                }
             }
         }
-        if (replicas.isEmpty())
+        if (live == 0)
         {
             out.code = OBJECT_NOT_FOUND_VALUE;
             return false;
@@ -2403,7 +2442,7 @@ public final class MetadataStore implements SnapshotSource
         // Only the token's bytes are kept, signed once per second of expiry; the message is built per read. Caching
         // the whole message cost more than it saved: refreshed every second on every object read, each new message
         // was a young object stored into an old record (G1 refinement took ~9 % of the CPU in a get loop).
-        final long expirySec = AccessTokenCodec.expirySec(nowMs + settings.leaseTtlNs / 1_000_000L, nowMs);
+        final long expirySec = readTokenExpirySec(nowMs);
         if (r.readTokenExpirySec != expirySec)
         {
             r.readToken(tokens.sign(r, Opcode.READ, expirySec), expirySec);
@@ -2433,7 +2472,7 @@ public final class MetadataStore implements SnapshotSource
     /** Adds the writer's replica to {@code out}, or records it in {@code grants} to be signed with its batch. */
     private void writeReplica(
         final ReplicaRecord r, final long putStartNs, final long nowNs, final List<Replica> out,
-        final WriteGrants grants)
+        final SharedGrants grants)
     {
         if (grants == null)
         {
@@ -2445,6 +2484,12 @@ public final class MetadataStore implements SnapshotSource
         }
     }
 
+    /** A READ token's expiry: the end of the lease the lookup grants, rounded down to the second. */
+    private long readTokenExpirySec(final long nowMs)
+    {
+        return AccessTokenCodec.expirySec(nowMs + settings.leaseTtlNs / 1_000_000L, nowMs);
+    }
+
     /** A WRITE token's expiry: the put's discard deadline, rounded down to the second. */
     private long writeTokenExpirySec(final long putStartNs, final long nowNs)
     {
@@ -2454,11 +2499,11 @@ public final class MetadataStore implements SnapshotSource
     }
 
     /**
-     * Signs the WRITE replicas a batch recorded in {@code grants}: one token per run of contiguous extents (none
+     * Signs the replicas a batch recorded in {@code grants}: one token per run of contiguous extents (none
      * when the master issues no tokens). Takes no lock: a recorded extent's offset, length and segment never
      * change, and a run's token expires no later than the token of any extent in it would have.
      */
-    public void signWrites(final WriteGrants grants)
+    public void signGrants(final SharedGrants grants)
     {
         grants.sign(replicaTokens);
     }

@@ -40,6 +40,8 @@ final class BatchRequestDecoder
     boolean withReplicas;
     int replicasFrom;
     int replicasCount;
+    /** BatchKeysRequest.shared_grants. */
+    boolean sharedGrants;
 
     private byte[] payload = new byte[INITIAL_PAYLOAD_BYTES];
     private int pos;
@@ -47,11 +49,11 @@ final class BatchRequestDecoder
 
     /**
      * BatchKeysRequest: 1 tenant, 2 client_id, 3 repeated keys, 4 packed fixed32 crc32c and 5 repeated
-     * SettledReplicas (both unused here).
+     * SettledReplicas (both unused here), 6 shared_grants.
      */
     void decodeBatchKeys(final ByteBuf in) throws InvalidProtocolBufferException
     {
-        decode(in, 3, 1, -1, -1, -1, 2, 4, 5);
+        decode(in, 3, 1, -1, -1, -1, 2, 4, 5, 6);
     }
 
     /**
@@ -60,12 +62,13 @@ final class BatchRequestDecoder
      */
     void decodeBatchProbe(final ByteBuf in) throws InvalidProtocolBufferException
     {
-        decode(in, 4, 1, 2, 3, 5, -1, -1, -1);
+        decode(in, 4, 1, 2, 3, 5, -1, -1, -1, -1);
     }
 
     private void decode(
         final ByteBuf in, final int keysField, final int tenantField, final int modeField, final int sizeField,
-        final int flagField, final int ignoredStringField, final int ignoredFixed32Field, final int ignoredSettledField)
+        final int flagField, final int ignoredStringField, final int ignoredFixed32Field, final int ignoredSettledField,
+        final int grantsField)
         throws InvalidProtocolBufferException
     {
         final int length = in.readableBytes();
@@ -83,6 +86,7 @@ final class BatchRequestDecoder
         withReplicas = false;
         replicasFrom = 0;
         replicasCount = 0;
+        sharedGrants = false;
         while (pos < end)
         {
             final int tag = (int)readVarint(); // a tag is a varint32: higher bits are dropped, as protobuf does
@@ -149,6 +153,10 @@ final class BatchRequestDecoder
             else if (wire == WIRE_VARINT && field == flagField)
             {
                 withReplicas = readVarint() != 0; // a bool: any non-zero varint is true, as protobuf reads it
+            }
+            else if (wire == WIRE_VARINT && field == grantsField)
+            {
+                sharedGrants = readVarint() != 0;
             }
             else if (wire == WIRE_VARINT && flagField > 0 && field == flagField + 1)
             {

@@ -277,7 +277,7 @@ public final class LookupServer implements AutoCloseable
                 return handler.getReplicaList(KeyRequest.parseFrom(payload.nioBuffer()));
             case METHOD_BATCH_GET_REPLICA_LIST:
                 decoder.decodeBatchKeys(payload);
-                return handler.batchGetReplicaList(decoder.tenant, decoder.keys);
+                return handler.batchGetReplicaList(decoder.tenant, decoder.keys, decoder.sharedGrants);
             case METHOD_PUT_START:
                 return handler.putStart(PutStartRequest.parseFrom(payload.nioBuffer()));
             case METHOD_PUT_END:

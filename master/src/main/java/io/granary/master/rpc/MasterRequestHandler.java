@@ -7,7 +7,7 @@ import io.granary.master.alloc.SegmentAllocation;
 import io.granary.master.meta.BatchProbe;
 import io.granary.master.meta.KeyBatch;
 import io.granary.master.meta.MetadataStore;
-import io.granary.master.meta.WriteGrants;
+import io.granary.master.meta.SharedGrants;
 import io.granary.master.segment.FreedExtents;
 import io.granary.master.segment.MountedSegment;
 import io.granary.master.segment.NodeRecord;
@@ -55,6 +55,7 @@ import io.granary.proto.ServerInfoRequest;
 import io.granary.proto.ServerInfoResponse;
 import io.granary.proto.UnmountSegmentRequest;
 import io.granary.protocol.Limits;
+import io.granary.protocol.Opcode;
 
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -480,7 +481,7 @@ public final class MasterRequestHandler
             return b.setCode(OK_VALUE).build();
         }
         // Shared grants: place every key first, then sign each run of contiguous extents once.
-        final WriteGrants grants = new WriteGrants();
+        final SharedGrants grants = new SharedGrants(Opcode.WRITE);
         final int[] codes = new int[n];
         final long[] versions = new long[n];
         for (int i = 0; i < n; i++)
@@ -491,7 +492,7 @@ public final class MasterRequestHandler
                 perKey ? req.getPerKeyOptions(i) : req.getOptions(), avoid, replicas, version, grants);
             versions[i] = version[0];
         }
-        store.signWrites(grants);
+        store.signGrants(grants);
         for (int i = 0; i < n; i++)
         {
             replicas.clear();
@@ -550,16 +551,58 @@ public final class MasterRequestHandler
         }
         final String tenant = tenant(req.getTenant());
         final MetadataStore.Lookup out = new MetadataStore.Lookup();
-        for (final String key : req.getKeysList())
+        if (!req.getSharedGrants())
         {
-            store.getReplicaList(tenant, key, out);
-            b.addResults(answer(out));
+            for (final String key : req.getKeysList())
+            {
+                store.getReplicaList(tenant, key, out);
+                b.addResults(answer(out));
+            }
+            return b.setCode(OK_VALUE).build();
+        }
+        final SharedGrants grants = new SharedGrants(Opcode.READ);
+        final GetReplicaListResponse.Builder[] answers = new GetReplicaListResponse.Builder[req.getKeysCount()];
+        for (int i = 0; i < answers.length; i++)
+        {
+            grants.key(i);
+            store.getReplicaList(tenant, req.getKeys(i), out, grants);
+            answers[i] = answer(out);
+        }
+        return withSharedGrants(b, answers, grants);
+    }
+
+    /**
+     * Signs a batch lookup's recorded replicas (one READ token per run of contiguous extents) and adds each key's to
+     * its answer.
+     */
+    private BatchGetReplicaListResponse withSharedGrants(
+        final BatchGetReplicaListResponse.Builder b, final GetReplicaListResponse.Builder[] answers,
+        final SharedGrants grants)
+    {
+        store.signGrants(grants);
+        final List<Replica> replicas = new ArrayList<>(2);
+        for (int i = 0; i < answers.length; i++)
+        {
+            replicas.clear();
+            grants.replicasOf(i, replicas);
+            for (int r = 0; r < replicas.size(); r++)
+            {
+                answers[i].addReplicas(replicas.get(r));
+            }
+            b.addResults(answers[i]);
         }
         return b.setCode(OK_VALUE).build();
     }
 
     /** BatchGetReplicaList over keys given as bytes (the lookup port decodes them without building Strings). */
     public BatchGetReplicaListResponse batchGetReplicaList(final String tenant, final KeyBatch keys)
+    {
+        return batchGetReplicaList(tenant, keys, false);
+    }
+
+    /** {@link #batchGetReplicaList(String, KeyBatch)}, with one READ token per run when {@code sharedGrants}. */
+    public BatchGetReplicaListResponse batchGetReplicaList(
+        final String tenant, final KeyBatch keys, final boolean sharedGrants)
     {
         final BatchGetReplicaListResponse.Builder b = BatchGetReplicaListResponse.newBuilder();
         if (badTenant(tenant) || badBatch(keys.size()))
@@ -570,12 +613,24 @@ public final class MasterRequestHandler
         final long tenantMix = MetadataStore.tenantMix(t);
         final MetadataStore.Lookup out = new MetadataStore.Lookup();
         store.touch(t, tenantMix, keys);
-        for (int i = 0; i < keys.size(); i++)
+        if (!sharedGrants)
         {
-            store.getReplicaList(t, tenantMix, keys, i, out);
-            b.addResults(answer(out));
+            for (int i = 0; i < keys.size(); i++)
+            {
+                store.getReplicaList(t, tenantMix, keys, i, out);
+                b.addResults(answer(out));
+            }
+            return b.setCode(OK_VALUE).build();
         }
-        return b.setCode(OK_VALUE).build();
+        final SharedGrants grants = new SharedGrants(Opcode.READ);
+        final GetReplicaListResponse.Builder[] answers = new GetReplicaListResponse.Builder[keys.size()];
+        for (int i = 0; i < answers.length; i++)
+        {
+            grants.key(i);
+            store.getReplicaList(t, tenantMix, keys, i, out, grants);
+            answers[i] = answer(out);
+        }
+        return withSharedGrants(b, answers, grants);
     }
 
     public ExistKeyResponse existKey(final KeyRequest req)

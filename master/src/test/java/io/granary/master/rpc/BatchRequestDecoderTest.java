@@ -57,6 +57,13 @@ class BatchRequestDecoderTest
             .toByteArray()));
         assertThat(d.tenant).isEmpty();
         assertThat(keysOf(d)).containsExactly("k1");
+        assertThat(d.sharedGrants).isFalse();
+        d.decodeBatchKeys(Unpooled.wrappedBuffer(BatchKeysRequest.newBuilder().addKeys("k2").setSharedGrants(true)
+            .build().toByteArray()));
+        assertThat(d.sharedGrants).isTrue();
+        assertThat(keysOf(d)).containsExactly("k2");
+        d.decodeBatchProbe(Unpooled.wrappedBuffer(probe.toByteArray()));
+        assertThat(d.sharedGrants).as("reset for every request").isFalse();
     }
 
     @Test

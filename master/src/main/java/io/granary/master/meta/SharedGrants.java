@@ -11,18 +11,20 @@ import java.util.Arrays;
 import java.util.List;
 
 /**
- * The WRITE replicas of one BatchPutStart whose client accepts shared grants (docs/protocol.md, "Shared WRITE
- * grants"): the store records each placed extent here instead of signing it, then {@link #sign} gives every run of
- * extents that lie end to end on one segment a single token over the run, expiring with the earliest put of the run.
- * A batch of small values on a fresh segment is typically one run: one HMAC instead of one per value at the master,
- * and one verification instead of one per value at the node, which remembers the tokens it verified. The run's
- * token grants nothing the members' own tokens would not: every byte of the run lies in the extent of a put of this
- * batch (same client, same tenant), whose own token would grant it until the same second or later.
+ * The replicas of one batch request whose client accepts shared grants (docs/protocol.md, "Shared grants"): the WRITE
+ * replicas of a BatchPutStart, or the READ replicas of a BatchGetReplicaList. The store records each extent here
+ * instead of signing it, then {@link #sign} gives every run of extents that lie end to end on one segment a single
+ * token over the run, expiring with the earliest token of the run. A batch of small values written together lies in
+ * one run or a few: one HMAC instead of one per value at the master, and one verification instead of one per value
+ * at the node, which remembers the tokens it verified. The run's token grants nothing the members' own tokens would
+ * not: every byte of the run lies in the extent of an object of the batch (one tenant; for WRITE a put of this
+ * batch's client, for READ an object this lookup leased), whose own token would grant it until the same second or
+ * later.
  *
- * <p>One instance per request, used by one thread: {@link #key} before each key's put, {@link #sign} once after the
- * last, then {@link #replicasOf} for each key in order.
+ * <p>One instance per request, used by one thread: {@link #key} before each key's put or lookup, {@link #sign} once
+ * after the last, then {@link #replicasOf} for each key in order.
  */
-public final class WriteGrants
+public final class SharedGrants
 {
     /** Runs kept open at once (one per segment the batch writes to); a further segment closes the oldest. */
     private static final int OPEN_RUNS = 8;
@@ -42,13 +44,28 @@ public final class WriteGrants
     private MountedSegment[] runSegments = new MountedSegment[16];
     private int runs;
 
+    private final int opcode;
+    private final ReplicaStatus status;
+
+    /** @param opcode {@link Opcode#WRITE} (replicas of PROCESSING puts) or {@link Opcode#READ} (of complete objects). */
+    public SharedGrants(final int opcode)
+    {
+        if (opcode != Opcode.WRITE && opcode != Opcode.READ)
+        {
+            throw new IllegalArgumentException("shared grants are for READ or WRITE, not opcode " + opcode);
+        }
+        this.opcode = opcode;
+        this.status = opcode == Opcode.WRITE ?
+            ReplicaStatus.REPLICA_STATUS_PROCESSING : ReplicaStatus.REPLICA_STATUS_COMPLETE;
+    }
+
     /** Every replica recorded from now on belongs to the key at {@code index} of the request. */
     public void key(final int index)
     {
         key = index;
     }
 
-    /** Records a WRITE replica of the current key whose own token would expire at {@code expirySec}. */
+    /** Records a replica of the current key whose own token would expire at {@code expirySec}. */
     void add(final ReplicaRecord record, final long expirySec)
     {
         if (size == records.length)
@@ -77,7 +94,7 @@ public final class WriteGrants
         return runs;
     }
 
-    /** Forms the runs and signs one WRITE token for each; without {@code tokens} (tokens off) forms no runs. */
+    /** Forms the runs and signs one token for each; without {@code tokens} (tokens off) forms no runs. */
     void sign(final MetadataStore.ReplicaTokens tokens)
     {
         if (tokens == null)
@@ -139,8 +156,7 @@ public final class WriteGrants
         }
         for (int run = 0; run < runs; run++)
         {
-            runTokens[run] = tokens.sign(runSegments[run], runOffsets[run], runLengths[run], Opcode.WRITE,
-                runExpiries[run]);
+            runTokens[run] = tokens.sign(runSegments[run], runOffsets[run], runLengths[run], opcode, runExpiries[run]);
         }
     }
 
@@ -175,7 +191,7 @@ public final class WriteGrants
         for (; cursor < size && keys[cursor] == index; cursor++)
         {
             final ReplicaRecord r = records[cursor];
-            final Replica.Builder b = MetadataStore.protoBuilder(r, ReplicaStatus.REPLICA_STATUS_PROCESSING);
+            final Replica.Builder b = MetadataStore.protoBuilder(r, status);
             if (runs > 0)
             {
                 final int run = runOf[cursor];
