@@ -75,6 +75,16 @@ class IntegrityControlPlaneTest
         stub = MasterServiceGrpc.newBlockingStub(channel).withDeadlineAfter(10, TimeUnit.SECONDS);
     }
 
+    /** Starts the master with a token key file in {@code dir} and a 10 s lease; returns node {@link #NODE_ID}'s key. */
+    private byte[] startWithTokenKey(final Path dir) throws IOException
+    {
+        final byte[] masterKey = AccessTokenCodec.newRandomKey();
+        final Path keyFile = dir.resolve("token.key");
+        Files.writeString(keyFile, HexFormat.of().formatHex(masterKey) + "\n");
+        start(ctx -> ctx.tokenKeyFile(keyFile.toString()).leaseTtl(java.time.Duration.ofSeconds(10)));
+        return AccessTokenCodec.deriveNodeKey(masterKey, NODE_ID);
+    }
+
     @AfterEach
     void stop() throws InterruptedException
     {
@@ -289,11 +299,7 @@ class IntegrityControlPlaneTest
     @Test
     void shouldHandEachNodeItsKeyAndSignWriteAndReadTokensWithIt(@TempDir final Path dir) throws IOException
     {
-        final byte[] masterKey = AccessTokenCodec.newRandomKey();
-        final Path keyFile = dir.resolve("token.key");
-        Files.writeString(keyFile, HexFormat.of().formatHex(masterKey) + "\n");
-        start(ctx -> ctx.tokenKeyFile(keyFile.toString()).leaseTtl(java.time.Duration.ofSeconds(10)));
-        final byte[] nodeKey = AccessTokenCodec.deriveNodeKey(masterKey, NODE_ID);
+        final byte[] nodeKey = startWithTokenKey(dir);
 
         final MountSegmentResponse mounted = mount();
         assertThat(mounted.getDataTokenKey().toByteArray()).isEqualTo(nodeKey);
@@ -327,11 +333,7 @@ class IntegrityControlPlaneTest
     void shouldShareOneWriteTokenAmongContiguousExtentsOfABatchThatAcceptsSharedGrants(@TempDir final Path dir)
         throws IOException
     {
-        final byte[] masterKey = AccessTokenCodec.newRandomKey();
-        final Path keyFile = dir.resolve("token.key");
-        Files.writeString(keyFile, HexFormat.of().formatHex(masterKey) + "\n");
-        start(ctx -> ctx.tokenKeyFile(keyFile.toString()));
-        final byte[] nodeKey = AccessTokenCodec.deriveNodeKey(masterKey, NODE_ID);
+        final byte[] nodeKey = startWithTokenKey(dir);
         mount();
 
         // "early" is started alone first: retried in the batch, it keeps its earlier deadline; "taken" belongs to
@@ -384,11 +386,7 @@ class IntegrityControlPlaneTest
     void shouldShareOneReadTokenAmongContiguousExtentsOfABatchLookupOverGrpcAndTheLookupPort(@TempDir final Path dir)
         throws IOException
     {
-        final byte[] masterKey = AccessTokenCodec.newRandomKey();
-        final Path keyFile = dir.resolve("token.key");
-        Files.writeString(keyFile, HexFormat.of().formatHex(masterKey) + "\n");
-        start(ctx -> ctx.tokenKeyFile(keyFile.toString()).leaseTtl(java.time.Duration.ofSeconds(10)));
-        final byte[] nodeKey = AccessTokenCodec.deriveNodeKey(masterKey, NODE_ID);
+        final byte[] nodeKey = startWithTokenKey(dir);
         mount();
         for (final List<String> batch : List.of(List.of("a", "b", "c"), List.of("gap"), List.of("d", "e")))
         {

@@ -61,6 +61,7 @@ import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
+import java.util.function.IntConsumer;
 import java.util.function.Predicate;
 import java.util.regex.Pattern;
 import java.util.regex.PatternSyntaxException;
@@ -551,34 +552,36 @@ public final class MasterRequestHandler
         }
         final String tenant = tenant(req.getTenant());
         final MetadataStore.Lookup out = new MetadataStore.Lookup();
-        if (!req.getSharedGrants())
+        final SharedGrants grants = req.getSharedGrants() ? new SharedGrants(Opcode.READ) : null;
+        return lookups(b, req.getKeysCount(), out, grants,
+            i -> store.getReplicaList(tenant, req.getKeys(i), out, grants));
+    }
+
+    /**
+     * Answers a batch lookup: {@code lookup} fills {@code out} for key i. With {@code grants} (shared grants), signs
+     * the recorded replicas once all keys are looked up (one READ token per run of contiguous extents) and adds each
+     * key's to its answer.
+     */
+    private BatchGetReplicaListResponse lookups(
+        final BatchGetReplicaListResponse.Builder b, final int n, final MetadataStore.Lookup out,
+        final SharedGrants grants, final IntConsumer lookup)
+    {
+        if (grants == null)
         {
-            for (final String key : req.getKeysList())
+            for (int i = 0; i < n; i++)
             {
-                store.getReplicaList(tenant, key, out);
+                lookup.accept(i);
                 b.addResults(answer(out));
             }
             return b.setCode(OK_VALUE).build();
         }
-        final SharedGrants grants = new SharedGrants(Opcode.READ);
-        final GetReplicaListResponse.Builder[] answers = new GetReplicaListResponse.Builder[req.getKeysCount()];
-        for (int i = 0; i < answers.length; i++)
+        final GetReplicaListResponse.Builder[] answers = new GetReplicaListResponse.Builder[n];
+        for (int i = 0; i < n; i++)
         {
             grants.key(i);
-            store.getReplicaList(tenant, req.getKeys(i), out, grants);
+            lookup.accept(i);
             answers[i] = answer(out);
         }
-        return withSharedGrants(b, answers, grants);
-    }
-
-    /**
-     * Signs a batch lookup's recorded replicas (one READ token per run of contiguous extents) and adds each key's to
-     * its answer.
-     */
-    private BatchGetReplicaListResponse withSharedGrants(
-        final BatchGetReplicaListResponse.Builder b, final GetReplicaListResponse.Builder[] answers,
-        final SharedGrants grants)
-    {
         store.signGrants(grants);
         final List<Replica> replicas = new ArrayList<>(2);
         for (int i = 0; i < answers.length; i++)
@@ -613,24 +616,8 @@ public final class MasterRequestHandler
         final long tenantMix = MetadataStore.tenantMix(t);
         final MetadataStore.Lookup out = new MetadataStore.Lookup();
         store.touch(t, tenantMix, keys);
-        if (!sharedGrants)
-        {
-            for (int i = 0; i < keys.size(); i++)
-            {
-                store.getReplicaList(t, tenantMix, keys, i, out);
-                b.addResults(answer(out));
-            }
-            return b.setCode(OK_VALUE).build();
-        }
-        final SharedGrants grants = new SharedGrants(Opcode.READ);
-        final GetReplicaListResponse.Builder[] answers = new GetReplicaListResponse.Builder[keys.size()];
-        for (int i = 0; i < answers.length; i++)
-        {
-            grants.key(i);
-            store.getReplicaList(t, tenantMix, keys, i, out, grants);
-            answers[i] = answer(out);
-        }
-        return withSharedGrants(b, answers, grants);
+        final SharedGrants grants = sharedGrants ? new SharedGrants(Opcode.READ) : null;
+        return lookups(b, keys.size(), out, grants, i -> store.getReplicaList(t, tenantMix, keys, i, out, grants));
     }
 
     public ExistKeyResponse existKey(final KeyRequest req)
