@@ -5,12 +5,15 @@ import io.granary.common.ManualClock;
 import io.granary.proto.BatchCodeResponse;
 import io.granary.proto.BatchGetReplicaListResponse;
 import io.granary.proto.BatchKeysRequest;
+import io.granary.proto.BatchProbeKeyRequest;
+import io.granary.proto.BatchProbeKeyResponse;
 import io.granary.proto.BatchPutStartRequest;
 import io.granary.proto.BatchPutStartResponse;
 import io.granary.proto.CodeResponse;
 import io.granary.proto.GetReplicaListResponse;
 import io.granary.proto.KeyInfo;
 import io.granary.proto.KeyRequest;
+import io.granary.proto.LeaseMode;
 import io.granary.proto.ListKeysRequest;
 import io.granary.proto.MasterServiceGrpc;
 import io.granary.proto.MountSegmentRequest;
@@ -440,6 +443,24 @@ class IntegrityControlPlaneTest
                     assertThat(grants(nodeKey, r, Opcode.READ, expiry)).isTrue();
                 }
             }
+
+            // A prefix probe with replicas (one block per candidate): the leased prefix a, b, c is one run.
+            final BatchProbeKeyRequest probe = BatchProbeKeyRequest.newBuilder()
+                .setMode(LeaseMode.LEASE_MODE_LONGEST_PREFIX).setCandidateSize(1)
+                .addKeys("a").addKeys("b").addKeys("c").addKeys("missing").addKeys("d")
+                .setWithReplicas(true).setSharedGrants(true).build();
+            send(out, LookupDescriptor.METHOD_BATCH_PROBE_KEY, 3, probe);
+            final BatchProbeKeyResponse probed = BatchProbeKeyResponse.parseFrom(receive(in));
+            assertThat(probed.getMaskList()).containsExactly(true, true, true, false, false);
+            assertThat(probed).as("the same answer over gRPC").isEqualTo(stub.batchProbeKey(probe));
+            final List<Replica> prefix = new ArrayList<>();
+            for (int i = 0; i < 3; i++)
+            {
+                prefix.add(probed.getReplicas(i).getReplicas(0));
+            }
+            assertThat(probed.getReplicas(3).getReplicasCount()).isZero();
+            assertThat(checkRuns(nodeKey, Opcode.READ, prefix, List.of(expiry, expiry, expiry))).isEqualTo(1);
+            assertThat(prefix.get(0).getGrantLength()).isEqualTo(3 * 4096);
         }
     }
 

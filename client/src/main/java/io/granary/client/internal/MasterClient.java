@@ -256,6 +256,7 @@ final class MasterClient implements AutoCloseable
                         out.writeVarintField(5, withReplicas ? 1 : 0);
                         out.writeVarintField(6, replicasFrom & 0xFFFFFFFFL);
                         out.writeVarintField(7, replicasCount & 0xFFFFFFFFL);
+                        out.writeVarintField(8, withReplicas ? 1 : 0); // shared grants with the replica lists
                     }, BatchProbeKeyResponse.parser(), deadlineNs);
                 lookupReachable();
                 return reply;
@@ -267,7 +268,8 @@ final class MasterClient implements AutoCloseable
         }
         final BatchProbeKeyRequest request = BatchProbeKeyRequest.newBuilder()
             .setTenant(tenant).setMode(mode).setCandidateSize(candidateSize).addAllKeys(keys)
-            .setWithReplicas(withReplicas).setReplicasFrom(replicasFrom).setReplicasCount(replicasCount).build();
+            .setWithReplicas(withReplicas).setReplicasFrom(replicasFrom).setReplicasCount(replicasCount)
+            .setSharedGrants(withReplicas).build();
         return call("BatchProbeKey", s -> s.batchProbeKey(request), deadlineNs);
     }
 

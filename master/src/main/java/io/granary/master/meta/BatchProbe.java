@@ -71,7 +71,25 @@ public final class BatchProbe
         final int[] codesOut,
         final MetadataStore.Lookup[] locatedOut)
     {
-        final int code = probeUncounted(tenant, mode, candidateSize, keys, maskOut, codesOut, locatedOut);
+        return probe(tenant, mode, candidateSize, keys, maskOut, codesOut, locatedOut, null);
+    }
+
+    /**
+     * {@link #probe(String, LeaseMode, int, KeyBatch, boolean[], int[], MetadataStore.Lookup[])} that, when
+     * {@code grants} is not null, records the located replicas there instead of in the lookups (in ascending key
+     * order; the caller signs them with {@link MetadataStore#signGrants}).
+     */
+    public int probe(
+        final String tenant,
+        final LeaseMode mode,
+        final int candidateSize,
+        final KeyBatch keys,
+        final boolean[] maskOut,
+        final int[] codesOut,
+        final MetadataStore.Lookup[] locatedOut,
+        final SharedGrants grants)
+    {
+        final int code = probeUncounted(tenant, mode, candidateSize, keys, maskOut, codesOut, locatedOut, grants);
         if (code == OK_VALUE && mode != null && mode != LeaseMode.UNRECOGNIZED)
         {
             final int m = mode.getNumber();
@@ -128,7 +146,8 @@ public final class BatchProbe
         final KeyBatch keys,
         final boolean[] maskOut,
         final int[] codesOut,
-        final MetadataStore.Lookup[] locatedOut)
+        final MetadataStore.Lookup[] locatedOut,
+        final SharedGrants grants)
     {
         final int count = keys.size();
         if (mode == null || mode == LeaseMode.UNRECOGNIZED)
@@ -199,7 +218,7 @@ public final class BatchProbe
                 {
                     if (complete[c] &&
                         lockRecheckLease(tenant, keys, hash, owner, c * candidateSize, candidateSize, 1, Lease.ALL,
-                            locatedOut) == 1)
+                            locatedOut, grants) == 1)
                     {
                         Arrays.fill(maskOut, c * candidateSize, (c + 1) * candidateSize, true);
                         return OK_VALUE;
@@ -222,7 +241,7 @@ public final class BatchProbe
                 final boolean lastOnly = mode == LeaseMode.LEASE_MODE_LONGEST_PREFIX_LAST_ONLY;
                 final int leased = lockRecheckLease(
                     tenant, keys, hash, owner, 0, candidateSize, run, lastOnly ? Lease.LAST_CANDIDATE : Lease.PREFIX,
-                    locatedOut);
+                    locatedOut, grants);
                 if (leased > 0)
                 {
                     final int end = leased * candidateSize;
@@ -263,7 +282,8 @@ public final class BatchProbe
         final int candidateSize,
         final int candidates,
         final Lease lease,
-        final MetadataStore.Lookup[] located)
+        final MetadataStore.Lookup[] located,
+        final SharedGrants grants)
     {
         final int n = candidateSize * candidates;
         final int[] home = new int[n];
@@ -305,18 +325,18 @@ public final class BatchProbe
                         return 0;
                     }
                     grantDistinct(members, 0, n, now);
-                    locate(members, from, 0, n, located);
+                    locate(members, from, 0, n, located, grants);
                     return candidates;
                 case PREFIX:
                     grantDistinct(members, 0, passed * candidateSize, now);
-                    locate(members, from, 0, passed * candidateSize, located);
+                    locate(members, from, 0, passed * candidateSize, located, grants);
                     return passed;
                 case LAST_CANDIDATE:
                 default:
                     if (passed > 0)
                     {
                         grantDistinct(members, (passed - 1) * candidateSize, passed * candidateSize, now);
-                        locate(members, from, (passed - 1) * candidateSize, passed * candidateSize, located);
+                        locate(members, from, (passed - 1) * candidateSize, passed * candidateSize, located, grants);
                     }
                     return passed;
             }
@@ -330,9 +350,13 @@ public final class BatchProbe
         }
     }
 
-    /** Replica lists of {@code members[a, b)} (keys {@code from + a ..}) into the entries of {@code located} set. */
+    /**
+     * Replica lists of {@code members[a, b)} (keys {@code from + a ..}) into the entries of {@code located} set, their
+     * replicas recorded in {@code grants} when it is not null.
+     */
     private void locate(
-        final ObjectMeta[] members, final int from, final int a, final int b, final MetadataStore.Lookup[] located)
+        final ObjectMeta[] members, final int from, final int a, final int b, final MetadataStore.Lookup[] located,
+        final SharedGrants grants)
     {
         if (located == null)
         {
@@ -343,7 +367,11 @@ public final class BatchProbe
             final MetadataStore.Lookup out = located[from + i];
             if (out != null)
             {
-                store.replicaListLocked(members[i], out);
+                if (grants != null)
+                {
+                    grants.key(from + i);
+                }
+                store.replicaListLocked(members[i], out, grants);
             }
         }
     }

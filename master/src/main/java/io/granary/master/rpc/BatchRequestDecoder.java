@@ -40,7 +40,7 @@ final class BatchRequestDecoder
     boolean withReplicas;
     int replicasFrom;
     int replicasCount;
-    /** BatchKeysRequest.shared_grants. */
+    /** BatchKeysRequest.shared_grants or BatchProbeKeyRequest.shared_grants. */
     boolean sharedGrants;
 
     private byte[] payload = new byte[INITIAL_PAYLOAD_BYTES];
@@ -58,11 +58,11 @@ final class BatchRequestDecoder
 
     /**
      * BatchProbeKeyRequest: 1 tenant, 2 mode, 3 candidate_size, 4 repeated keys, 5 with_replicas, 6 replicas_from,
-     * 7 replicas_count.
+     * 7 replicas_count, 8 shared_grants.
      */
     void decodeBatchProbe(final ByteBuf in) throws InvalidProtocolBufferException
     {
-        decode(in, 4, 1, 2, 3, 5, -1, -1, -1, -1);
+        decode(in, 4, 1, 2, 3, 5, -1, -1, -1, 8);
     }
 
     private void decode(

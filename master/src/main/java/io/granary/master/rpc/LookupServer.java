@@ -272,7 +272,7 @@ public final class LookupServer implements AutoCloseable
             case METHOD_BATCH_PROBE_KEY:
                 decoder.decodeBatchProbe(payload);
                 return handler.batchProbeKey(decoder.tenant, decoder.mode, decoder.candidateSize, decoder.keys,
-                    decoder.withReplicas, decoder.replicasFrom, decoder.replicasCount);
+                    decoder.withReplicas, decoder.replicasFrom, decoder.replicasCount, decoder.sharedGrants);
             case METHOD_GET_REPLICA_LIST:
                 return handler.getReplicaList(KeyRequest.parseFrom(payload.nioBuffer()));
             case METHOD_BATCH_GET_REPLICA_LIST:

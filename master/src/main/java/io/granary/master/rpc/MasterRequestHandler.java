@@ -663,18 +663,19 @@ public final class MasterRequestHandler
             return BatchProbeKeyResponse.newBuilder().setCode(INVALID_PARAMS_VALUE).build();
         }
         return batchProbeKey(req.getTenant(), req.getModeValue(), req.getCandidateSize(),
-            KeyBatch.of(req.getKeysList()), req.getWithReplicas(), req.getReplicasFrom(), req.getReplicasCount());
+            KeyBatch.of(req.getKeysList()), req.getWithReplicas(), req.getReplicasFrom(), req.getReplicasCount(),
+            req.getSharedGrants());
     }
 
     /**
      * BatchProbeKey over keys given as bytes; {@code mode} is the LeaseMode number. With {@code withReplicas} the
      * answer also carries, for every key the probe selected at a candidate position in
      * {@code [replicasFrom, replicasFrom + replicasCount)} (0 = every position), its replica list, taken under the
-     * locks that leased it.
+     * locks that leased it: with {@code sharedGrants}, one READ token per run of contiguous extents.
      */
     public BatchProbeKeyResponse batchProbeKey(
         final String tenant, final int mode, final int candidateSize, final KeyBatch keys, final boolean withReplicas,
-        final int replicasFrom, final int replicasCount)
+        final int replicasFrom, final int replicasCount, final boolean sharedGrants)
     {
         final BatchProbeKeyResponse.Builder b = BatchProbeKeyResponse.newBuilder();
         final LeaseMode leaseMode = LeaseMode.forNumber(mode);
@@ -697,18 +698,35 @@ public final class MasterRequestHandler
                 located[i] = member >= replicasFrom && member < to ? new MetadataStore.Lookup() : null;
             }
         }
-        final int code = probe.probe(tenant(tenant), leaseMode, candidateSize, keys, mask, codes, located);
+        final SharedGrants grants = located != null && sharedGrants ? new SharedGrants(Opcode.READ) : null;
+        final int code = probe.probe(tenant(tenant), leaseMode, candidateSize, keys, mask, codes, located, grants);
         if (code != OK_VALUE)
         {
             return b.setCode(code).build();
         }
+        if (grants != null)
+        {
+            store.signGrants(grants);
+        }
+        final List<Replica> replicas = new ArrayList<>(2);
         for (int i = 0; i < n; i++)
         {
             b.addMask(mask[i]).addCodes(codes[i]);
             if (located != null)
             {
-                b.addReplicas(mask[i] && located[i] != null ? answer(located[i]) :
-                    GetReplicaListResponse.newBuilder().setCode(codes[i]));
+                if (!mask[i] || located[i] == null)
+                {
+                    b.addReplicas(GetReplicaListResponse.newBuilder().setCode(codes[i]));
+                    continue;
+                }
+                final GetReplicaListResponse.Builder answer = answer(located[i]);
+                if (grants != null)
+                {
+                    replicas.clear();
+                    grants.replicasOf(i, replicas);
+                    replicas.forEach(answer::addReplicas);
+                }
+                b.addReplicas(answer);
             }
         }
         return b.setCode(OK_VALUE).build();

@@ -46,9 +46,11 @@ class BatchRequestDecoderTest
         assertThat(d.candidateSize).isEqualTo(5);
         assertThat(keysOf(d)).containsExactly("a", "ключ/ü", "x".repeat(300));
         assertThat(d.withReplicas).isFalse();
+        assertThat(d.sharedGrants).isFalse();
         d.decodeBatchProbe(Unpooled.wrappedBuffer(probe.toBuilder().setWithReplicas(true).setReplicasFrom(3)
-            .setReplicasCount(-2).build().toByteArray()));
+            .setReplicasCount(-2).setSharedGrants(true).build().toByteArray()));
         assertThat(d.withReplicas).isTrue();
+        assertThat(d.sharedGrants).isTrue();
         assertThat(d.replicasFrom).isEqualTo(3);
         assertThat(d.replicasCount).as("a uint32, kept as its bits").isEqualTo(-2);
         assertThat(keysOf(d)).containsExactly("a", "ключ/ü", "x".repeat(300));
