@@ -53,31 +53,16 @@ public final class BatchProbe
         final boolean[] maskOut,
         final int[] codesOut)
     {
-        return probe(tenant, mode, candidateSize, keys, maskOut, codesOut, null);
+        return probe(tenant, mode, candidateSize, keys, maskOut, codesOut, null, null);
     }
 
     /**
      * {@link #probe(String, LeaseMode, int, KeyBatch, boolean[], int[])} that also fills, when {@code locatedOut} is
      * not null (keys.size() long), the replica list of every key it selects whose entry the caller set (to a fresh
      * {@link MetadataStore.Lookup}), taken under the same shard locks as its lease; other entries are left as
-     * they are. Which entries were filled: those set whose mask is true.
-     */
-    public int probe(
-        final String tenant,
-        final LeaseMode mode,
-        final int candidateSize,
-        final KeyBatch keys,
-        final boolean[] maskOut,
-        final int[] codesOut,
-        final MetadataStore.Lookup[] locatedOut)
-    {
-        return probe(tenant, mode, candidateSize, keys, maskOut, codesOut, locatedOut, null);
-    }
-
-    /**
-     * {@link #probe(String, LeaseMode, int, KeyBatch, boolean[], int[], MetadataStore.Lookup[])} that, when
-     * {@code grants} is not null, records the located replicas there instead of in the lookups (in ascending key
-     * order; the caller signs them with {@link MetadataStore#signGrants}).
+     * they are. Which entries were filled: those set whose mask is true. When {@code grants} is not null, the
+     * located replicas are recorded there instead of in the lookups (in ascending key order; the caller signs them
+     * with {@link MetadataStore#signGrants}).
      */
     public int probe(
         final String tenant,

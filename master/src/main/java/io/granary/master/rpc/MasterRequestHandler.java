@@ -498,7 +498,8 @@ public final class MasterRequestHandler
         {
             replicas.clear();
             grants.replicasOf(i, replicas);
-            b.addResults(PutStartResponse.newBuilder().setCode(codes[i]).addAllReplicas(replicas).setVersion(versions[i]));
+            b.addResults(
+                PutStartResponse.newBuilder().setCode(codes[i]).addAllReplicas(replicas).setVersion(versions[i]));
         }
         return b.setCode(OK_VALUE).build();
     }

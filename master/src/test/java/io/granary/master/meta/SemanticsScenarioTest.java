@@ -207,7 +207,7 @@ class SemanticsScenarioTest
         {
             located[i] = new MetadataStore.Lookup();
         }
-        assertThat(f.probe.probe(T, mode, 2, KeyBatch.of(keys), mask, new int[keys.size()], located))
+        assertThat(f.probe.probe(T, mode, 2, KeyBatch.of(keys), mask, new int[keys.size()], located, null))
             .isEqualTo(OK_VALUE);
         for (int i = 0; i < keys.size(); i++)
         {
@@ -238,7 +238,8 @@ class SemanticsScenarioTest
         f.put("a0", 100);
         final MetadataStore.Lookup[] located = {new MetadataStore.Lookup(), new MetadataStore.Lookup()};
         final boolean[] mask = new boolean[2];
-        f.probe.probe(T, LEASE_MODE_LONGEST_PREFIX, 2, KeyBatch.of(List.of("a0", "a1")), mask, new int[2], located);
+        f.probe.probe(
+            T, LEASE_MODE_LONGEST_PREFIX, 2, KeyBatch.of(List.of("a0", "a1")), mask, new int[2], located, null);
         assertThat(mask).containsExactly(false, false);
         assertThat(located).allSatisfy(l -> assertThat(l.replicas).isNull());
         assertThat(f.leased("a0")).isFalse();
