@@ -36,7 +36,7 @@ record ReplicaExtent(
         }
         final byte[] token = replica.getAccessToken().isEmpty() ? null : replica.getAccessToken().toByteArray();
         // The token grants the extent (at least one byte, so that a zero-length value's COMMIT carries it too), or
-        // a wider range shared with other extents of the same batch (docs/protocol.md, "Shared WRITE grants").
+        // a wider range shared with other extents of the same batch (docs/protocol.md, "Shared grants").
         long grantOffset = replica.getOffset();
         long grantLength = Math.max(1, replica.getLength());
         if (replica.getGrantLength() != 0)

@@ -1072,16 +1072,9 @@ public final class MetadataStore implements SnapshotSource
     }
 
     /**
-     * {@link #getReplicaList(String, String, Lookup)} of key {@code i} of a batch given as bytes (the lookup port
-     * decodes keys without building Strings); {@code tenantMix} is {@link #tenantMix}{@code (tenant)}.
+     * {@link #getReplicaList(String, String, Lookup, SharedGrants)} of key {@code i} of a batch given as bytes (the
+     * lookup port decodes keys without building Strings); {@code tenantMix} is {@link #tenantMix}{@code (tenant)}.
      */
-    public void getReplicaList(final String tenant, final long tenantMix, final KeyBatch keys, final int i,
-        final Lookup out)
-    {
-        getReplicaList(tenant, tenantMix, keys, i, out, null);
-    }
-
-    /** {@link #getReplicaList(String, long, KeyBatch, int, Lookup)} recording the replicas in {@code grants}. */
     public void getReplicaList(final String tenant, final long tenantMix, final KeyBatch keys, final int i,
         final Lookup out, final SharedGrants grants)
     {
@@ -1129,12 +1122,10 @@ public final class MetadataStore implements SnapshotSource
         out.crc32c = 0;
     }
 
-    /** The answer for {@code m} as {@link #lockForKey} returned it (owner shard locked, or null); unlocks it. */
-    private void replicaList(final ObjectMeta m, final Lookup out)
-    {
-        replicaList(m, out, null);
-    }
-
+    /**
+     * The answer for {@code m} as {@link #lockForKey} returned it (owner shard locked, or null); unlocks it. With
+     * {@code grants}, the replicas are recorded there (see {@link #replicaListLocked}).
+     */
     private void replicaList(final ObjectMeta m, final Lookup out, final SharedGrants grants)
     {
         clear(out);
@@ -1164,18 +1155,11 @@ public final class MetadataStore implements SnapshotSource
     /**
      * Fills {@code out} with the complete replicas of {@code m} on live segments (READ tokens included), its length
      * and checksum; the caller holds {@code m}'s owner shard and leases it (BatchProbeKey with replicas leased it
-     * already). No replica on a live segment is OBJECT_NOT_FOUND.
+     * already). No replica on a live segment is OBJECT_NOT_FOUND. When {@code grants} is not null, the replicas are
+     * recorded there instead (to be signed with the whole batch, see {@link #signGrants}) and {@code out.replicas}
+     * is left empty.
      *
      * @return whether {@code out} is OK.
-     */
-    boolean replicaListLocked(final ObjectMeta m, final Lookup out)
-    {
-        return replicaListLocked(m, out, null);
-    }
-
-    /**
-     * {@link #replicaListLocked(ObjectMeta, Lookup)} that, when {@code grants} is not null, records the replicas there
-     * (to be signed with the whole batch, see {@link #signGrants}) and leaves {@code out.replicas} empty.
      */
     boolean replicaListLocked(final ObjectMeta m, final Lookup out, final SharedGrants grants)
     {

@@ -82,12 +82,6 @@ public final class SharedGrants
         size++;
     }
 
-    /** The number of replicas recorded. */
-    public int size()
-    {
-        return size;
-    }
-
     /** The number of tokens {@link #sign} made (one per run). */
     public int runs()
     {
@@ -101,6 +95,7 @@ public final class SharedGrants
         {
             return;
         }
+        // At most one open run per segment: the one a following extent of that segment may extend.
         final int[] open = new int[OPEN_RUNS];
         int openCount = 0;
         int oldest = 0;
@@ -108,51 +103,40 @@ public final class SharedGrants
         {
             final ReplicaRecord r = records[i];
             final long length = r.length();
-            int run = -1;
-            if (length > 0)
+            if (length == 0)
             {
-                for (int o = 0; o < openCount; o++)
+                runOf[i] = newRun(r, 1, expiries[i]); // an empty value's one-byte grant: alone, the open run stays
+                continue;
+            }
+            int slot = -1;
+            for (int o = 0; o < openCount; o++)
+            {
+                if (runSegments[open[o]] == r.segment())
                 {
-                    final int candidate = open[o];
-                    if (runSegments[candidate] == r.segment() &&
-                        runOffsets[candidate] + runLengths[candidate] == r.offset() &&
-                        runLengths[candidate] + length <= FrameDescriptor.MAX_GRANT_LENGTH)
-                    {
-                        run = candidate;
-                        runLengths[run] += length;
-                        runExpiries[run] = Math.min(runExpiries[run], expiries[i]);
-                        break;
-                    }
+                    slot = o;
+                    break;
                 }
             }
-            if (run < 0)
+            final int run = slot < 0 ? -1 : open[slot];
+            if (run >= 0 && runOffsets[run] + runLengths[run] == r.offset() &&
+                runLengths[run] + length <= FrameDescriptor.MAX_GRANT_LENGTH)
             {
-                run = newRun(r, Math.max(1, length), expiries[i]);
-                if (length > 0)
-                {
-                    // The segment's open run, if any, is replaced: extents rarely come back to an earlier end.
-                    int slot = -1;
-                    for (int o = 0; o < openCount; o++)
-                    {
-                        if (runSegments[open[o]] == r.segment())
-                        {
-                            slot = o;
-                            break;
-                        }
-                    }
-                    if (slot < 0 && openCount < OPEN_RUNS)
-                    {
-                        slot = openCount++;
-                    }
-                    else if (slot < 0)
-                    {
-                        slot = oldest;
-                        oldest = (oldest + 1) % OPEN_RUNS;
-                    }
-                    open[slot] = run;
-                }
+                runLengths[run] += length;
+                runExpiries[run] = Math.min(runExpiries[run], expiries[i]);
+                runOf[i] = run;
+                continue;
             }
-            runOf[i] = run;
+            if (slot < 0 && openCount < OPEN_RUNS)
+            {
+                slot = openCount++;
+            }
+            else if (slot < 0)
+            {
+                slot = oldest; // a further segment closes the run opened longest ago
+                oldest = (oldest + 1) % OPEN_RUNS;
+            }
+            open[slot] = newRun(r, length, expiries[i]);
+            runOf[i] = open[slot];
         }
         for (int run = 0; run < runs; run++)
         {

@@ -468,38 +468,34 @@ public final class MasterRequestHandler
         final List<Replica> replicas = new ArrayList<>(2);
         final long[] version = new long[1];
         final int n = req.getKeysCount();
-        if (!req.getSharedGrants())
-        {
-            for (int i = 0; i < n; i++)
-            {
-                replicas.clear();
-                version[0] = 0;
-                final int code = store.putStart(tenant, req.getClientId(), req.getKeys(i), req.getValueLengths(i),
-                    perKey ? req.getPerKeyOptions(i) : req.getOptions(), avoid, replicas, version);
-                b.addResults(
-                    PutStartResponse.newBuilder().setCode(code).addAllReplicas(replicas).setVersion(version[0]));
-            }
-            return b.setCode(OK_VALUE).build();
-        }
-        // Shared grants: place every key first, then sign each run of contiguous extents once.
-        final SharedGrants grants = new SharedGrants(Opcode.WRITE);
-        final int[] codes = new int[n];
-        final long[] versions = new long[n];
-        for (int i = 0; i < n; i++)
-        {
-            version[0] = 0;
-            grants.key(i);
-            codes[i] = store.putStart(tenant, req.getClientId(), req.getKeys(i), req.getValueLengths(i),
-                perKey ? req.getPerKeyOptions(i) : req.getOptions(), avoid, replicas, version, grants);
-            versions[i] = version[0];
-        }
-        store.signGrants(grants);
+        // With shared grants the keys are placed first and each run of contiguous extents is signed once after.
+        final SharedGrants grants = req.getSharedGrants() ? new SharedGrants(Opcode.WRITE) : null;
+        final PutStartResponse.Builder[] results = new PutStartResponse.Builder[n];
         for (int i = 0; i < n; i++)
         {
             replicas.clear();
-            grants.replicasOf(i, replicas);
-            b.addResults(
-                PutStartResponse.newBuilder().setCode(codes[i]).addAllReplicas(replicas).setVersion(versions[i]));
+            version[0] = 0;
+            if (grants != null)
+            {
+                grants.key(i);
+            }
+            final int code = store.putStart(tenant, req.getClientId(), req.getKeys(i), req.getValueLengths(i),
+                perKey ? req.getPerKeyOptions(i) : req.getOptions(), avoid, replicas, version, grants);
+            results[i] = PutStartResponse.newBuilder().setCode(code).addAllReplicas(replicas).setVersion(version[0]);
+        }
+        if (grants != null)
+        {
+            store.signGrants(grants);
+        }
+        for (int i = 0; i < n; i++)
+        {
+            if (grants != null)
+            {
+                replicas.clear();
+                grants.replicasOf(i, replicas);
+                results[i].addAllReplicas(replicas);
+            }
+            b.addResults(results[i]);
         }
         return b.setCode(OK_VALUE).build();
     }
