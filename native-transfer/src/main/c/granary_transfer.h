@@ -67,6 +67,12 @@ typedef struct gt_engine_config
      * JNI test library (libgranary_transfer_fake_verbs.so), never against a device.
      */
     uint32_t rdma_reads;
+    /*
+     * 1 (default): a WRITE of one frame whose COMMIT payload is known when the frame is issued goes with it as one
+     * WRITE_COMMIT frame (one frame and one answer instead of two; docs/protocol.md); 0: the WRITE, then its COMMIT.
+     * Nodes older than WRITE_COMMIT close a connection that sends one: set 0 until every node is upgraded.
+     */
+    uint32_t write_commits;
 } gt_engine_config;
 
 /* Fills the defaults of docs/configuration.md (the Java TransferConfig's). */

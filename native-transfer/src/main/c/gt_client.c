@@ -113,7 +113,9 @@ struct frame
     transfer *transfer;
     uint8_t opcode;
     uint32_t length;         /* range length (READ/WRITE) or payload length (COMMIT) */
-    uint32_t payload_out;    /* bytes sent after the header: WRITE and COMMIT */
+    uint32_t payload_out;    /* bytes sent after the header (after the prefix): WRITE and COMMIT */
+    uint8_t *prefix;         /* WRITE_COMMIT: its commit record (the transfer's), sent between header and payload */
+    uint32_t prefix_length;
     uint64_t offset;
     uint8_t *local;
     uint8_t header[GT_HEADER_LENGTH];
@@ -262,6 +264,7 @@ void gt_engine_config_defaults(gt_engine_config *config)
     config->max_vector_entries = 256;
     config->rdma_reads = 0;
     config->spread_min_bytes = 0;
+    config->write_commits = 1;
 }
 
 int gt_engine_create(const gt_engine_config *config, gt_engine **out, gt_error *error)
@@ -1127,6 +1130,10 @@ static void frame_finish(gt_engine *engine, frame *f, const int32_t status)
     }
     else
     {
+        if (f->opcode == GT_OPC_WRITE_COMMIT)
+        {
+            t->commit_state = COMMIT_DONE; /* answered with its WRITE, whatever the status */
+        }
         t->slices_done++;
         t->write_lanes ^= (uintptr_t)f->write_lane; /* NULL (0) for a READ */
         if (t->want_crc && status == GT_OK)
@@ -1222,7 +1229,7 @@ static frame *new_frame(transfer *t, const uint8_t opcode, const uint64_t offset
     f->offset = offset;
     f->length = length;
     f->local = local;
-    f->payload_out = opcode == GT_OPC_WRITE || opcode == GT_OPC_COMMIT ? length : 0;
+    f->payload_out = opcode == GT_OPC_WRITE || opcode == GT_OPC_COMMIT || opcode == GT_OPC_WRITE_COMMIT ? length : 0;
     gt_header header;
     memset(&header, 0, sizeof(header));
     header.opcode = opcode;
@@ -1287,8 +1294,19 @@ static void transfer_progress(gt_engine *engine, transfer *t)
         {
             const uint64_t at = (uint64_t)t->slices_issued * slice;
             const uint32_t length = t->length - at < slice ? (uint32_t)(t->length - at) : slice;
-            frame *f = new_frame(t, t->op == GT_OP_READ ? GT_OPC_READ : GT_OPC_WRITE, t->remote_offset + at,
-                length, t->local + at, t->grant_delta0 + (uint32_t)at);
+            /* A one-frame WRITE whose COMMIT payload is known carries it (WRITE_COMMIT: no COMMIT frame of its own). */
+            const int with_commit = t->op != GT_OP_READ && engine->config.write_commits && t->slices_total == 1 &&
+                t->commit_state == COMMIT_READY && t->length > 0;
+            const uint8_t opcode = t->op == GT_OP_READ ? GT_OPC_READ : with_commit ? GT_OPC_WRITE_COMMIT : GT_OPC_WRITE;
+            frame *f = new_frame(t, opcode, t->remote_offset + at, length, t->local + at,
+                t->grant_delta0 + (uint32_t)at);
+            if (f != NULL && with_commit)
+            {
+                f->prefix = t->commit;
+                f->prefix_length = t->commit_length;
+                gt_put_u16(f->header + 6, (uint16_t)t->commit_length); /* flags: the record's length */
+                t->commit_state = COMMIT_SENT;
+            }
             lane *l = next_lane(engine, t->peer, length, t->first_lane);
             if (f == NULL || l == NULL)
             {
@@ -1297,7 +1315,7 @@ static void transfer_progress(gt_engine *engine, transfer *t)
                 break;
             }
             t->slices_issued++;
-            if (f->opcode == GT_OPC_WRITE)
+            if (f->opcode == GT_OPC_WRITE || f->opcode == GT_OPC_WRITE_COMMIT)
             {
                 f->write_lane = l;
                 t->write_lanes ^= (uintptr_t)l;
@@ -1362,7 +1380,7 @@ static void lane_flush(gt_engine *engine, lane *l)
         struct iovec iov[MAX_IOV];
         int n = 0;
         uint64_t bytes = 0;
-        for (frame *f = l->cursor; f != NULL && n < MAX_IOV - 1 && bytes < MAX_WRITEV_BYTES; f = f->next)
+        for (frame *f = l->cursor; f != NULL && n < MAX_IOV - 2 && bytes < MAX_WRITEV_BYTES; f = f->next)
         {
             if (f->sent < GT_HEADER_LENGTH)
             {
@@ -1371,7 +1389,15 @@ static void lane_flush(gt_engine *engine, lane *l)
                 bytes += iov[n].iov_len;
                 n++;
             }
-            const uint64_t done = f->sent > GT_HEADER_LENGTH ? f->sent - GT_HEADER_LENGTH : 0;
+            uint64_t done = f->sent > GT_HEADER_LENGTH ? f->sent - GT_HEADER_LENGTH : 0;
+            if (f->prefix_length > done)
+            {
+                iov[n].iov_base = f->prefix + done;
+                iov[n].iov_len = f->prefix_length - done;
+                bytes += iov[n].iov_len;
+                n++;
+            }
+            done = done > f->prefix_length ? done - f->prefix_length : 0;
             if (f->payload_out > done)
             {
                 iov[n].iov_base = f->local + done;
@@ -1394,7 +1420,7 @@ static void lane_flush(gt_engine *engine, lane *l)
         while (left > 0 && l->cursor != NULL)
         {
             frame *f = l->cursor;
-            const uint64_t total = GT_HEADER_LENGTH + (uint64_t)f->payload_out;
+            const uint64_t total = GT_HEADER_LENGTH + (uint64_t)f->prefix_length + f->payload_out;
             const uint64_t take = total - f->sent < left ? total - f->sent : left;
             f->sent += take;
             left -= take;
@@ -2319,7 +2345,8 @@ static void check_timeouts(gt_engine *engine, const uint64_t now, uint64_t *next
             while (l->head != NULL && l->head->deadline_ms <= now)
             {
                 frame *f = l->head;
-                const int partly_sent = f->sent > 0 && f->sent < GT_HEADER_LENGTH + (uint64_t)f->payload_out;
+                const int partly_sent =
+                    f->sent > 0 && f->sent < GT_HEADER_LENGTH + (uint64_t)f->prefix_length + f->payload_out;
                 if (partly_sent)
                 {
                     /* The payload is still leaving from the caller's memory: close the lane to let go of it. */

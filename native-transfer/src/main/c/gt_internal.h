@@ -19,6 +19,7 @@
 #define GT_OPC_PING 0x03
 #define GT_OPC_COMMIT 0x04
 #define GT_OPC_RDMA_CONNECT 0x05 /* payload: a 64-byte QP-information record (gt_rdma.h) */
+#define GT_OPC_WRITE_COMMIT 0x06 /* payload: a commit record of `flags` bytes, then the `length` bytes of a WRITE */
 #define GT_OPC_READV 0x10
 #define GT_OPC_RESPONSE_BIT 0x80
 

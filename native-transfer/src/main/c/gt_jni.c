@@ -141,7 +141,8 @@ JNIEXPORT jint JNICALL JNI_NAME(memoryUnmap)(JNIEnv *env, jclass type, jlong add
 
 JNIEXPORT jlong JNICALL JNI_NAME(engineCreate)(JNIEnv *env, jclass type, jint lanes, jint slice_bytes,
     jint max_queued, jint max_pending, jlong admission_timeout_ms, jlong transfer_timeout_ms,
-    jlong connect_timeout_ms, jint max_vector_entries, jboolean rdma_reads, jint spread_min_bytes)
+    jlong connect_timeout_ms, jint max_vector_entries, jboolean rdma_reads, jint spread_min_bytes,
+    jboolean write_commits)
 {
     (void)type;
     gt_engine_config config;
@@ -165,6 +166,7 @@ JNIEXPORT jlong JNICALL JNI_NAME(engineCreate)(JNIEnv *env, jclass type, jint la
     config.max_vector_entries = (uint32_t)max_vector_entries;
     config.rdma_reads = rdma_reads ? 1 : 0;
     config.spread_min_bytes = (uint32_t)spread_min_bytes;
+    config.write_commits = write_commits ? 1 : 0;
     if (gt_engine_create(&config, &engine, &error) != GT_OK)
     {
         throw_state(env, &error);

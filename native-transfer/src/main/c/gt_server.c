@@ -50,6 +50,7 @@ enum receive_state
     RECEIVE_HEADER,
     RECEIVE_WRITE,
     RECEIVE_COMMIT,
+    RECEIVE_WRITE_RECORD, /* the commit record at the head of a WRITE_COMMIT */
     RECEIVE_READV,
     RECEIVE_RDMA_CONNECT
 };
@@ -119,6 +120,7 @@ struct connection
     uint8_t *write_at;
     uint64_t remaining;
     int32_t write_status;
+    int write_commit;      /* the WRITE is a WRITE_COMMIT's: its record is in buffer, committed after the bytes */
     /* COMMIT payload, READV entries or a QP-information record: buffer NULL means discard */
     uint8_t *buffer;
     uint32_t buffer_fill;
@@ -753,9 +755,16 @@ static uint64_t commit_extent_end(const gt_header *h, const uint8_t *payload, co
     return span > UINT64_MAX - h->offset ? UINT64_MAX : h->offset + span;
 }
 
+static void finish_write_commit(gt_server *server, connection *c);
+
 static void finish_write(gt_server *server, connection *c)
 {
     const gt_header *h = &c->header;
+    if (c->write_commit)
+    {
+        finish_write_commit(server, c);
+        return;
+    }
     remember_write(c, h->segment_id, h->offset, c->write_status);
     respond(server, c, GT_OPC_WRITE | GT_OPC_RESPONSE_BIT, h->request_id, h->segment_id, c->write_status, h->offset,
         h->length);
@@ -799,6 +808,51 @@ static void finish_commit(gt_server *server, connection *c)
     respond(server, c, GT_OPC_COMMIT | GT_OPC_RESPONSE_BIT, h->request_id, h->segment_id, status, h->offset,
         h->length);
     c->state = RECEIVE_HEADER;
+}
+
+/*
+ * A WRITE_COMMIT's bytes are all in (or discarded): when its WRITE was accepted, its record is checked and recorded
+ * as a COMMIT frame of the extent behind that WRITE on this connection would be (the same token, read as the WRITE
+ * token of the committed extent; no refused WRITE to inherit: it would have been this one). One answer carries the
+ * outcome of both. A refused WRITE_COMMIT is not remembered as a failed WRITE: its COMMIT went with it.
+ */
+static void finish_write_commit(gt_server *server, connection *c)
+{
+    const gt_header *h = &c->header;
+    const uint32_t length = h->flags;
+    int32_t status = c->write_status;
+    c->write_commit = 0;
+    if (status == GT_OK)
+    {
+        gt_header commit = *h;
+        commit.opcode = GT_OPC_COMMIT;
+        commit.flags = 0;
+        commit.length = length;
+        gt_header_encode(c->request_bytes, &commit);
+        const int token_status = commit_token_status(c->loop, &commit, c->buffer, length, c->verified);
+        status = server->callbacks.on_commit(server->callbacks.context, c->request_bytes, c->buffer, length, 0,
+            token_status);
+    }
+    free(c->buffer);
+    c->buffer = NULL;
+    respond(server, c, GT_OPC_WRITE_COMMIT | GT_OPC_RESPONSE_BIT, h->request_id, h->segment_id, status, h->offset,
+        h->length);
+    record_latency(c->loop, GT_OP_WRITE, c->write_start_ns);
+    c->write_at = NULL;
+    c->state = RECEIVE_HEADER;
+}
+
+/*
+ * A WRITE_COMMIT's record is in (buffer NULL: it was empty or longer than a COMMIT payload may be, and was
+ * discarded): the WRITE part is checked as a WRITE frame (token, segment, range; the ledger forgets what the range
+ * held) and its bytes received like one; a missing record refuses it with INVALID_PARAMS before any byte moves.
+ */
+static void start_write(gt_server *server, connection *c, const gt_header *h, int status);
+
+static void finish_write_record(gt_server *server, connection *c)
+{
+    c->write_commit = 1;
+    start_write(server, c, &c->header, c->buffer == NULL ? GT_INVALID_PARAMS : GT_OK);
 }
 
 static void finish_readv(gt_server *server, connection *c)
@@ -1009,6 +1063,40 @@ static void finish_rdma_connect(gt_server *server, connection *c)
     send_memory(c, NULL, GT_QP_INFO_LENGTH, answer);
 }
 
+/*
+ * The WRITE part of a WRITE or WRITE_COMMIT frame: checked as a WRITE (status is a refusal found already, else GT_OK),
+ * then the ledger forgets what the range held; its bytes go to segment memory, or are discarded when refused.
+ */
+static void start_write(gt_server *server, connection *c, const gt_header *h, int status)
+{
+    uint8_t *address = NULL;
+    if (!c->write_commit)
+    {
+        c->write_start_ns = server->callbacks.on_latencies != NULL ? now_ns() : 0;
+    }
+    if (status == GT_OK)
+    {
+        gt_header as_write = *h;
+        as_write.opcode = GT_OPC_WRITE;
+        as_write.flags = 0;
+        status = check_request(c->loop, &as_write, &address, c->verified);
+    }
+    if (status == GT_OK)
+    {
+        /* the ledger forgets what the range held, or the segment was re-keyed */
+        status = server->callbacks.on_write(server->callbacks.context, h->segment_id, h->offset, h->length);
+    }
+    c->write_status = status;
+    c->write_at = status == GT_OK ? address : NULL;
+    c->remaining = h->length;
+    c->last_write_large = c->write_at != NULL && h->length >= LARGE_WRITE_BYTES;
+    c->state = RECEIVE_WRITE;
+    if (c->remaining == 0)
+    {
+        finish_write(server, c);
+    }
+}
+
 /* A complete header is in c->header_bytes: decode it, check it, and set up what its payload needs. */
 static void on_header(gt_server *server, connection *c)
 {
@@ -1050,25 +1138,21 @@ static void on_header(gt_server *server, connection *c)
             break;
         }
         case GT_OPC_WRITE:
-        {
+            c->write_commit = 0;
+            start_write(server, c, h, GT_OK);
+            break;
+        case GT_OPC_WRITE_COMMIT:
             c->write_start_ns = server->callbacks.on_latencies != NULL ? now_ns() : 0;
-            int status = check_request(c->loop, h, &address, c->verified);
-            if (status == GT_OK)
-            {
-                /* the ledger forgets what the range held, or the segment was re-keyed */
-                status = server->callbacks.on_write(server->callbacks.context, h->segment_id, h->offset, h->length);
-            }
-            c->write_status = status;
-            c->write_at = status == GT_OK ? address : NULL;
-            c->remaining = h->length;
-            c->last_write_large = c->write_at != NULL && h->length >= LARGE_WRITE_BYTES;
-            c->state = RECEIVE_WRITE;
+            c->last_write_large = 0;
+            c->remaining = h->flags;
+            c->buffer_fill = 0;
+            c->buffer = h->flags > 0 && h->flags <= GT_MAX_COMMIT_PAYLOAD ? malloc(h->flags) : NULL;
+            c->state = RECEIVE_WRITE_RECORD;
             if (c->remaining == 0)
             {
-                finish_write(server, c);
+                finish_write_record(server, c);
             }
             break;
-        }
         case GT_OPC_COMMIT:
             memcpy(c->request_bytes, c->header_bytes, GT_HEADER_LENGTH);
             c->remaining = h->length;
@@ -1179,6 +1263,10 @@ static int receive_payload(gt_server *server, connection *c)
         else if (c->state == RECEIVE_COMMIT)
         {
             finish_commit(server, c);
+        }
+        else if (c->state == RECEIVE_WRITE_RECORD)
+        {
+            finish_write_record(server, c);
         }
         else if (c->state == RECEIVE_RDMA_CONNECT)
         {

@@ -304,7 +304,8 @@ static void header_round_trips_and_rejects_bad_frames(void)
     bytes[0] = 0;
     CHECK(gt_header_decode(bytes, 1u << 20, &back) == GT_DECODE_BAD_MAGIC);
     CHECK(gt_opcode_is_response(0x81) && gt_opcode_is_response(0x90) && gt_opcode_is_response(0x85) &&
-        !gt_opcode_is_response(0x86) && !gt_opcode_is_request(0x06));
+        gt_opcode_is_response(0x86) && gt_opcode_is_request(0x06) && !gt_opcode_is_response(0x87) &&
+        !gt_opcode_is_request(0x07));
     CHECK(gt_status_is_known(-1801) && !gt_status_is_known(-5) && !gt_status_is_known(3));
 }
 
@@ -644,12 +645,14 @@ static void node_stop(test_node *node)
     pthread_mutex_destroy(&node->mutex);
 }
 
-static gt_engine *client(const uint32_t slice_bytes, const uint64_t timeout_ms)
+/* A client engine; write_commits 0 sends a one-frame WRITE and its COMMIT as two frames (the default sends one). */
+static gt_engine *client_with(const uint32_t slice_bytes, const uint64_t timeout_ms, const uint32_t write_commits)
 {
     gt_engine_config config;
     gt_engine_config_defaults(&config);
     config.slice_bytes = slice_bytes;
     config.transfer_timeout_ms = timeout_ms;
+    config.write_commits = write_commits;
     gt_engine *engine = NULL;
     gt_error error;
     if (gt_engine_create(&config, &engine, &error) != GT_OK)
@@ -659,11 +662,16 @@ static gt_engine *client(const uint32_t slice_bytes, const uint64_t timeout_ms)
     return engine;
 }
 
-/* A client engine (as client() makes it) connected to the test node, its peer id in *peer; NULL if that failed. */
-static gt_engine *connected_client(test_node *node, const uint32_t slice_bytes, const uint64_t timeout_ms,
-    uint32_t *peer)
+static gt_engine *client(const uint32_t slice_bytes, const uint64_t timeout_ms)
 {
-    gt_engine *engine = client(slice_bytes, timeout_ms);
+    return client_with(slice_bytes, timeout_ms, 1);
+}
+
+/* A client engine (as client_with() makes it) connected to the test node, its peer id in *peer; NULL on failure. */
+static gt_engine *connected_client_with(test_node *node, const uint32_t slice_bytes, const uint64_t timeout_ms,
+    const uint32_t write_commits, uint32_t *peer)
+{
+    gt_engine *engine = client_with(slice_bytes, timeout_ms, write_commits);
     gt_error error;
     if (engine != NULL && gt_engine_connect(engine, "127.0.0.1", gt_server_port(node->server), peer, &error) != GT_OK)
     {
@@ -672,6 +680,12 @@ static gt_engine *connected_client(test_node *node, const uint32_t slice_bytes, 
         engine = NULL;
     }
     return engine;
+}
+
+static gt_engine *connected_client(test_node *node, const uint32_t slice_bytes, const uint64_t timeout_ms,
+    uint32_t *peer)
+{
+    return connected_client_with(node, slice_bytes, timeout_ms, 1, peer);
 }
 
 /* Polls until every one of count operations completed (or the deadline); returns how many did. */
@@ -948,13 +962,14 @@ static void tokens_are_checked_before_bytes_move(void)
     node_stop(&node);
 }
 
+/* COMMIT frames of their own (write_commits 0; a late payload is sent apart whatever the setting). */
 static void commit_follows_its_write_and_may_come_later(void)
 {
     test_node node;
     CHECK(node_start(&node));
     uint32_t peer;
     gt_error error;
-    gt_engine *engine = connected_client(&node, 1u << 20, 5000, &peer);
+    gt_engine *engine = connected_client_with(&node, 1u << 20, 5000, 0, &peer);
     CHECK(engine != NULL);
     uint8_t data[5000];
     fill_pattern(data, sizeof(data), 11);
@@ -1047,7 +1062,10 @@ static gt_op token_write(const uint64_t id, const uint32_t peer, const uint32_t 
     return write;
 }
 
-/* A COMMIT's token is checked by the server as the WRITE token of the extent its record commits. */
+/*
+ * A COMMIT's token is checked by the server as the WRITE token of the extent its record commits (COMMIT frames of
+ * their own here: write_commits 0; write_commit_carries_its_record_in_one_frame covers the WRITE_COMMIT).
+ */
 static void commit_token_is_checked_as_the_write_token_of_its_extent(void)
 {
     test_node node;
@@ -1057,7 +1075,7 @@ static void commit_token_is_checked_as_the_write_token_of_its_extent(void)
     gt_error error;
     gt_hmac_key key;
     gt_hmac_key_init(&key, secret, 32);
-    gt_engine *engine = client(1u << 20, 5000);
+    gt_engine *engine = client_with(1u << 20, 5000, 0);
     uint32_t peer;
     CHECK(gt_engine_connect(engine, "127.0.0.1", gt_server_port(node.server), &peer, &error) == GT_OK);
     uint8_t data[5000];
@@ -1105,6 +1123,95 @@ static void commit_token_is_checked_as_the_write_token_of_its_extent(void)
     CHECK(gt_engine_submit(engine, pair, 2, &error) == 2);
     CHECK(await(engine, done, 2, 5000) == 2);
     CHECK(status_of(done, 2, 30) == GT_OK && status_of(done, 2, 31) == GT_ACCESS_DENIED);
+    gt_engine_destroy(engine);
+    node_stop(&node);
+}
+
+/*
+ * A one-frame WRITE with its record known at submit goes as one WRITE_COMMIT: one request at the server, the record
+ * checked (its token as the WRITE token of the committed extent) once the bytes are in; a refused WRITE part is
+ * answered alone, with no COMMIT upcall; a late record, and a sliced value, still go as COMMIT frames of their own.
+ */
+static void write_commit_carries_its_record_in_one_frame(void)
+{
+    test_node node;
+    CHECK(node_start(&node));
+    uint8_t secret[32];
+    memset(secret, 0x31, sizeof(secret));
+    gt_error error;
+    gt_hmac_key key;
+    gt_hmac_key_init(&key, secret, 32);
+    CHECK(gt_server_set_token_key(node.server, secret, &error) == GT_OK);
+    uint32_t peer;
+    gt_engine *engine = connected_client(&node, 8192, 5000, &peer);
+    CHECK(engine != NULL);
+    uint8_t data[5000];
+    fill_pattern(data, sizeof(data), 17);
+    uint32_t region;
+    CHECK(gt_engine_register_memory(engine, data, sizeof(data), &region, &error) == GT_OK);
+    const uint32_t expiry = (uint32_t)(gt_epoch_ms() / 1000 + 600);
+    uint8_t record[40] = { 0 };
+    record[0] = 1;
+    gt_put_u64(record + 8, sizeof(data));
+    gt_completion done[2];
+    gt_server_stats before;
+    gt_server_stats after;
+
+    gt_server_get_stats(node.server, &before);
+    gt_op write = token_write(1, peer, region, sizeof(data), 65536, &key, GT_OPC_WRITE, expiry);
+    write.commit = record;
+    write.commit_length = sizeof(record);
+    CHECK(gt_engine_submit(engine, &write, 1, &error) == 1);
+    CHECK(await(engine, done, 1, 5000) == 1 && done[0].status == GT_OK);
+    gt_server_get_stats(node.server, &after);
+    CHECK(after.requests - before.requests == 1);
+    CHECK(node.commits == 1 && node.last_commit_length == sizeof(record) && node.last_failed_status == 0 &&
+        node.last_token_status == GT_OK && memcmp(node.last_commit, record, sizeof(record)) == 0);
+    CHECK(memcmp(node.segment + 65536, data, sizeof(data)) == 0);
+
+    /* a READ token: the WRITE part is refused, one answer, no upcall, no byte moved */
+    memset(node.segment + 131072, 0, sizeof(data));
+    gt_op refused = token_write(2, peer, region, sizeof(data), 131072, &key, GT_OPC_READ, expiry);
+    refused.commit = record;
+    refused.commit_length = sizeof(record);
+    CHECK(gt_engine_submit(engine, &refused, 1, &error) == 1);
+    CHECK(await(engine, done, 1, 5000) == 1 && done[0].status == GT_ACCESS_DENIED);
+    CHECK(node.commits == 1 && node.segment[131072] == 0);
+
+    /* a record naming a value longer than the WRITE token grants: the COMMIT part is refused by its token */
+    gt_put_u64(record + 8, sizeof(data) + 1);
+    gt_op longer = token_write(3, peer, region, sizeof(data), 196608, &key, GT_OPC_WRITE, expiry);
+    longer.commit = record;
+    longer.commit_length = sizeof(record);
+    CHECK(gt_engine_submit(engine, &longer, 1, &error) == 1);
+    CHECK(await(engine, done, 1, 5000) == 1);
+    CHECK(node.commits == 2 && node.last_token_status == GT_ACCESS_DENIED);
+    gt_put_u64(record + 8, sizeof(data));
+
+    /* a record that comes later: WRITE, then COMMIT */
+    gt_server_get_stats(node.server, &before);
+    gt_op later = token_write(4, peer, region, sizeof(data), 262144, &key, GT_OPC_WRITE, expiry);
+    later.flags = GT_OP_FLAG_COMMIT_LATER;
+    CHECK(gt_engine_submit(engine, &later, 1, &error) == 1);
+    CHECK(gt_engine_provide_commit(engine, 4, record, sizeof(record), &error) == GT_OK);
+    CHECK(await(engine, done, 1, 5000) == 1 && done[0].status == GT_OK);
+    gt_server_get_stats(node.server, &after);
+    CHECK(after.requests - before.requests == 2 && node.commits == 3 && node.last_token_status == GT_OK);
+    gt_engine_destroy(engine);
+
+    /* a value sliced in two (slices of 4 KiB): two WRITEs and a COMMIT */
+    engine = connected_client(&node, 4096, 5000, &peer);
+    CHECK(engine != NULL);
+    CHECK(gt_engine_register_memory(engine, data, sizeof(data), &region, &error) == GT_OK);
+    gt_server_get_stats(node.server, &before);
+    gt_op sliced = token_write(5, peer, region, sizeof(data), 327680, &key, GT_OPC_WRITE, expiry);
+    sliced.commit = record;
+    sliced.commit_length = sizeof(record);
+    CHECK(gt_engine_submit(engine, &sliced, 1, &error) == 1);
+    CHECK(await(engine, done, 1, 5000) == 1 && done[0].status == GT_OK);
+    gt_server_get_stats(node.server, &after);
+    CHECK(after.requests - before.requests == 3 && node.commits == 4 && node.last_token_status == GT_OK);
+    CHECK(memcmp(node.segment + 327680, data, sizeof(data)) == 0);
     gt_engine_destroy(engine);
     node_stop(&node);
 }
@@ -2865,6 +2972,7 @@ int main(void)
     RUN(tokens_are_checked_before_bytes_move);
     RUN(commit_follows_its_write_and_may_come_later);
     RUN(commit_token_is_checked_as_the_write_token_of_its_extent);
+    RUN(write_commit_carries_its_record_in_one_frame);
     RUN(malformed_frames_close_the_connection);
     RUN(rdma_connect_is_checked_and_refused_without_a_device);
     RUN(rdma_exchange_checks_the_answer);

@@ -34,6 +34,7 @@ public final class ClientConfig
     private final int lanesPerPeer;
     private final int sliceBytes;
     private final int maxVectorEntries;
+    private final boolean writeCommits;
     private final Duration transferTimeout;
     private final Duration connectTimeout;
     private final int ioThreads;
@@ -60,6 +61,7 @@ public final class ClientConfig
         this.lanesPerPeer = b.lanesPerPeer;
         this.sliceBytes = b.sliceBytes;
         this.maxVectorEntries = b.maxVectorEntries;
+        this.writeCommits = b.writeCommits;
         this.transferTimeout = b.transferTimeout;
         this.connectTimeout = b.connectTimeout;
         this.ioThreads = b.ioThreads;
@@ -127,6 +129,7 @@ public final class ClientConfig
         b.lanesPerPeer = lanesPerPeer;
         b.sliceBytes = sliceBytes;
         b.maxVectorEntries = maxVectorEntries;
+        b.writeCommits = writeCommits;
         b.transferTimeout = transferTimeout;
         b.connectTimeout = connectTimeout;
         b.ioThreads = ioThreads;
@@ -246,6 +249,12 @@ public final class ClientConfig
         return maxVectorEntries;
     }
 
+    /** Whether the native engine sends a small value's WRITE and COMMIT as one WRITE_COMMIT frame (default true). */
+    public boolean writeCommits()
+    {
+        return writeCommits;
+    }
+
     public Duration transferTimeout()
     {
         return transferTimeout;
@@ -310,6 +319,7 @@ public final class ClientConfig
             .lanesPerPeer(lanesPerPeer)
             .sliceBytes(sliceBytes)
             .maxVectorEntries(maxVectorEntries)
+            .writeCommits(writeCommits)
             .transferTimeoutMs(transferTimeout.toMillis())
             .connectTimeoutMs(connectTimeout.toMillis())
             .ioThreads(ioThreads)
@@ -326,7 +336,8 @@ public final class ClientConfig
     {
         return "ClientConfig[master=" + masterAddress + ", tenant=" + tenant + ", transport=" + transport +
             ", rpcTimeout=" + rpcTimeout + ", lanesPerPeer=" + lanesPerPeer + ", sliceBytes=" + sliceBytes +
-            ", maxVectorEntries=" + maxVectorEntries + ", transferTimeout=" + transferTimeout +
+            ", maxVectorEntries=" + maxVectorEntries + ", writeCommits=" + writeCommits +
+            ", transferTimeout=" + transferTimeout +
             ", connectTimeout=" + connectTimeout +
             ", ioThreads=" + ioThreads + ", maxQueuedTransfersPerPeer=" + maxQueuedTransfersPerPeer +
             ", maxPendingAdmissionsPerPeer=" + maxPendingAdmissionsPerPeer + ", admissionTimeout=" + admissionTimeout +
@@ -350,7 +361,7 @@ public final class ClientConfig
         final ClientConfig c = (ClientConfig)o;
         return masterAddress.equals(c.masterAddress) && tenant.equals(c.tenant) && transport == c.transport &&
             rpcTimeout.equals(c.rpcTimeout) && lanesPerPeer == c.lanesPerPeer && sliceBytes == c.sliceBytes &&
-            maxVectorEntries == c.maxVectorEntries &&
+            maxVectorEntries == c.maxVectorEntries && writeCommits == c.writeCommits &&
             transferTimeout.equals(c.transferTimeout) && connectTimeout.equals(c.connectTimeout) &&
             ioThreads == c.ioThreads && maxQueuedTransfersPerPeer == c.maxQueuedTransfersPerPeer &&
             maxPendingAdmissionsPerPeer == c.maxPendingAdmissionsPerPeer &&
@@ -377,6 +388,7 @@ public final class ClientConfig
         private int lanesPerPeer = TransferConfig.DEFAULT_LANES_PER_PEER;
         private int sliceBytes = TransferConfig.DEFAULT_SLICE_BYTES;
         private int maxVectorEntries = TransferConfig.DEFAULT_MAX_VECTOR_ENTRIES;
+        private boolean writeCommits = true;
         private Duration transferTimeout = Duration.ofMillis(TransferConfig.DEFAULT_TRANSFER_TIMEOUT_MS);
         private Duration connectTimeout = Duration.ofMillis(TransferConfig.DEFAULT_CONNECT_TIMEOUT_MS);
         private int ioThreads = new TransferConfig().ioThreads();
@@ -440,6 +452,16 @@ public final class ClientConfig
         public Builder maxVectorEntries(final int maxVectorEntries)
         {
             this.maxVectorEntries = maxVectorEntries;
+            return this;
+        }
+
+        /**
+         * Whether the native engine sends a small value's WRITE with its COMMIT record as one WRITE_COMMIT frame
+         * (default true); false while storage nodes older than that opcode remain (they close such a connection).
+         */
+        public Builder writeCommits(final boolean writeCommits)
+        {
+            this.writeCommits = writeCommits;
             return this;
         }
 

@@ -39,6 +39,7 @@ public final class TransferConfig
     private TlsSettings tls = TlsSettings.DISABLED;
     private int maxVectorEntries = DEFAULT_MAX_VECTOR_ENTRIES;
     private boolean callerDriven = true;
+    private boolean writeCommits = true;
 
     /** Persistent connections per storage node (Mooncake's MC_TCP_LANES_PER_PEER); requests are pipelined on each. */
     public int lanesPerPeer()
@@ -77,6 +78,23 @@ public final class TransferConfig
     public TransferConfig maxVectorEntries(final int maxVectorEntries)
     {
         this.maxVectorEntries = maxVectorEntries;
+        return this;
+    }
+
+    /**
+     * Whether the native engine sends a one-frame WRITE together with its COMMIT record as one WRITE_COMMIT frame
+     * (docs/protocol.md, "WRITE_COMMIT"; default true): one frame and one answer per small value instead of two.
+     * Storage nodes older than the opcode close a connection that sends one, so set false while any remain. The Java
+     * engines always send the WRITE and its COMMIT apart.
+     */
+    public boolean writeCommits()
+    {
+        return writeCommits;
+    }
+
+    public TransferConfig writeCommits(final boolean writeCommits)
+    {
+        this.writeCommits = writeCommits;
         return this;
     }
 
@@ -248,6 +266,7 @@ public final class TransferConfig
         c.tls = tls;
         c.maxVectorEntries = maxVectorEntries;
         c.callerDriven = callerDriven;
+        c.writeCommits = writeCommits;
         return c;
     }
 }

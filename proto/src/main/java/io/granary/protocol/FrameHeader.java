@@ -58,7 +58,7 @@ public final class FrameHeader
         return tokenExpirySec != 0;
     }
 
-    /** True when {@link #length} payload bytes follow this header on the wire. */
+    /** True when {@link #length} payload bytes follow this header on the wire (a WRITE_COMMIT: {@link #flags} more). */
     public boolean hasPayload()
     {
         return carriesPayload(opcode, status);
@@ -66,7 +66,7 @@ public final class FrameHeader
 
     public static boolean carriesPayload(final int opcode, final int status)
     {
-        return opcode == Opcode.WRITE || opcode == Opcode.COMMIT || opcode == Opcode.READV ||
+        return opcode == Opcode.WRITE || opcode == Opcode.COMMIT || opcode == Opcode.READV || opcode == Opcode.WRITE_COMMIT ||
             opcode == Opcode.RDMA_CONNECT || ((opcode == Opcode.READ_RESPONSE || opcode == Opcode.READV_RESPONSE ||
             opcode == Opcode.RDMA_CONNECT_RESPONSE) && status == 0);
     }

@@ -14,6 +14,11 @@ public final class Opcode
      */
     public static final int RDMA_CONNECT = 0x05;
     /**
+     * A WRITE that carries its COMMIT: the payload is a {@link CommitRecord} of {@code flags} bytes, then the
+     * {@code length} bytes of the range; one answer for both (docs/protocol.md, "WRITE_COMMIT").
+     */
+    public static final int WRITE_COMMIT = 0x06;
+    /**
      * A vector of small READs in one frame: the payload is {@code n} 64-byte READ request headers; the response
      * payload is {@code n} int32 statuses, then the bytes of every entry whose status is 0, in entry order.
      */
@@ -25,6 +30,7 @@ public final class Opcode
     public static final int COMMIT_RESPONSE = COMMIT | RESPONSE_BIT;
     public static final int READV_RESPONSE = READV | RESPONSE_BIT;
     public static final int RDMA_CONNECT_RESPONSE = RDMA_CONNECT | RESPONSE_BIT;
+    public static final int WRITE_COMMIT_RESPONSE = WRITE_COMMIT | RESPONSE_BIT;
 
     private Opcode()
     {
@@ -33,13 +39,14 @@ public final class Opcode
     public static boolean isRequest(final int opcode)
     {
         return opcode == READ || opcode == WRITE || opcode == PING || opcode == COMMIT || opcode == READV ||
-            opcode == RDMA_CONNECT;
+            opcode == RDMA_CONNECT || opcode == WRITE_COMMIT;
     }
 
     public static boolean isResponse(final int opcode)
     {
         return opcode == READ_RESPONSE || opcode == WRITE_RESPONSE || opcode == PING_RESPONSE ||
-            opcode == COMMIT_RESPONSE || opcode == READV_RESPONSE || opcode == RDMA_CONNECT_RESPONSE;
+            opcode == COMMIT_RESPONSE || opcode == READV_RESPONSE || opcode == RDMA_CONNECT_RESPONSE ||
+            opcode == WRITE_COMMIT_RESPONSE;
     }
 
     public static String name(final int opcode)
@@ -52,12 +59,14 @@ public final class Opcode
             case COMMIT: return "COMMIT";
             case READV: return "READV";
             case RDMA_CONNECT: return "RDMA_CONNECT";
+            case WRITE_COMMIT: return "WRITE_COMMIT";
             case READ_RESPONSE: return "READ_RESPONSE";
             case WRITE_RESPONSE: return "WRITE_RESPONSE";
             case PING_RESPONSE: return "PING_RESPONSE";
             case COMMIT_RESPONSE: return "COMMIT_RESPONSE";
             case READV_RESPONSE: return "READV_RESPONSE";
             case RDMA_CONNECT_RESPONSE: return "RDMA_CONNECT_RESPONSE";
+            case WRITE_COMMIT_RESPONSE: return "WRITE_COMMIT_RESPONSE";
             default: return "UNKNOWN(0x" + Integer.toHexString(opcode) + ")";
         }
     }

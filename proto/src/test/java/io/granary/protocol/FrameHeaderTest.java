@@ -141,7 +141,7 @@ class FrameHeaderTest
     @Test
     void shouldRejectUnknownOpcodes()
     {
-        for (final int opcode : new int[] {0x00, 0x06, 0x7F, 0x80, 0x86, 0xFF})
+        for (final int opcode : new int[] {0x00, 0x07, 0x7F, 0x80, 0x87, 0xFF})
         {
             buffer.clear();
             sample().encode(buffer);
@@ -195,6 +195,9 @@ class FrameHeaderTest
         assertThat(FrameHeader.carriesPayload(Opcode.READV, 0)).isTrue();
         assertThat(FrameHeader.carriesPayload(Opcode.READV_RESPONSE, 0)).isTrue();
         assertThat(FrameHeader.carriesPayload(Opcode.READV_RESPONSE, -600)).isFalse();
+        assertThat(FrameHeader.carriesPayload(Opcode.WRITE_COMMIT, 0)).isTrue();
+        assertThat(FrameHeader.carriesPayload(Opcode.WRITE_COMMIT_RESPONSE, 0)).isFalse();
+        assertThat(Opcode.isRequest(Opcode.WRITE_COMMIT) && Opcode.isResponse(Opcode.WRITE_COMMIT_RESPONSE)).isTrue();
     }
 
     @Test

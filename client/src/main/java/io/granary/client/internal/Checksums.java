@@ -57,5 +57,11 @@ final class Checksums
             run();
             return crc;
         }
+
+        /** Whether the checksum has been computed (by {@link #run} or {@link #get}). */
+        boolean isDone()
+        {
+            return done;
+        }
     }
 }

@@ -394,8 +394,12 @@ public final class GranaryClientImpl implements GranaryClient
             revokeQuietly(key, ex, WriteOperation.unwritten(started.getReplicasList()));
             throw ex;
         }
+        final boolean sealed = sealIfReady(record, commit, crc);
         final CompletableFuture<OpFailure> written = write.start(transfers);
-        seal(record, commit, crc);
+        if (!sealed)
+        {
+            seal(record, commit, crc);
+        }
         final int crcValue = crc == null ? 0 : crc.get();
         return written.thenComposeAsync(failure ->
         {
@@ -429,6 +433,23 @@ public final class GranaryClientImpl implements GranaryClient
         return code == ErrorCode.TRANSFER_FAIL || code == ErrorCode.RPC_TIMEOUT ||
             code == ErrorCode.SEGMENT_NOT_FOUND || code == ErrorCode.UNAVAILABLE_IN_CURRENT_STATUS ||
             code == ErrorCode.NO_AVAILABLE_HANDLE;
+    }
+
+    /**
+     * {@link #seal} before the writes start when the checksum is already known (computed while the master answered,
+     * as it is unless a caller's thread was interrupted in between), so that every engine gets the COMMIT payload
+     * with the WRITE instead of later (the native engine: no second call into C per value); false when the payload
+     * must wait for the checksum.
+     */
+    private static boolean sealIfReady(
+        final CommitRecord record, final CompletableFuture<byte[]> commit, final Checksums.Pending crc)
+    {
+        if (commit == null || (crc != null && !crc.isDone()))
+        {
+            return false;
+        }
+        seal(record, commit, crc);
+        return true;
     }
 
     /**
@@ -693,8 +714,12 @@ public final class GranaryClientImpl implements GranaryClient
             {
                 final CommitRecord record =
                     commitRecord(tenant, key, data[i].remaining(), result.getVersion(), options[i]);
-                final CompletableFuture<byte[]> commit = record == null ? null : new CompletableFuture<>();
+                CompletableFuture<byte[]> commit = record == null ? null : new CompletableFuture<>();
                 final WriteOperation operation = WriteOperation.plan(key, data[i], result.getReplicasList(), commit);
+                if (sealIfReady(record, commit, crcs == null ? null : crcs[i]))
+                {
+                    commit = null; // sealed: nothing left to complete after the write starts
+                }
                 writes.add(operation.start(transfers));
                 operations.add(operation);
                 writeIndex.add(i);

@@ -598,7 +598,7 @@ public final class NativeTransferEngine implements TransferEngine, AdmissionStat
             handle = NativeTransferJni.engineCreate(lanesPerPeer, config.sliceBytes(),
                 config.maxQueuedTransfersPerPeer(), config.maxPendingAdmissionsPerPeer(), config.admissionTimeoutMs(),
                 config.transferTimeoutMs(), config.connectTimeoutMs(), config.maxVectorEntries(), rdmaReads,
-                spreadMinBytes);
+                spreadMinBytes, config.writeCommits());
             synchronized (pinLock)
             {
                 for (final ByteBuffer buffer : pinned)

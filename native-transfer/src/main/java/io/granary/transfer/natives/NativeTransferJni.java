@@ -37,6 +37,7 @@ final class NativeTransferJni
      * @param rdmaReads        READs without a token go one-sided over RDMA where a device exists and the node agrees.
      * @param spreadMinBytes   frames of at least this many bytes go round-robin over a peer's lanes, shorter ones on
      *                         its first lane; 0: every frame round-robin.
+     * @param writeCommits     a one-frame WRITE whose COMMIT record is known goes with it as one WRITE_COMMIT frame.
      */
     static native long engineCreate(
         int lanesPerPeer,
@@ -48,7 +49,8 @@ final class NativeTransferJni
         long connectTimeoutMs,
         int maxVectorEntries,
         boolean rdmaReads,
-        int spreadMinBytes);
+        int spreadMinBytes,
+        boolean writeCommits);
 
     /**
      * Pins a direct buffer's whole capacity: transfers inside it use it without a registration of their own. 0, or

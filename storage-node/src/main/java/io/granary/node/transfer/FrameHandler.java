@@ -60,6 +60,10 @@ final class FrameHandler extends ChannelInboundHandlerAdapter implements InPlace
     // A view over segment memory handed to the socket read; the next channelRead of it only counts bytes.
     private ByteBuf inPlace;
     private boolean lastWriteLarge;
+    // The WRITE is a WRITE_COMMIT's: its record is in commitPayload, checked and recorded once the bytes are in.
+    private boolean writeCommit;
+    // The COMMIT payload arriving is the record at the head of a WRITE_COMMIT (its WRITE part follows).
+    private boolean recordPending;
 
     // The COMMIT whose payload is arriving; commitPayload null means discard (too long).
     private long commitRemaining;
@@ -255,6 +259,10 @@ final class FrameHandler extends ChannelInboundHandlerAdapter implements InPlace
                 onRdmaConnect(ctx);
                 break;
 
+            case Opcode.WRITE_COMMIT:
+                onWriteCommit(ctx);
+                break;
+
             default:
                 respond(ctx, Opcode.PING_RESPONSE, header.requestId, header.segmentId, 0, header.offset, header.length);
                 break;
@@ -280,8 +288,47 @@ final class FrameHandler extends ChannelInboundHandlerAdapter implements InPlace
     private void onWrite(final ChannelHandlerContext ctx)
     {
         writeStartNs = System.nanoTime();
+        startWrite(ctx, 0, false);
+    }
+
+    /**
+     * A WRITE_COMMIT (docs/protocol.md, "WRITE_COMMIT"): its record ({@code flags} bytes) arrives first and is kept
+     * as a COMMIT's payload would be; then its WRITE part is checked and received as a WRITE frame's; the record is
+     * checked and recorded once the bytes are in, and one answer says how both went.
+     */
+    private void onWriteCommit(final ChannelHandlerContext ctx)
+    {
+        writeStartNs = System.nanoTime();
+        lastWriteLarge = false;
+        expectCommitPayload(header.flags);
+        recordPending = true;
+        if (commitRemaining == 0)
+        {
+            finishCommit(ctx);
+        }
+    }
+
+    /**
+     * The WRITE part of a WRITE or WRITE_COMMIT in {@link #header}: {@code refusal} when nonzero, else the checks of
+     * a WRITE (the token as a WRITE token), then the ledger forgets what the range held; the bytes go to segment
+     * memory, or are discarded when refused.
+     */
+    private void startWrite(final ChannelHandlerContext ctx, final int refusal, final boolean withCommit)
+    {
+        writeCommit = withCommit;
         final Segment segment = registry.get(header.segmentId);
-        writeStatus = check(segment, header);
+        if (refusal != 0)
+        {
+            server.onErrorResponse();
+            writeStatus = refusal;
+        }
+        else
+        {
+            final int opcode = header.opcode;
+            header.opcode = Opcode.WRITE;
+            writeStatus = check(segment, header);
+            header.opcode = opcode;
+        }
         if (writeStatus == 0)
         {
             writeStatus = invalidateLedger(segment);
@@ -550,6 +597,24 @@ final class FrameHandler extends ChannelInboundHandlerAdapter implements InPlace
     {
         server.metrics().recordWrite(System.nanoTime() - writeStartNs);
         writeAddress = 0;
+        if (writeCommit)
+        {
+            // A refused WRITE_COMMIT is not remembered as a failed WRITE: its COMMIT went with it.
+            writeCommit = false;
+            int status = writeStatus;
+            if (status == 0)
+            {
+                status = commitStatus(commitHeader, commitPayload, tokens, 0, registry, commitSegmentId, commitOffset, 0);
+                if (status != 0)
+                {
+                    server.onErrorResponse();
+                }
+            }
+            commitPayload = null;
+            respond(ctx, Opcode.WRITE_COMMIT_RESPONSE, writeRequestId, writeSegmentId, status, writeOffset,
+                writeLength);
+            return;
+        }
         rememberWriteOutcome(writeSegmentId, writeOffset, writeStatus);
         respond(ctx, Opcode.WRITE_RESPONSE, writeRequestId, writeSegmentId, writeStatus, writeOffset, writeLength);
     }
@@ -589,11 +654,21 @@ final class FrameHandler extends ChannelInboundHandlerAdapter implements InPlace
 
     private void onCommit(final ChannelHandlerContext ctx)
     {
+        expectCommitPayload(header.length);
+        if (commitRemaining == 0)
+        {
+            finishCommit(ctx);
+        }
+    }
+
+    /** Sets up the receipt of a commit record of {@code length} bytes for the COMMIT or WRITE_COMMIT in {@link #header}. */
+    private void expectCommitPayload(final long length)
+    {
         commitRequestId = header.requestId;
         commitSegmentId = header.segmentId;
         commitOffset = header.offset;
         commitLength = header.length;
-        commitRemaining = header.length;
+        commitRemaining = length;
         commitHeader.set(Opcode.WRITE, header.requestId, header.segmentId, header.offset, 0);
         commitHeader.status = header.status;
         commitHeader.grantDelta = header.grantDelta;
@@ -601,12 +676,7 @@ final class FrameHandler extends ChannelInboundHandlerAdapter implements InPlace
         commitHeader.tokenExpirySec = header.tokenExpirySec;
         System.arraycopy(header.tokenMac, 0, commitHeader.tokenMac, 0, header.tokenMac.length);
         commitFilled = 0;
-        commitPayload = header.length > 0 && header.length <= FrameDescriptor.MAX_COMMIT_PAYLOAD ?
-            new byte[(int)header.length] : null;
-        if (commitRemaining == 0)
-        {
-            finishCommit(ctx);
-        }
+        commitPayload = length > 0 && length <= FrameDescriptor.MAX_COMMIT_PAYLOAD ? new byte[(int)length] : null;
     }
 
     private void consumeCommitPayload(final ChannelHandlerContext ctx, final ByteBuf in)
@@ -630,6 +700,13 @@ final class FrameHandler extends ChannelInboundHandlerAdapter implements InPlace
 
     private void finishCommit(final ChannelHandlerContext ctx)
     {
+        if (recordPending)
+        {
+            // A WRITE_COMMIT's record is in (null: empty or too long, refused before any byte moves): its WRITE next.
+            recordPending = false;
+            startWrite(ctx, commitPayload == null ? INVALID_PARAMS_VALUE : 0, true);
+            return;
+        }
         final int status = commitStatus();
         commitPayload = null;
         if (status != 0)

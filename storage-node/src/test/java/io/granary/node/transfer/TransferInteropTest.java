@@ -19,6 +19,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.EnumSource;
 import org.junit.jupiter.params.provider.MethodSource;
 
 import java.nio.ByteBuffer;
@@ -333,6 +334,32 @@ class TransferInteropTest
         // A WRITE over a committed extent removes its entry before its bytes land.
         assertThat(write(0, ByteBuffer.wrap(small), 100)).isZero();
         assertThat(segment.ledger().snapshot()).extracting(e -> e.key()).containsExactly("k22");
+    }
+
+    /**
+     * The native engine sends a one-frame value and its COMMIT record as one WRITE_COMMIT frame (one request at the
+     * node instead of two), and as a WRITE and a COMMIT with writeCommits off; the ledger holds the value either way.
+     */
+    @ParameterizedTest(name = "native client, {0} node")
+    @EnumSource(value = TransportKind.class, names = {"JAVA", "NATIVE"})
+    void shouldSendASmallValueWithItsCommitAsOneFrameFromTheNativeEngine(final TransportKind node) throws Exception
+    {
+        start(TransportKind.NATIVE, node);
+        final byte[] value = new byte[4096];
+        random.nextBytes(value);
+        final long before = server.requests();
+        assertThat(commitWrite(0, value, 41)).isZero();
+        assertThat(server.requests() - before).as("requests for one value and its COMMIT").isEqualTo(1);
+
+        engine.close();
+        engine = new NativeTransferEngine(new TransferConfig().writeCommits(false));
+        final long apart = server.requests();
+        assertThat(commitWrite(8192, value, 42)).isZero();
+        assertThat(server.requests() - apart).as("requests with writeCommits off").isEqualTo(2);
+
+        assertThat(segment.ledger().snapshot()).extracting(e -> e.key()).containsExactly("k41", "k42");
+        assertThat(segmentBytes(0, value.length)).isEqualTo(value);
+        assertThat(segmentBytes(8192, value.length)).isEqualTo(value);
     }
 
     private static CommitRecord record(final String key, final long length, final long version)

@@ -374,14 +374,15 @@ class TransferServerFuzzTest
     }
 
     /**
-     * Any byte but COMMIT, RDMA_CONNECT and READV, whose payloads this model does not follow (TransferServerTest
-     * covers malformed vectors, TransferServerCommitTest malformed COMMITs, RdmaConnectTest malformed exchanges).
+     * Any byte but COMMIT, RDMA_CONNECT, WRITE_COMMIT and READV, whose payloads this model does not follow
+     * (TransferServerTest covers malformed vectors, TransferServerCommitTest malformed COMMITs and WRITE_COMMITs,
+     * RdmaConnectTest malformed exchanges).
      */
     private int randomOpcodeButReadv()
     {
-        final int opcode = random.nextInt(253); // 256 values less the three skipped
-        // COMMIT and RDMA_CONNECT are adjacent (0x04, 0x05)
-        final int skipCommit = opcode >= Opcode.COMMIT ? opcode + 2 : opcode;
+        final int opcode = random.nextInt(252); // 256 values less the four skipped
+        // COMMIT, RDMA_CONNECT and WRITE_COMMIT are adjacent (0x04, 0x05, 0x06)
+        final int skipCommit = opcode >= Opcode.COMMIT ? opcode + 3 : opcode;
         return skipCommit >= Opcode.READV ? skipCommit + 1 : skipCommit;
     }
 
