@@ -280,7 +280,10 @@ class TransferServerCommitTest
     void shouldWriteAndRecordAWriteCommitWithOneAnswer() throws Exception
     {
         final byte[] value = new byte[1000];
-        new java.util.Random(5).nextBytes(value);
+        final byte[] big = new byte[300_000];
+        final java.util.Random random = new java.util.Random(5);
+        random.nextBytes(value);
+        random.nextBytes(big);
         final byte[] rec = record("wc", value.length, 31).encode();
         try (RawClient client = new RawClient(server.port()))
         {
@@ -290,6 +293,13 @@ class TransferServerCommitTest
             frames.write(value);
             frames.write(RawClient.header(Opcode.PING, 2, 0, 0, 0));
             client.sendByteByByte(frames.toByteArray());
+            // A value big enough for the Java server to receive it straight into segment memory.
+            final byte[] bigRecord = record("big", big.length, 32).encode();
+            frames.reset();
+            frames.write(writeCommitHeader(3, segment.id(), 1 << 20, big.length, bigRecord.length));
+            frames.write(bigRecord);
+            frames.write(big);
+            client.send(frames.toByteArray());
 
             final FrameHeader answer = client.readHeader();
             assertThat(answer.opcode).isEqualTo(Opcode.WRITE_COMMIT_RESPONSE);
@@ -302,17 +312,34 @@ class TransferServerCommitTest
             assertThat(ping.opcode).as("one answer for the WRITE_COMMIT, the stream in step").isEqualTo(
                 Opcode.PING_RESPONSE);
             assertThat(ping.requestId).isEqualTo(2);
+            final FrameHeader bigAnswer = client.readHeader();
+            assertThat(bigAnswer.opcode).isEqualTo(Opcode.WRITE_COMMIT_RESPONSE);
+            assertThat(bigAnswer.requestId).isEqualTo(3);
+            assertThat(bigAnswer.status).isZero();
         }
-        final byte[] stored = new byte[value.length];
-        new org.agrona.concurrent.UnsafeBuffer(segment.address() + 4096, value.length).getBytes(0, stored);
-        assertThat(stored).isEqualTo(value);
-        assertThat(segment.ledger().snapshot()).satisfiesExactly(e ->
-        {
-            assertThat(e.key()).isEqualTo("wc");
-            assertThat(e.offset()).isEqualTo(4096);
-            assertThat(e.valueLength()).isEqualTo(value.length);
-            assertThat(e.version()).isEqualTo(31);
-        });
+        assertThat(segmentBytes(4096, value.length)).isEqualTo(value);
+        assertThat(segmentBytes(1 << 20, big.length)).isEqualTo(big);
+        assertThat(segment.ledger().snapshot()).satisfiesExactly(
+            e ->
+            {
+                assertThat(e.key()).isEqualTo("wc");
+                assertThat(e.offset()).isEqualTo(4096);
+                assertThat(e.valueLength()).isEqualTo(value.length);
+                assertThat(e.version()).isEqualTo(31);
+            },
+            e ->
+            {
+                assertThat(e.key()).isEqualTo("big");
+                assertThat(e.offset()).isEqualTo(1 << 20);
+                assertThat(e.valueLength()).isEqualTo(big.length);
+            });
+    }
+
+    private byte[] segmentBytes(final long offset, final int length)
+    {
+        final byte[] bytes = new byte[length];
+        new org.agrona.concurrent.UnsafeBuffer(segment.address() + offset, length).getBytes(0, bytes);
+        return bytes;
     }
 
     /**
