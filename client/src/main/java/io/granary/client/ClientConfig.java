@@ -249,7 +249,7 @@ public final class ClientConfig
         return maxVectorEntries;
     }
 
-    /** Whether the native engine sends a small value's WRITE and COMMIT as one WRITE_COMMIT frame (default true). */
+    /** Whether a small value's WRITE and COMMIT travel as one WRITE_COMMIT frame (default true). */
     public boolean writeCommits()
     {
         return writeCommits;
@@ -456,8 +456,8 @@ public final class ClientConfig
         }
 
         /**
-         * Whether the native engine sends a small value's WRITE with its COMMIT record as one WRITE_COMMIT frame
-         * (default true); false while storage nodes older than that opcode remain (they close such a connection).
+         * Whether a small value's WRITE travels with its COMMIT record as one WRITE_COMMIT frame (default true);
+         * false while storage nodes older than that opcode remain (they close such a connection).
          */
         public Builder writeCommits(final boolean writeCommits)
         {

@@ -82,10 +82,10 @@ public final class TransferConfig
     }
 
     /**
-     * Whether the native engine sends a one-frame WRITE together with its COMMIT record as one WRITE_COMMIT frame
-     * (docs/protocol.md, "WRITE_COMMIT"; default true): one frame and one answer per small value instead of two.
-     * Storage nodes older than the opcode close a connection that sends one, so set false while any remain. The Java
-     * engines always send the WRITE and its COMMIT apart.
+     * Whether the engines send a one-frame WRITE together with its COMMIT record, when that is ready, as one
+     * WRITE_COMMIT frame (docs/protocol.md, "WRITE_COMMIT"; default true): one frame and one answer per small value
+     * instead of two. Storage nodes older than the opcode close a connection that sends one, so set false while any
+     * remain.
      */
     public boolean writeCommits()
     {

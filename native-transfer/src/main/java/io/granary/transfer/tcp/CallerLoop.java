@@ -71,7 +71,8 @@ final class CallerLoop implements TransferEngine.Driver
         {
             return CompletableFuture.completedFuture(refusal);
         }
-        final DirectTransfer transfer = new DirectTransfer(this, connection, request, token, config.sliceBytes());
+        final DirectTransfer transfer =
+            new DirectTransfer(this, connection, request, token, config.sliceBytes(), config.writeCommits());
         open.add(transfer);
         transfer.start();
         return transfer.future;

@@ -332,7 +332,8 @@ final class DirectConnection
             inflight.remove(head.requestId);
             timedOut = true;
             head.finish(RPC_TIMEOUT_VALUE);
-            if (!out.isEmpty() && (head.opcode() == Opcode.WRITE || head.opcode() == Opcode.COMMIT))
+            if (!out.isEmpty() && (head.opcode() == Opcode.WRITE || head.opcode() == Opcode.COMMIT ||
+                head.opcode() == Opcode.WRITE_COMMIT))
             {
                 // Its payload may still be queued, and the caller gets its buffer back now: drop the connection.
                 fail(TRANSFER_FAIL_VALUE, "write to " + endpoint + " stalled");
@@ -452,7 +453,12 @@ final class DirectConnection
         out.add(encodeHeaders(frame));
         if (frame instanceof DirectFrame.Slice && ((DirectFrame.Slice)frame).carriesPayload())
         {
-            out.add(((DirectFrame.Slice)frame).local.duplicate());
+            final DirectFrame.Slice slice = (DirectFrame.Slice)frame;
+            if (slice.record != null)
+            {
+                out.add(slice.record.duplicate());
+            }
+            out.add(slice.local.duplicate());
         }
     }
 

@@ -41,15 +41,24 @@ abstract class DirectFrame
         final int length;
         /** The caller's bytes (WRITE), where the answer lands (READ), or the commit record; exactly the slice range. */
         final ByteBuffer local;
+        /** A WRITE_COMMIT's commit record, sent between the header and {@link #local}; else null. */
+        final ByteBuffer record;
 
         Slice(final DirectTransfer transfer, final int opcode, final long remoteOffset, final ByteBuffer local,
             final int length)
+        {
+            this(transfer, opcode, remoteOffset, local, length, null);
+        }
+
+        Slice(final DirectTransfer transfer, final int opcode, final long remoteOffset, final ByteBuffer local,
+            final int length, final ByteBuffer record)
         {
             this.transfer = transfer;
             this.opcode = opcode;
             this.remoteOffset = remoteOffset;
             this.local = local;
             this.length = length;
+            this.record = record;
         }
 
         @Override
@@ -60,7 +69,7 @@ abstract class DirectFrame
 
         boolean carriesPayload()
         {
-            return (opcode == Opcode.WRITE || opcode == Opcode.COMMIT) && length > 0;
+            return (opcode == Opcode.WRITE || opcode == Opcode.COMMIT || opcode == Opcode.WRITE_COMMIT) && length > 0;
         }
 
         @Override
@@ -90,13 +99,14 @@ abstract class DirectFrame
         void encodeWithId(final ByteBuf out, final long id)
         {
             final FrameToken t = transfer.token;
+            final int flags = record == null ? 0 : record.remaining(); // a WRITE_COMMIT's record length
             if (t == null)
             {
-                FrameHeader.encode(out, opcode, 0, id, transfer.segmentId, 0, remoteOffset, length, 0, null);
+                FrameHeader.encode(out, opcode, flags, id, transfer.segmentId, 0, remoteOffset, length, 0, null);
             }
             else
             {
-                FrameHeader.encode(out, opcode, 0, id, transfer.segmentId, 0, remoteOffset, length,
+                FrameHeader.encode(out, opcode, flags, id, transfer.segmentId, 0, remoteOffset, length,
                     t.deltaOf(remoteOffset), t.grantLength, t.expirySec, t.mac);
             }
         }

@@ -29,6 +29,7 @@ final class DirectTransfer
     private final int base;
     private final int sliceBytes;
     private final CompletableFuture<byte[]> commit;
+    private final boolean writeCommits;
     /**
      * Where the COMMIT goes: behind the one slice of the WRITE still unanswered once the others succeeded (a one-frame
      * WRITE: that frame), on that slice's connection; on the first for an empty value or a record that came late.
@@ -47,9 +48,11 @@ final class DirectTransfer
         final DirectConnection connection,
         final TransferRequest request,
         final FrameToken token,
-        final int sliceBytes)
+        final int sliceBytes,
+        final boolean writeCommits)
     {
         this.loop = loop;
+        this.writeCommits = writeCommits;
         this.connection = connection;
         this.opcode = request.op() == TransferRequest.Op.READ ? Opcode.READ : Opcode.WRITE;
         this.segmentId = request.segmentId();
@@ -66,10 +69,25 @@ final class DirectTransfer
         this.framesLeft = slices + (commit != null ? 1 : 0);
     }
 
-    /** Queues every data slice on the connection, and the COMMIT once it may go. */
+    /**
+     * Queues every data slice on the connection, and the COMMIT once it may go; a one-frame WRITE whose record is
+     * ready goes with it as one WRITE_COMMIT (docs/protocol.md), when {@code writeCommits}.
+     */
     void start()
     {
         final int slices = dataLeft;
+        if (writeCommits && slices == 1 && commit != null && commit.isDone() && !commit.isCompletedExceptionally() &&
+            commit.getNow(null) != null)
+        {
+            final byte[] record = commit.getNow(null);
+            final ByteBuffer view = local.duplicate();
+            view.limit(base + length).position(base);
+            committing = true;
+            framesLeft = 1; // the COMMIT travels in the WRITE's frame
+            loop.laneFor(connection, length).enqueue(
+                new DirectFrame.Slice(this, Opcode.WRITE_COMMIT, remoteOffset, view, length, ByteBuffer.wrap(record)));
+            return;
+        }
         commitConnection = connection;
         if (commit != null && slices > 1)
         {
@@ -110,7 +128,7 @@ final class DirectTransfer
         framesLeft--;
         if (frame.opcode != Opcode.COMMIT)
         {
-            dataLeft--;
+            dataLeft--; // a WRITE_COMMIT is the transfer's one data frame and its COMMIT: committing is set
             if (sliceLanes != null)
             {
                 sliceLanes[(int)((frame.remoteOffset - remoteOffset) / sliceBytes)] = null;

@@ -240,9 +240,15 @@ final class Lane
 
         final ByteBuf header = ch.alloc().directBuffer(FrameDescriptor.HEADER_LENGTH, FrameDescriptor.HEADER_LENGTH);
         slice.encodeHeader(header, requestId);
-        if ((slice.opcode == Opcode.WRITE || slice.opcode == Opcode.COMMIT) && slice.length > 0)
+        if ((slice.opcode == Opcode.WRITE || slice.opcode == Opcode.COMMIT || slice.opcode == Opcode.WRITE_COMMIT) &&
+            slice.length > 0)
         {
             ch.write(header, ch.voidPromise());
+            final ByteBuf record = slice.record();
+            if (record != null)
+            {
+                ch.write(record, ch.voidPromise());
+            }
             ch.write(slice.payload(), ch.newPromise().addListener(slice));
         }
         else

@@ -37,6 +37,7 @@ final class PeerConnection
     private final EventLoopGroup group;
     private final Bootstrap bootstrap;
     private final int sliceBytes;
+    private final boolean writeCommits;
     private final int sliceWindow;
     private final long timeoutMs;
     private final int maxVectorEntries;
@@ -60,6 +61,7 @@ final class PeerConnection
         this.group = group;
         this.bootstrap = bootstrap;
         this.sliceBytes = config.sliceBytes();
+        this.writeCommits = config.writeCommits();
         this.sliceWindow = sliceWindow(config.lanesPerPeer(), config.sliceBytes());
         this.timeoutMs = config.transferTimeoutMs();
         this.maxVectorEntries = config.maxVectorEntries();
@@ -126,7 +128,7 @@ final class PeerConnection
     CompletableFuture<Integer> submit(final TransferRequest request, final FrameToken token)
     {
         final PendingTransfer transfer = new PendingTransfer(
-            this, request, sliceBytes, nextLane.getAndIncrement(), token);
+            this, request, sliceBytes, nextLane.getAndIncrement(), token, writeCommits);
         admission.submit(transfer);
         return transfer.future();
     }

@@ -60,15 +60,18 @@ final class PendingTransfer
     private volatile int status;
     /** 1 once a thread took on the sliced WRITE's COMMIT (sending it, or dropping it after a failure). */
     private volatile int commitClaimed;
+    private final boolean writeCommits;
 
     PendingTransfer(
         final PeerConnection peer,
         final TransferRequest request,
         final int sliceBytes,
         final int firstLane,
-        final FrameToken token)
+        final FrameToken token,
+        final boolean writeCommits)
     {
         this.peer = peer;
+        this.writeCommits = writeCommits;
         this.opcode = request.op() == TransferRequest.Op.READ ? Opcode.READ : Opcode.WRITE;
         this.segmentId = request.segmentId();
         this.remoteOffset = request.remoteOffset();
@@ -121,7 +124,15 @@ final class PendingTransfer
         {
             NEXT.set(this, 1);
             final byte[] ready = commit.isDone() && !commit.isCompletedExceptionally() ? commit.join() : null;
-            if (ready != null)
+            if (ready != null && writeCommits)
+            {
+                // One WRITE_COMMIT frame for both (docs/protocol.md); it still counts as two frames of the queue.
+                final ByteBuffer view = local.duplicate();
+                view.limit(base + length).position(base);
+                peer.send(new TransferSlice(this, Opcode.WRITE_COMMIT, segmentId, remoteOffset, view, length, token,
+                    ByteBuffer.wrap(ready)), firstLane);
+            }
+            else if (ready != null)
             {
                 peer.sendPair(dataSlice(0), commitSlice(ready), firstLane);
             }
@@ -230,6 +241,21 @@ final class PendingTransfer
         }
         peer.release(finished);
         if (REMAINING.addAndGet(this, -finished) == 0)
+        {
+            future.complete(status);
+        }
+    }
+
+    /** The WRITE_COMMIT carrying the one data slice and its COMMIT finished: both of its frames at once. */
+    void onWriteCommitDone(final int frameStatus)
+    {
+        if (frameStatus != 0)
+        {
+            STATUS.compareAndSet(this, 0, frameStatus);
+        }
+        DATA_LEFT.addAndGet(this, -1);
+        peer.release(2);
+        if (REMAINING.addAndGet(this, -2) == 0)
         {
             future.complete(status);
         }

@@ -29,6 +29,8 @@ final class TransferSlice extends InflightFrame implements ChannelFutureListener
 
     private final PendingTransfer transfer;
     private final ByteBuffer local;
+    /** A WRITE_COMMIT's commit record, sent between the header and the payload; else null. */
+    private final ByteBuffer record;
     private final int localEnd;
 
     // Event-loop confined once handed to a lane.
@@ -45,6 +47,20 @@ final class TransferSlice extends InflightFrame implements ChannelFutureListener
         final int length,
         final FrameToken token)
     {
+        this(transfer, opcode, segmentId, remoteOffset, local, length, token, null);
+    }
+
+    TransferSlice(
+        final PendingTransfer transfer,
+        final int opcode,
+        final int segmentId,
+        final long remoteOffset,
+        final ByteBuffer local,
+        final int length,
+        final FrameToken token,
+        final ByteBuffer record)
+    {
+        this.record = record;
         this.transfer = transfer;
         this.opcode = opcode;
         this.segmentId = segmentId;
@@ -96,15 +112,22 @@ final class TransferSlice extends InflightFrame implements ChannelFutureListener
     void encodeHeader(final ByteBuf out, final long requestId)
     {
         final FrameToken t = token;
+        final int flags = record == null ? 0 : record.remaining(); // a WRITE_COMMIT's record length
         if (t == null)
         {
-            FrameHeader.encode(out, opcode, 0, requestId, segmentId, 0, remoteOffset, length, 0, null);
+            FrameHeader.encode(out, opcode, flags, requestId, segmentId, 0, remoteOffset, length, 0, null);
         }
         else
         {
-            FrameHeader.encode(out, opcode, 0, requestId, segmentId, 0, remoteOffset, length, t.deltaOf(remoteOffset),
-                t.grantLength, t.expirySec, t.mac);
+            FrameHeader.encode(out, opcode, flags, requestId, segmentId, 0, remoteOffset, length,
+                t.deltaOf(remoteOffset), t.grantLength, t.expirySec, t.mac);
         }
+    }
+
+    /** A WRITE_COMMIT's record (a view), or null. */
+    ByteBuf record()
+    {
+        return record == null ? null : Unpooled.wrappedBuffer(record.duplicate());
     }
 
     /** The WRITE payload: a zero-copy view of the caller's range. */
@@ -161,6 +184,11 @@ final class TransferSlice extends InflightFrame implements ChannelFutureListener
             return;
         }
         cancelTimeout();
+        if (opcode == Opcode.WRITE_COMMIT)
+        {
+            transfer.onWriteCommitDone(status);
+            return;
+        }
         transfer.onSliceDone(status, opcode == Opcode.COMMIT, remoteOffset);
     }
 

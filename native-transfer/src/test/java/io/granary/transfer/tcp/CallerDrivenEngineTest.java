@@ -7,6 +7,8 @@ import io.granary.transfer.TransferEngine;
 import io.granary.transfer.TransferRequest;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 import java.net.InetAddress;
 import java.net.ServerSocket;
@@ -143,12 +145,17 @@ class CallerDrivenEngineTest
         }
     }
 
-    @Test
-    void shouldWriteAndCommitOnOneConnectionAlsoWhenTheRecordComesLater() throws Exception
+    /**
+     * A one-frame WRITE whose record is ready goes as one WRITE_COMMIT (with writeCommits off: WRITE, then COMMIT on
+     * its connection); a sliced WRITE whose record comes later gets its COMMIT behind its slices.
+     */
+    @ParameterizedTest(name = "writeCommits {0}")
+    @ValueSource(booleans = {true, false})
+    void shouldWriteAndCommitOnOneConnectionAlsoWhenTheRecordComesLater(final boolean writeCommits) throws Exception
     {
         final FakeNode node = track(new FakeNode(FakeNode.Mode.ANSWER));
         node.openGate();
-        final CallerDrivenEngine engine = engine(new TransferConfig().sliceBytes(64 << 10));
+        final CallerDrivenEngine engine = engine(new TransferConfig().sliceBytes(64 << 10).writeCommits(writeCommits));
         final CompletableFuture<byte[]> late = new CompletableFuture<>();
         try (TransferEngine.Driver driver = engine.openDriver())
         {
@@ -162,12 +169,17 @@ class CallerDrivenEngineTest
             maker.join();
         }
         final List<FakeNode.Received> received = new ArrayList<>(node.received());
-        assertThat(received).extracting(r -> r.header().opcode).containsExactly(
-            Opcode.WRITE, Opcode.COMMIT, Opcode.WRITE, Opcode.WRITE, Opcode.WRITE, Opcode.WRITE, Opcode.COMMIT);
+        final List<Integer> small = writeCommits ? List.of(Opcode.WRITE_COMMIT) : List.of(Opcode.WRITE, Opcode.COMMIT);
+        final List<Integer> expected = new ArrayList<>(small);
+        expected.addAll(List.of(Opcode.WRITE, Opcode.WRITE, Opcode.WRITE, Opcode.WRITE, Opcode.COMMIT));
+        assertThat(received).extracting(r -> r.header().opcode).containsExactlyElementsOf(expected);
         assertThat(received).extracting(FakeNode.Received::connection).containsOnly(1);
-        assertThat(received.get(1).header().offset).isEqualTo(4096);
-        assertThat(received.get(6).header().offset).isEqualTo(1 << 20);
-        assertThat(received.get(6).header().length).isEqualTo(RECORD.length);
+        final FakeNode.Received first = received.get(small.size() - 1);
+        assertThat(first.header().offset).isEqualTo(4096);
+        assertThat(first.header().flags).isEqualTo(writeCommits ? RECORD.length : 0);
+        final FakeNode.Received last = received.get(received.size() - 1);
+        assertThat(last.header().offset).isEqualTo(1 << 20);
+        assertThat(last.header().length).isEqualTo(RECORD.length);
     }
 
     /**
@@ -235,9 +247,9 @@ class CallerDrivenEngineTest
                     .isZero();
             }
             final List<FakeNode.Received> frames = new ArrayList<>(node.received());
-            assertThat(frames).extracting(r -> r.header().opcode).containsExactly(Opcode.WRITE, Opcode.COMMIT);
-            assertThat(frames.get(1).connection()).as("COMMIT behind its one-frame WRITE, round %d", round)
-                .isEqualTo(frames.get(0).connection());
+            assertThat(frames).extracting(r -> r.header().opcode).as("a one-frame WRITE with its COMMIT, round %d",
+                round).containsExactly(Opcode.WRITE_COMMIT);
+            assertThat(frames.get(0).header().flags).isEqualTo(RECORD.length);
         }
         assertThat(node.connections()).isEqualTo(2);
     }

@@ -212,7 +212,7 @@ final class FakeNode implements AutoCloseable
                 received.add(new Received(number, header));
                 if (header.hasPayload())
                 {
-                    in.skipNBytes(header.length);
+                    in.skipNBytes(header.length + (header.opcode == Opcode.WRITE_COMMIT ? header.flags : 0));
                 }
                 toAnswer.add(header);
             }

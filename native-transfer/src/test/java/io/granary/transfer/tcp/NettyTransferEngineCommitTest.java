@@ -45,11 +45,13 @@ class NettyTransferEngineCommitTest
             length, null, RECORD);
     }
 
+    /** With writeCommits off: each one-frame WRITE, then its COMMIT right behind it on the same connection. */
     @Test
     void shouldSendTheCommitOnTheSameConnectionRightBehindASingleSliceWrite() throws Exception
     {
         final FakeNode node = track(new FakeNode(FakeNode.Mode.ANSWER));
-        final NettyTransferEngine engine = track(new NettyTransferEngine(new TransferConfig().lanesPerPeer(4)));
+        final NettyTransferEngine engine =
+            track(new NettyTransferEngine(new TransferConfig().lanesPerPeer(4).writeCommits(false)));
         node.openGate();
 
         final List<CompletableFuture<Integer>> futures = new ArrayList<>();
@@ -79,6 +81,30 @@ class NettyTransferEngineCommitTest
             }
         }
         assertThat(engine.outstandingFrames(node.endpoint())).isZero();
+    }
+
+    /** By default a one-frame WRITE whose record is ready goes as one WRITE_COMMIT frame, the record's length in flags. */
+    @Test
+    void shouldSendASingleSliceWriteAndItsRecordAsOneWriteCommit() throws Exception
+    {
+        final FakeNode node = track(new FakeNode(FakeNode.Mode.ANSWER));
+        final NettyTransferEngine engine = track(new NettyTransferEngine(new TransferConfig().lanesPerPeer(4)));
+        node.openGate();
+
+        final List<CompletableFuture<Integer>> futures = new ArrayList<>();
+        for (int i = 0; i < 8; i++)
+        {
+            futures.add(engine.submit(writeAndCommit(node.endpoint(), i * 4096L, 4000)));
+        }
+        for (final CompletableFuture<Integer> future : futures)
+        {
+            assertThat(future.get(WAIT_SECONDS, TimeUnit.SECONDS)).isZero();
+        }
+        final List<FakeNode.Received> received = new ArrayList<>(node.received());
+        assertThat(received).extracting(r -> r.header().opcode).hasSize(8).containsOnly(Opcode.WRITE_COMMIT);
+        assertThat(received).extracting(r -> r.header().flags).containsOnly(RECORD.length);
+        assertThat(received).extracting(r -> r.header().length).containsOnly(4000L);
+        assertThat(engine.outstandingFrames(node.endpoint())).as("both frames of each released").isZero();
     }
 
     /**

@@ -13,6 +13,7 @@ import io.granary.transfer.TransferRequest;
 import io.granary.transfer.TransportKind;
 import io.granary.transfer.natives.NativeTransfer;
 import io.granary.transfer.natives.NativeTransferEngine;
+import io.granary.transfer.tcp.CallerDrivenEngine;
 import io.granary.transfer.tcp.NettyTransferEngine;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.AfterEach;
@@ -337,14 +338,15 @@ class TransferInteropTest
     }
 
     /**
-     * The native engine sends a one-frame value and its COMMIT record as one WRITE_COMMIT frame (one request at the
-     * node instead of two), and as a WRITE and a COMMIT with writeCommits off; the ledger holds the value either way.
+     * Both engines send a one-frame value and its COMMIT record as one WRITE_COMMIT frame (one request at the node
+     * instead of two), and as a WRITE and a COMMIT with writeCommits off; the ledger holds the value either way.
      */
-    @ParameterizedTest(name = "native client, {0} node")
-    @EnumSource(value = TransportKind.class, names = {"JAVA", "NATIVE"})
-    void shouldSendASmallValueWithItsCommitAsOneFrameFromTheNativeEngine(final TransportKind node) throws Exception
+    @ParameterizedTest(name = "{0} client, {1} node")
+    @MethodSource("directions")
+    void shouldSendASmallValueWithItsCommitAsOneFrame(final TransportKind client, final TransportKind node)
+        throws Exception
     {
-        start(TransportKind.NATIVE, node);
+        start(client, node);
         final byte[] value = new byte[4096];
         random.nextBytes(value);
         final long before = server.requests();
@@ -352,7 +354,8 @@ class TransferInteropTest
         assertThat(server.requests() - before).as("requests for one value and its COMMIT").isEqualTo(1);
 
         engine.close();
-        engine = new NativeTransferEngine(new TransferConfig().writeCommits(false));
+        final TransferConfig off = new TransferConfig().writeCommits(false);
+        engine = client == TransportKind.NATIVE ? new NativeTransferEngine(off) : new NettyTransferEngine(off);
         final long apart = server.requests();
         assertThat(commitWrite(8192, value, 42)).isZero();
         assertThat(server.requests() - apart).as("requests with writeCommits off").isEqualTo(2);
@@ -360,6 +363,35 @@ class TransferInteropTest
         assertThat(segment.ledger().snapshot()).extracting(e -> e.key()).containsExactly("k41", "k42");
         assertThat(segmentBytes(0, value.length)).isEqualTo(value);
         assertThat(segmentBytes(8192, value.length)).isEqualTo(value);
+    }
+
+    /** The Java caller-driven engine (what synchronous calls of the Java transport use) sends WRITE_COMMIT too. */
+    @ParameterizedTest(name = "caller-driven Java client, {0} node")
+    @EnumSource(value = TransportKind.class, names = {"JAVA", "NATIVE"})
+    void shouldSendASmallValueWithItsCommitAsOneFrameFromTheCallerDrivenJavaEngine(final TransportKind node)
+        throws Exception
+    {
+        start(TransportKind.JAVA, node);
+        final byte[] value = new byte[4096];
+        random.nextBytes(value);
+        final CallerDrivenEngine callerDriven = new CallerDrivenEngine(new TransferConfig());
+        resources.add(callerDriven);
+        final long before = server.requests();
+        try (TransferEngine.Driver driver = callerDriven.openDriver())
+        {
+            final CompletableFuture<Integer> done = callerDriven.submit(new TransferRequest(TransferRequest.Op.WRITE,
+                endpoint, segment.id(), 0, ByteBuffer.wrap(value), value.length, token(Opcode.WRITE, 0, value.length),
+                record("k51", value.length, 51).encode()));
+            final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (!done.isDone() && System.nanoTime() - deadline < 0)
+            {
+                driver.drive(TimeUnit.MILLISECONDS.toNanos(50));
+            }
+            assertThat(done.getNow(-1)).isZero();
+        }
+        assertThat(server.requests() - before).as("requests for one value and its COMMIT").isEqualTo(1);
+        assertThat(segment.ledger().snapshot()).extracting(e -> e.key()).containsExactly("k51");
+        assertThat(segmentBytes(0, value.length)).isEqualTo(value);
     }
 
     private static CommitRecord record(final String key, final long length, final long version)
