@@ -340,12 +340,14 @@ class CallerDrivenEngineTest
     @Test
     void shouldFailWithTransferFailWhenTheNodeIsNotListeningOrDropsTheConnection() throws Exception
     {
+        // The node first: a port freed before it listened could be the one it binds (CI saw the "not listening" read
+        // reach it as its first connection, and the next read then answered).
+        final FakeNode dropping = track(new FakeNode(FakeNode.Mode.DROP_FIRST_CONNECTION));
         final int port;
         try (ServerSocket unused = new ServerSocket(0, 1, InetAddress.getLoopbackAddress()))
         {
             port = unused.getLocalPort();
         }
-        final FakeNode dropping = track(new FakeNode(FakeNode.Mode.DROP_FIRST_CONNECTION));
         final CallerDrivenEngine engine = engine(new TransferConfig());
         try (TransferEngine.Driver driver = engine.openDriver())
         {
