@@ -45,15 +45,10 @@ class NettyTransferEngineCommitTest
             length, null, RECORD);
     }
 
-    /** With writeCommits off: each one-frame WRITE, then its COMMIT right behind it on the same connection. */
-    @Test
-    void shouldSendTheCommitOnTheSameConnectionRightBehindASingleSliceWrite() throws Exception
+    /** Writes eight 4000-byte values with their records, all in flight together; the frames the node received. */
+    private static List<FakeNode.Received> writeEightSmallValues(final NettyTransferEngine engine, final FakeNode node)
+        throws Exception
     {
-        final FakeNode node = track(new FakeNode(FakeNode.Mode.ANSWER));
-        final NettyTransferEngine engine =
-            track(new NettyTransferEngine(new TransferConfig().lanesPerPeer(4).writeCommits(false)));
-        node.openGate();
-
         final List<CompletableFuture<Integer>> futures = new ArrayList<>();
         for (int i = 0; i < 8; i++)
         {
@@ -63,8 +58,19 @@ class NettyTransferEngineCommitTest
         {
             assertThat(future.get(WAIT_SECONDS, TimeUnit.SECONDS)).isZero();
         }
+        return new ArrayList<>(node.received());
+    }
 
-        final List<FakeNode.Received> received = new ArrayList<>(node.received());
+    /** With writeCommits off: each one-frame WRITE, then its COMMIT right behind it on the same connection. */
+    @Test
+    void shouldSendTheCommitOnTheSameConnectionRightBehindASingleSliceWrite() throws Exception
+    {
+        final FakeNode node = track(new FakeNode(FakeNode.Mode.ANSWER));
+        final NettyTransferEngine engine =
+            track(new NettyTransferEngine(new TransferConfig().lanesPerPeer(4).writeCommits(false)));
+        node.openGate();
+
+        final List<FakeNode.Received> received = writeEightSmallValues(engine, node);
         assertThat(received).hasSize(16);
         for (int i = 0; i < received.size(); i++)
         {
@@ -91,16 +97,7 @@ class NettyTransferEngineCommitTest
         final NettyTransferEngine engine = track(new NettyTransferEngine(new TransferConfig().lanesPerPeer(4)));
         node.openGate();
 
-        final List<CompletableFuture<Integer>> futures = new ArrayList<>();
-        for (int i = 0; i < 8; i++)
-        {
-            futures.add(engine.submit(writeAndCommit(node.endpoint(), i * 4096L, 4000)));
-        }
-        for (final CompletableFuture<Integer> future : futures)
-        {
-            assertThat(future.get(WAIT_SECONDS, TimeUnit.SECONDS)).isZero();
-        }
-        final List<FakeNode.Received> received = new ArrayList<>(node.received());
+        final List<FakeNode.Received> received = writeEightSmallValues(engine, node);
         assertThat(received).extracting(r -> r.header().opcode).hasSize(8).containsOnly(Opcode.WRITE_COMMIT);
         assertThat(received).extracting(r -> r.header().flags).containsOnly(RECORD.length);
         assertThat(received).extracting(r -> r.header().length).containsOnly(4000L);
