@@ -7,6 +7,7 @@ import io.granary.common.tls.TlsSettings;
 import io.granary.node.Await;
 import io.granary.node.segment.Segment;
 import io.granary.node.segment.SegmentRegistry;
+import io.granary.protocol.CommitRecord;
 import io.granary.protocol.FrameDescriptor;
 import io.granary.protocol.FrameHeader;
 import io.granary.protocol.Opcode;
@@ -180,9 +181,9 @@ class TransferServerFuzzTest
         final int closeReason = decodeOutcome(f);
         final ByteArrayOutputStream bytes = new ByteArrayOutputStream();
         bytes.write(f.encode());
-        if (closeReason == 0 && f.opcode == Opcode.WRITE)
+        if (closeReason == 0 && isWrite(f))
         {
-            bytes.write(f.payload((int)f.length, random));
+            bytes.write(payloadOf(f));
         }
         if (random.nextInt(10) == 0 && bytes.size() <= 1024)
         {
@@ -247,9 +248,9 @@ class TransferServerFuzzTest
             final byte[] frame = sent[k].encode();
             bytes.write(frame);
             byte[] payload = null;
-            if (sent[k].opcode == Opcode.WRITE)
+            if (isWrite(sent[k]))
             {
-                payload = sent[k].payload((int)sent[k].length, random);
+                payload = payloadOf(sent[k]);
                 bytes.write(payload);
             }
             statuses[k] = answer(sent[k], payload == null ? frame : concat(frame, payload));
@@ -265,7 +266,7 @@ class TransferServerFuzzTest
         {
             for (int later = k + 1; expectedShadow[k] != null && later < frames; later++)
             {
-                if (sent[later].opcode == Opcode.WRITE && statuses[later] == 0)
+                if (isWrite(sent[later]) && statuses[later] == 0)
                 {
                     final long from = Math.max(sent[k].offset, sent[later].offset);
                     final long to = Math.min(sent[k].offset + sent[k].length, sent[later].offset + sent[later].length);
@@ -302,6 +303,8 @@ class TransferServerFuzzTest
         int reserved;
         long tokenExpiryMs;
         byte[] lastPayload;
+        /** A WRITE_COMMIT's well-formed record (for the frame as built, before any mutation); else null. */
+        byte[] record;
 
         Frame(final int opcode, final long requestId, final int segmentId, final long offset, final long length)
         {
@@ -336,10 +339,45 @@ class TransferServerFuzzTest
     private Frame validFrame()
     {
         final int op = random.nextInt(10);
-        final int opcode = op < 4 ? Opcode.READ : op < 8 ? Opcode.WRITE : Opcode.PING;
+        final int opcode = op < 4 ? Opcode.READ : op < 7 ? Opcode.WRITE : op < 8 ? Opcode.WRITE_COMMIT : Opcode.PING;
         final int length = opcode == Opcode.PING ? 0 : 1 + random.nextInt(random.nextInt(8) == 0 ? MAX_FRAME_BYTES : 512);
         final long offset = random.nextInt(SCRATCH_START - length + 1);
-        return new Frame(opcode, nextRequestId++, segment.id(), offset, length);
+        final Frame f = new Frame(opcode, nextRequestId++, segment.id(), offset, length);
+        if (opcode == Opcode.WRITE_COMMIT)
+        {
+            f.record = new CommitRecord(0, "fuzz", "k" + f.requestId, "", length, f.requestId, 0, 0).encode();
+            f.flags = f.record.length;
+        }
+        return f;
+    }
+
+    private static boolean isWrite(final Frame f)
+    {
+        return f.opcode == Opcode.WRITE || f.opcode == Opcode.WRITE_COMMIT;
+    }
+
+    /**
+     * The bytes after a WRITE's or WRITE_COMMIT's header: for a WRITE_COMMIT first {@code flags} bytes of record (its
+     * well-formed record while {@code flags} still says its length, else bytes that are no record: format 0), then
+     * {@code length} random bytes of value.
+     */
+    private byte[] payloadOf(final Frame f)
+    {
+        final byte[] value = f.payload((int)f.length, random);
+        if (f.opcode != Opcode.WRITE_COMMIT)
+        {
+            return value;
+        }
+        final byte[] record = f.record != null && f.flags == f.record.length ? f.record : new byte[f.flags];
+        if (record != f.record)
+        {
+            random.nextBytes(record);
+            if (record.length > 0)
+            {
+                record[0] = 0;
+            }
+        }
+        return concat(record, value);
     }
 
     private void mutate(final Frame f)
@@ -374,9 +412,9 @@ class TransferServerFuzzTest
     }
 
     /**
-     * Any byte but COMMIT, RDMA_CONNECT, WRITE_COMMIT and READV, whose payloads this model does not follow
-     * (TransferServerTest covers malformed vectors, TransferServerCommitTest malformed COMMITs and WRITE_COMMITs,
-     * RdmaConnectTest malformed exchanges).
+     * Any byte but COMMIT, RDMA_CONNECT, WRITE_COMMIT and READV, whose payloads a random opcode would not give
+     * (TransferServerTest covers malformed vectors, TransferServerCommitTest malformed COMMITs, RdmaConnectTest
+     * malformed exchanges; WRITE_COMMITs come from validFrame, mutated like the others).
      */
     private int randomOpcodeButReadv()
     {
@@ -438,22 +476,43 @@ class TransferServerFuzzTest
         {
             return 0;
         }
+        if (f.opcode == Opcode.WRITE_COMMIT)
+        {
+            run.count("write-commit");
+        }
+        if (f.opcode == Opcode.WRITE_COMMIT && (f.flags == 0 || f.flags > FrameDescriptor.MAX_COMMIT_PAYLOAD))
+        {
+            run.count("write-commit-no-record");
+            return INVALID_PARAMS_VALUE; // no record: refused before any byte of the value moves
+        }
         final boolean known = f.segmentId == segment.id();
         final boolean inBounds = known && f.length > 0 && f.offset >= 0 && f.offset <= SEGMENT_BYTES &&
             f.length <= SEGMENT_BYTES - f.offset;
         final int status = f.status != 0 ? INVALID_PARAMS_VALUE : !known ? SEGMENT_NOT_FOUND_VALUE :
             !inBounds ? INVALID_PARAMS_VALUE : 0;
-        if (f.opcode == Opcode.WRITE && inBounds)
+        if (isWrite(f) && inBounds)
         {
             mark(f.offset, (int)f.length, false); // addressed, whatever the outcome
         }
-        if (f.opcode == Opcode.WRITE && status == 0)
+        if (isWrite(f) && status == 0)
         {
             System.arraycopy(f.lastPayload, 0, shadow, (int)f.offset, (int)f.length);
             if (f.offset < SCRATCH_START)
             {
                 Arrays.fill(unknown, (int)f.offset, (int)Math.min(f.offset + f.length, SCRATCH_START), false);
             }
+        }
+        if (f.opcode == Opcode.WRITE_COMMIT && status == 0)
+        {
+            // The bytes are in; then the record: well formed, and its extent [offset, offset + max(1, value length))
+            // inside the segment (the value length is the frame's before any mutation of its length).
+            if (f.record == null || f.flags != f.record.length)
+            {
+                run.count("write-commit-bad-record");
+                return INVALID_PARAMS_VALUE;
+            }
+            final long valueLength = CommitRecord.decode(f.record, 0, f.record.length).valueLength();
+            return f.offset + Math.max(1, valueLength) <= SEGMENT_BYTES ? 0 : INVALID_PARAMS_VALUE;
         }
         return status;
     }
