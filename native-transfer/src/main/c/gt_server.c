@@ -1070,10 +1070,6 @@ static void finish_rdma_connect(gt_server *server, connection *c)
 static void start_write(gt_server *server, connection *c, const gt_header *h, int status)
 {
     uint8_t *address = NULL;
-    if (!c->write_commit)
-    {
-        c->write_start_ns = server->callbacks.on_latencies != NULL ? now_ns() : 0;
-    }
     if (status == GT_OK)
     {
         gt_header as_write = *h;
@@ -1138,6 +1134,7 @@ static void on_header(gt_server *server, connection *c)
             break;
         }
         case GT_OPC_WRITE:
+            c->write_start_ns = server->callbacks.on_latencies != NULL ? now_ns() : 0;
             c->write_commit = 0;
             start_write(server, c, h, GT_OK);
             break;

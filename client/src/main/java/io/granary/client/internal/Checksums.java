@@ -57,11 +57,5 @@ final class Checksums
             run();
             return crc;
         }
-
-        /** Whether the checksum has been computed (by {@link #run} or {@link #get}). */
-        boolean isDone()
-        {
-            return done;
-        }
     }
 }

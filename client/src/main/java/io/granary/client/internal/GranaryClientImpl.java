@@ -394,12 +394,8 @@ public final class GranaryClientImpl implements GranaryClient
             revokeQuietly(key, ex, WriteOperation.unwritten(started.getReplicasList()));
             throw ex;
         }
-        final boolean sealed = sealIfReady(record, commit, crc);
+        seal(record, commit, crc); // the checksum was computed during PutStart: the record goes with the WRITE
         final CompletableFuture<OpFailure> written = write.start(transfers);
-        if (!sealed)
-        {
-            seal(record, commit, crc);
-        }
         final int crcValue = crc == null ? 0 : crc.get();
         return written.thenComposeAsync(failure ->
         {
@@ -433,23 +429,6 @@ public final class GranaryClientImpl implements GranaryClient
         return code == ErrorCode.TRANSFER_FAIL || code == ErrorCode.RPC_TIMEOUT ||
             code == ErrorCode.SEGMENT_NOT_FOUND || code == ErrorCode.UNAVAILABLE_IN_CURRENT_STATUS ||
             code == ErrorCode.NO_AVAILABLE_HANDLE;
-    }
-
-    /**
-     * {@link #seal} before the writes start when the checksum is already known (computed while the master answered,
-     * as it is unless a caller's thread was interrupted in between), so that every engine gets the COMMIT payload
-     * with the WRITE instead of later (the native engine: no second call into C per value); false when the payload
-     * must wait for the checksum.
-     */
-    private static boolean sealIfReady(
-        final CommitRecord record, final CompletableFuture<byte[]> commit, final Checksums.Pending crc)
-    {
-        if (commit == null || (crc != null && !crc.isDone()))
-        {
-            return false;
-        }
-        seal(record, commit, crc);
-        return true;
     }
 
     /**
@@ -691,8 +670,6 @@ public final class GranaryClientImpl implements GranaryClient
         final List<CompletableFuture<OpFailure>> writes = new ArrayList<>(sent.size());
         final List<WriteOperation> operations = new ArrayList<>(sent.size());
         final List<Integer> writeIndex = new ArrayList<>(sent.size());
-        final List<CommitRecord> records = new ArrayList<>(sent.size());
-        final List<CompletableFuture<byte[]>> commits = new ArrayList<>(sent.size());
         final List<String> toRevoke = new ArrayList<>();
         final List<List<SettledReplica>> settled = new ArrayList<>();
         for (int j = 0; j < sent.size(); j++)
@@ -714,17 +691,13 @@ public final class GranaryClientImpl implements GranaryClient
             {
                 final CommitRecord record =
                     commitRecord(tenant, key, data[i].remaining(), result.getVersion(), options[i]);
-                CompletableFuture<byte[]> commit = record == null ? null : new CompletableFuture<>();
+                final CompletableFuture<byte[]> commit = record == null ? null : new CompletableFuture<>();
                 final WriteOperation operation = WriteOperation.plan(key, data[i], result.getReplicasList(), commit);
-                if (sealIfReady(record, commit, crcs == null ? null : crcs[i]))
-                {
-                    commit = null; // sealed: nothing left to complete after the write starts
-                }
+                // The checksums were computed during BatchPutStart: each record goes with its WRITE.
+                seal(record, commit, crcs == null ? null : crcs[i]);
                 writes.add(operation.start(transfers));
                 operations.add(operation);
                 writeIndex.add(i);
-                records.add(record);
-                commits.add(commit);
             }
             catch (final GranaryException ex)
             {
@@ -734,11 +707,9 @@ public final class GranaryClientImpl implements GranaryClient
             }
         }
         final int[] crcValues = crcs == null ? null : new int[n];
-        for (int w = 0; w < writeIndex.size(); w++)
+        if (crcValues != null)
         {
-            final int i = writeIndex.get(w);
-            seal(records.get(w), commits.get(w), crcs == null ? null : crcs[i]);
-            if (crcValues != null)
+            for (final int i : writeIndex)
             {
                 crcValues[i] = crcs[i].get();
             }

@@ -76,16 +76,14 @@ final class DirectTransfer
     void start()
     {
         final int slices = dataLeft;
-        if (writeCommits && slices == 1 && commit != null && commit.isDone() && !commit.isCompletedExceptionally() &&
-            commit.getNow(null) != null)
+        final byte[] ready = writeCommits && slices == 1 && commit != null && commit.isDone() &&
+            !commit.isCompletedExceptionally() ? commit.getNow(null) : null;
+        if (ready != null)
         {
-            final byte[] record = commit.getNow(null);
-            final ByteBuffer view = local.duplicate();
-            view.limit(base + length).position(base);
             committing = true;
             framesLeft = 1; // the COMMIT travels in the WRITE's frame
-            loop.laneFor(connection, length).enqueue(
-                new DirectFrame.Slice(this, Opcode.WRITE_COMMIT, remoteOffset, view, length, ByteBuffer.wrap(record)));
+            loop.laneFor(connection, length).enqueue(new DirectFrame.Slice(this, Opcode.WRITE_COMMIT, remoteOffset,
+                view(0, length), length, ByteBuffer.wrap(ready)));
             return;
         }
         commitConnection = connection;
@@ -97,8 +95,6 @@ final class DirectTransfer
         {
             final int offset = i * sliceBytes;
             final int sliceLength = Math.min(sliceBytes, length - offset);
-            final ByteBuffer view = local.duplicate();
-            view.limit(base + offset + sliceLength).position(base + offset);
             final DirectConnection lane = loop.laneFor(connection, sliceLength);
             if (slices == 1)
             {
@@ -108,7 +104,8 @@ final class DirectTransfer
             {
                 sliceLanes[i] = lane;
             }
-            lane.enqueue(new DirectFrame.Slice(this, opcode, remoteOffset + offset, view, sliceLength));
+            lane.enqueue(new DirectFrame.Slice(this, opcode, remoteOffset + offset, view(offset, sliceLength),
+                sliceLength));
         }
         if (commit != null && slices <= 1)
         {
@@ -116,6 +113,14 @@ final class DirectTransfer
             // COMMIT only after the WRITE's last byte, and refuses it if the WRITE was refused.
             whenCommitReady();
         }
+    }
+
+    /** The caller's bytes {@code [offset, offset + sliceLength)} of this transfer's range. */
+    private ByteBuffer view(final int offset, final int sliceLength)
+    {
+        final ByteBuffer view = local.duplicate();
+        view.limit(base + offset + sliceLength).position(base + offset);
+        return view;
     }
 
     /** A frame of this transfer finished with {@code frameStatus}. */

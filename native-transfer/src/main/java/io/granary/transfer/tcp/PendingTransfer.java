@@ -127,10 +127,7 @@ final class PendingTransfer
             if (ready != null && writeCommits)
             {
                 // One WRITE_COMMIT frame for both (docs/protocol.md); it still counts as two frames of the queue.
-                final ByteBuffer view = local.duplicate();
-                view.limit(base + length).position(base);
-                peer.send(new TransferSlice(this, Opcode.WRITE_COMMIT, segmentId, remoteOffset, view, length, token,
-                    ByteBuffer.wrap(ready)), firstLane);
+                peer.send(slice(0, Opcode.WRITE_COMMIT, ByteBuffer.wrap(ready)), firstLane);
             }
             else if (ready != null)
             {
@@ -295,17 +292,23 @@ final class PendingTransfer
 
     private TransferSlice dataSlice(final int index)
     {
+        return slice(index, opcode, null);
+    }
+
+    /** The frame of slice {@code index} with {@code frameOpcode}; a WRITE_COMMIT's {@code record}, else null. */
+    private TransferSlice slice(final int index, final int frameOpcode, final ByteBuffer record)
+    {
         final int offset = index * sliceBytes;
         final int sliceLength = Math.min(sliceBytes, length - offset);
         final ByteBuffer view = local.duplicate();
         view.limit(base + offset + sliceLength).position(base + offset);
-        return new TransferSlice(this, opcode, segmentId, remoteOffset + offset, view, sliceLength, token);
+        return new TransferSlice(this, frameOpcode, segmentId, remoteOffset + offset, view, sliceLength, token, record);
     }
 
     /** The COMMIT frame: the extent's offset, the record as payload, and the WRITE's token (the node checks it). */
     private TransferSlice commitSlice(final byte[] record)
     {
         return new TransferSlice(this, Opcode.COMMIT, segmentId, remoteOffset, ByteBuffer.wrap(record), record.length,
-            token);
+            token, null);
     }
 }

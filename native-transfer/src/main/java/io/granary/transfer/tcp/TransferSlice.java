@@ -45,22 +45,9 @@ final class TransferSlice extends InflightFrame implements ChannelFutureListener
         final long remoteOffset,
         final ByteBuffer local,
         final int length,
-        final FrameToken token)
-    {
-        this(transfer, opcode, segmentId, remoteOffset, local, length, token, null);
-    }
-
-    TransferSlice(
-        final PendingTransfer transfer,
-        final int opcode,
-        final int segmentId,
-        final long remoteOffset,
-        final ByteBuffer local,
-        final int length,
         final FrameToken token,
         final ByteBuffer record)
     {
-        this.record = record;
         this.transfer = transfer;
         this.opcode = opcode;
         this.segmentId = segmentId;
@@ -69,6 +56,7 @@ final class TransferSlice extends InflightFrame implements ChannelFutureListener
         this.localEnd = local.limit();
         this.length = length;
         this.token = token;
+        this.record = record;
     }
 
     @Override
