@@ -73,6 +73,14 @@ typedef struct gt_engine_config
      * Nodes older than WRITE_COMMIT close a connection that sends one: set 0 until every node is upgraded.
      */
     uint32_t write_commits;
+    /*
+     * 1 (default): a READ or WRITE of at least local_min_bytes to a node on this host moves with process_vm_readv /
+     * process_vm_writev (one copy, no loopback TCP) once the node answered LOCAL_CONNECT for its segment and this
+     * process proved it can reach the node's memory; a WRITE's COMMIT still goes over TCP. Anything else, and any
+     * refusal or failed copy, takes TCP (docs/protocol.md "LOCAL_CONNECT"). 0: TCP only.
+     */
+    uint32_t local_transfers;
+    uint32_t local_min_bytes;          /* smallest transfer that goes local (default 64 KiB) */
 } gt_engine_config;
 
 /* Fills the defaults of docs/configuration.md (the Java TransferConfig's). */
@@ -178,6 +186,9 @@ void gt_engine_counters(gt_engine *engine, uint64_t *admitted, uint64_t *rejecte
 /* READs completed one-sided over RDMA with success, and READs that failed there (status other than GT_OK). */
 void gt_engine_rdma_counters(gt_engine *engine, uint64_t *reads, uint64_t *failed);
 
+/* Transfers whose bytes moved locally (READs, WRITEs) and eligible ones that took TCP instead; any thread. */
+void gt_engine_local_counters(gt_engine *engine, uint64_t *reads, uint64_t *writes, uint64_t *fallbacks);
+
 /* Closes every connection; outstanding operations are dropped without completion (the caller fails them). */
 void gt_engine_destroy(gt_engine *engine);
 
@@ -222,6 +233,11 @@ typedef struct gt_server_config
     uint16_t port;                 /* 0 = ephemeral */
     uint32_t max_frame_bytes;
     uint32_t io_threads;           /* event loops, 1..256 (0 = 1); connections are spread over them round-robin */
+    /*
+     * 1: answer LOCAL_CONNECT from a client on this host with where a segment lies in this process, so it can copy
+     * with process_vm_readv/writev (docs/protocol.md "LOCAL_CONNECT"); 0: refuse it (UNAVAILABLE_IN_CURRENT_STATUS).
+     */
+    uint32_t local_transfers;
 } gt_server_config;
 
 typedef struct gt_server_stats

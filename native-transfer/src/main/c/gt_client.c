@@ -19,6 +19,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
 #include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -50,12 +51,16 @@
 #define RDMA_MAX_INFLIGHT 64      /* transfers in flight on one path; more go over TCP */
 #define RDMA_MAX_PATHS 16         /* segments per peer with an RDMA path */
 #define RDMA_RETRY_MS 5000        /* after a refusal or a failure, TCP only for that segment for this long */
+#define LOCAL_MAX_PATHS 16        /* segments per same-host peer with a local path */
+#define LOCAL_RETRY_MS 5000       /* after a refusal or a failure, TCP only for that segment for this long */
+#define LOCAL_CRC_CHUNK (256u << 10) /* a local READ with a CRC copies this much, then folds it in while cached */
 
 typedef struct transfer transfer;
 typedef struct frame frame;
 typedef struct lane lane;
 typedef struct peer peer;
 typedef struct rdma_path rdma_path;
+typedef struct local_path local_path;
 
 enum commit_state
 {
@@ -193,6 +198,18 @@ struct peer
     transfer *pending_tail;
     rdma_path *rdma_paths[RDMA_MAX_PATHS];
     uint32_t rdma_path_count;
+    int local_host;          /* -1 not known yet, 1 its address is one of this host's, 0 not */
+    local_path *local_paths[LOCAL_MAX_PATHS];
+    uint32_t local_path_count;
+};
+
+/* One segment of a same-host peer reached by process_vm_readv/writev: the node's LOCAL_CONNECT record. */
+struct local_path
+{
+    uint32_t segment_id;
+    int ready;
+    uint64_t retry_at_ms;    /* not ready: TCP only until then */
+    gt_local_info info;
 };
 
 /*
@@ -240,6 +257,9 @@ struct gt_engine
     uint32_t pin_count;
     uint64_t rdma_reads_done;      /* one-sided READs completed with GT_OK / otherwise; any thread reads them */
     uint64_t rdma_reads_failed;
+    uint64_t local_reads;          /* READs / WRITEs whose bytes moved by process_vm_readv/writev; any thread reads */
+    uint64_t local_writes;
+    uint64_t local_fallbacks;      /* eligible transfers that took TCP: no path (refused, changed) or a failed copy */
     lane *dirty_head;
     gt_rdma_device *rdma_device;   /* set once by the loop (first RDMA READ), before any registration is made */
     int rdma_device_failed;
@@ -265,6 +285,8 @@ void gt_engine_config_defaults(gt_engine_config *config)
     config->rdma_reads = 0;
     config->spread_min_bytes = 0;
     config->write_commits = 1;
+    config->local_transfers = 1;
+    config->local_min_bytes = 64u << 10;
 }
 
 int gt_engine_create(const gt_engine_config *config, gt_engine **out, gt_error *error)
@@ -473,6 +495,7 @@ int gt_engine_connect(gt_engine *engine, const char *host, const uint16_t port, 
     }
     snprintf(p->host, sizeof(p->host), "%s", host);
     p->port = port;
+    p->local_host = -1;
     memcpy(&p->address, found->ai_addr, found->ai_addrlen);
     p->address_length = found->ai_addrlen;
     freeaddrinfo(found);
@@ -1276,12 +1299,20 @@ static int send_commit(gt_engine *engine, transfer *t, lane *l)
 
 /* Puts the next slices of a transfer on its lanes (within its window), its COMMIT when due, or completes it. */
 static int rdma_start_read(gt_engine *engine, transfer *t);
+static int local_move(gt_engine *engine, transfer *t);
 
 static void transfer_progress(gt_engine *engine, transfer *t)
 {
     if (!t->admitted)
     {
         return;
+    }
+    if (t->status == GT_OK && t->slices_issued == 0 && t->rdma == NULL && local_move(engine, t))
+    {
+        /* Its bytes moved by the kernel from one address space to the other: as if every slice had been answered
+         * (a WRITE's COMMIT goes over TCP below, so the ledger learns of it as of any write). */
+        t->slices_issued = t->slices_total;
+        t->slices_done = t->slices_total;
     }
     if (t->status == GT_OK && t->slices_issued == 0 && t->rdma == NULL && rdma_start_read(engine, t))
     {
@@ -2060,7 +2091,7 @@ static void rdma_path_break(gt_engine *engine, rdma_path *path, const int32_t st
 }
 
 /* A blocking connection to the peer for the exchange, with the connect timeout on every call; -1 on failure. */
-static int rdma_control_connect(gt_engine *engine, const peer *p)
+static int control_connect(gt_engine *engine, const peer *p)
 {
     const int fd = socket(p->address.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
@@ -2123,7 +2154,7 @@ static rdma_path *rdma_path_get(gt_engine *engine, peer *p, const uint32_t segme
     }
     path->retry_at_ms = now + RDMA_RETRY_MS; /* unless it comes up below */
     gt_qp_info local;
-    path->fd = rdma_control_connect(engine, p);
+    path->fd = control_connect(engine, p);
     if (path->fd < 0 || gt_rdma_link_open(engine->rdma_device, RDMA_QUEUE_DEPTH, &path->link, &local, &error) != GT_OK ||
         gt_rdma_exchange(path->fd, ++engine->rdma_request_id, segment_id, &local, &path->remote, &error) != GT_OK ||
         gt_rdma_link_connect(path->link, &path->remote, &error) != GT_OK)
@@ -2304,6 +2335,196 @@ static void rdma_check_timeouts(gt_engine *engine, const uint64_t now, uint64_t 
             }
         }
     }
+}
+
+/* ---------------------------------------------------------------- same-host transfers */
+
+/* 1 when address is a loopback address or one of this host's interface addresses. */
+static int address_is_local(const struct sockaddr_storage *address)
+{
+    if (address->ss_family == AF_INET &&
+        (ntohl(((const struct sockaddr_in *)address)->sin_addr.s_addr) >> 24) == 127)
+    {
+        return 1;
+    }
+    if (address->ss_family == AF_INET6 && IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)address)->sin6_addr))
+    {
+        return 1;
+    }
+    struct ifaddrs *all = NULL;
+    if (getifaddrs(&all) != 0)
+    {
+        return 0;
+    }
+    int found = 0;
+    for (const struct ifaddrs *i = all; i != NULL && !found; i = i->ifa_next)
+    {
+        const struct sockaddr *a = i->ifa_addr;
+        if (a == NULL || a->sa_family != address->ss_family)
+        {
+            continue;
+        }
+        if (a->sa_family == AF_INET)
+        {
+            found = ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
+                ((const struct sockaddr_in *)address)->sin_addr.s_addr;
+        }
+        else if (a->sa_family == AF_INET6)
+        {
+            found = memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+                &((const struct sockaddr_in6 *)address)->sin6_addr, sizeof(struct in6_addr)) == 0;
+        }
+    }
+    freeifaddrs(all);
+    return found;
+}
+
+/* The ready local path to (p, segment_id), brought up now if need be (one blocking exchange); NULL: take TCP. */
+static local_path *local_path_get(gt_engine *engine, peer *p, const uint32_t segment_id)
+{
+    if (p->local_host < 0)
+    {
+        p->local_host = address_is_local(&p->address);
+    }
+    if (!p->local_host)
+    {
+        return NULL;
+    }
+    local_path *path = NULL;
+    for (uint32_t i = 0; i < p->local_path_count && path == NULL; i++)
+    {
+        if (p->local_paths[i]->segment_id == segment_id)
+        {
+            path = p->local_paths[i];
+        }
+    }
+    if (path == NULL)
+    {
+        if (p->local_path_count == LOCAL_MAX_PATHS)
+        {
+            /* Segment ids change when a node registers again: reuse the slot that failed longest ago. */
+            path = p->local_paths[0];
+            for (uint32_t i = 1; i < p->local_path_count; i++)
+            {
+                if (!p->local_paths[i]->ready && (path->ready || p->local_paths[i]->retry_at_ms < path->retry_at_ms))
+                {
+                    path = p->local_paths[i];
+                }
+            }
+            if (path->ready)
+            {
+                return NULL;
+            }
+        }
+        else if ((path = calloc(1, sizeof(local_path))) == NULL)
+        {
+            return NULL;
+        }
+        else
+        {
+            p->local_paths[p->local_path_count++] = path;
+        }
+        memset(path, 0, sizeof(*path));
+        path->segment_id = segment_id;
+    }
+    if (path->ready)
+    {
+        return path;
+    }
+    const uint64_t now = gt_now_ms();
+    if (now < path->retry_at_ms)
+    {
+        return NULL;
+    }
+    gt_error error;
+    const int fd = control_connect(engine, p);
+    if (fd < 0 || gt_local_exchange(fd, ++engine->rdma_request_id, segment_id, &path->info, &error) != GT_OK ||
+        gt_local_verify(&path->info, &error) != GT_OK)
+    {
+        path->retry_at_ms = now + LOCAL_RETRY_MS;
+    }
+    else
+    {
+        path->ready = 1;
+    }
+    if (fd >= 0)
+    {
+        close(fd);
+    }
+    return path->ready ? path : NULL;
+}
+
+/*
+ * Moves a transfer's bytes with process_vm_readv/writev when its peer is on this host and agreed (LOCAL_CONNECT):
+ * 1 when every byte moved (a READ's CRC32C folded in if it wants one), 0 when it must take TCP (not eligible, no
+ * path, the node's table changed, a refused or short copy: TCP then moves the whole range again). The checks the node
+ * makes on a token it can make here too, with the node's own clock: the range inside the grant, the expiry; only the
+ * MAC is left out, which guards against a forger, and a process that can write the node's memory needs none.
+ */
+static int local_move(gt_engine *engine, transfer *t)
+{
+    if (!engine->config.local_transfers || t->length < engine->config.local_min_bytes || t->length == 0 ||
+        (t->op != GT_OP_READ && t->op != GT_OP_WRITE))
+    {
+        return 0;
+    }
+    if (t->has_token && ((uint64_t)t->grant_delta0 + t->length > t->grant_length ||
+        gt_epoch_ms() >= (uint64_t)gt_get_u32(t->token) * 1000u))
+    {
+        return 0; /* the node refuses it over TCP, with its own status */
+    }
+    local_path *path = local_path_get(engine, t->peer, t->segment_id);
+    if (path == NULL)
+    {
+        __atomic_add_fetch(&engine->local_fallbacks, 1, __ATOMIC_RELAXED);
+        return 0;
+    }
+    uint64_t generation = 0;
+    if (!gt_local_generation(&path->info, &generation) || generation != path->info.generation)
+    {
+        path->ready = 0; /* the node's table changed (or it is gone): ask again before the next copy */
+        path->retry_at_ms = 0;
+        __atomic_add_fetch(&engine->local_fallbacks, 1, __ATOMIC_RELAXED);
+        return 0;
+    }
+    int status = GT_OK;
+    if (t->op == GT_OP_READ && t->want_crc)
+    {
+        uint32_t crc = 0xFFFFFFFFu;
+        for (uint64_t at = 0; at < t->length && status == GT_OK; at += LOCAL_CRC_CHUNK)
+        {
+            const uint64_t chunk = t->length - at < LOCAL_CRC_CHUNK ? t->length - at : LOCAL_CRC_CHUNK;
+            status = gt_local_copy(&path->info, 0, t->remote_offset + at, t->local + at, chunk);
+            crc = status == GT_OK ? gt_crc32c_update(crc, t->local + at, chunk) : crc;
+        }
+        t->crc_joined = crc;
+        t->crc_slices = t->slices_total;
+    }
+    else
+    {
+        status = gt_local_copy(&path->info, t->op == GT_OP_WRITE, t->remote_offset, t->local, t->length);
+    }
+    if (status != GT_OK)
+    {
+        t->crc_joined = 0;
+        t->crc_slices = 0;
+        if (status == GT_TRANSFER_FAIL)
+        {
+            path->ready = 0;
+            path->retry_at_ms = gt_now_ms() + LOCAL_RETRY_MS;
+        }
+        __atomic_add_fetch(&engine->local_fallbacks, 1, __ATOMIC_RELAXED);
+        return 0;
+    }
+    __atomic_add_fetch(t->op == GT_OP_READ ? &engine->local_reads : &engine->local_writes, 1, __ATOMIC_RELAXED);
+    return 1;
+}
+
+void gt_engine_local_counters(gt_engine *engine, uint64_t *reads, uint64_t *writes, uint64_t *fallbacks)
+{
+    *reads = __atomic_load_n(&engine->local_reads, __ATOMIC_RELAXED);
+    *writes = __atomic_load_n(&engine->local_writes, __ATOMIC_RELAXED);
+    *fallbacks = __atomic_load_n(&engine->local_fallbacks, __ATOMIC_RELAXED);
 }
 
 static void check_timeouts(gt_engine *engine, const uint64_t now, uint64_t *next_deadline)
@@ -2570,6 +2791,10 @@ void gt_engine_destroy(gt_engine *engine)
                 }
             }
             free(path);
+        }
+        for (uint32_t j = 0; j < p->local_path_count; j++)
+        {
+            free(p->local_paths[j]);
         }
         for (uint32_t j = 0; j < p->lanes_count; j++)
         {

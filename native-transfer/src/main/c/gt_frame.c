@@ -10,7 +10,8 @@
 int gt_opcode_is_request(const int opcode)
 {
     return opcode == GT_OPC_READ || opcode == GT_OPC_WRITE || opcode == GT_OPC_PING || opcode == GT_OPC_COMMIT ||
-        opcode == GT_OPC_RDMA_CONNECT || opcode == GT_OPC_WRITE_COMMIT || opcode == GT_OPC_READV;
+        opcode == GT_OPC_RDMA_CONNECT || opcode == GT_OPC_WRITE_COMMIT || opcode == GT_OPC_LOCAL_CONNECT ||
+        opcode == GT_OPC_READV;
 }
 
 int gt_opcode_is_response(const int opcode)
@@ -138,4 +139,93 @@ long gt_sendv(int fd, struct iovec *iov, int count)
         }
         return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
     }
+}
+
+/* ---------------------------------------------------------------- control exchanges (blocking) */
+
+static int send_all(const int fd, const uint8_t *bytes, size_t length)
+{
+    while (length > 0)
+    {
+        const ssize_t sent = send(fd, bytes, length, MSG_NOSIGNAL);
+        if (sent < 0 && errno == EINTR)
+        {
+            continue;
+        }
+        if (sent <= 0)
+        {
+            return 0;
+        }
+        bytes += sent;
+        length -= (size_t)sent;
+    }
+    return 1;
+}
+
+static int receive_all(const int fd, uint8_t *bytes, size_t length)
+{
+    while (length > 0)
+    {
+        const ssize_t got = recv(fd, bytes, length, 0);
+        if (got < 0 && errno == EINTR)
+        {
+            continue;
+        }
+        if (got <= 0)
+        {
+            return 0;
+        }
+        bytes += got;
+        length -= (size_t)got;
+    }
+    return 1;
+}
+
+int gt_control_exchange(const int fd, const uint8_t opcode, const uint64_t request_id, const uint32_t segment_id,
+    const uint8_t *payload, const uint32_t payload_length, uint8_t *answer, const uint32_t answer_length,
+    const char *name, gt_error *error)
+{
+    uint8_t frame[GT_HEADER_LENGTH + GT_CONTROL_PAYLOAD_MAX];
+    if (payload_length > GT_CONTROL_PAYLOAD_MAX || answer_length > GT_CONTROL_PAYLOAD_MAX)
+    {
+        return gt_fail(error, GT_INVALID_PARAMS, "%s payload too long", name);
+    }
+    gt_header h;
+    memset(&h, 0, sizeof(h));
+    h.opcode = opcode;
+    h.request_id = request_id;
+    h.segment_id = segment_id;
+    h.length = payload_length;
+    gt_header_encode(frame, &h);
+    if (payload_length > 0)
+    {
+        memcpy(frame + GT_HEADER_LENGTH, payload, payload_length);
+    }
+    if (!send_all(fd, frame, GT_HEADER_LENGTH + (size_t)payload_length))
+    {
+        return gt_fail(error, GT_TRANSFER_FAIL, "cannot send the %s: %s", name, strerror(errno));
+    }
+    uint8_t header[GT_HEADER_LENGTH];
+    if (!receive_all(fd, header, sizeof(header)))
+    {
+        return gt_fail(error, GT_TRANSFER_FAIL, "no answer to the %s", name);
+    }
+    gt_header a;
+    if (gt_header_decode(header, answer_length, &a) != GT_DECODE_OK ||
+        a.opcode != (opcode | GT_OPC_RESPONSE_BIT) || a.request_id != request_id ||
+        a.segment_id != segment_id || a.offset != 0 || !gt_status_is_known(a.status) ||
+        a.length != (a.status == GT_OK ? answer_length : 0u))
+    {
+        return gt_fail(error, GT_TRANSFER_FAIL, "malformed answer to the %s", name);
+    }
+    if (a.status != GT_OK)
+    {
+        return gt_fail(error, a.status, "the node refused the %s for segment %u: status %d", name, segment_id,
+            a.status);
+    }
+    if (!receive_all(fd, answer, answer_length))
+    {
+        return gt_fail(error, GT_TRANSFER_FAIL, "the answer to the %s was cut short", name);
+    }
+    return GT_OK;
 }

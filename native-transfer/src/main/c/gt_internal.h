@@ -20,6 +20,7 @@
 #define GT_OPC_COMMIT 0x04
 #define GT_OPC_RDMA_CONNECT 0x05 /* payload: a 64-byte QP-information record (gt_rdma.h) */
 #define GT_OPC_WRITE_COMMIT 0x06 /* payload: a commit record of `flags` bytes, then the `length` bytes of a WRITE */
+#define GT_OPC_LOCAL_CONNECT 0x07 /* no payload; the answer: a 64-byte same-host record (gt_local_info) */
 #define GT_OPC_READV 0x10
 #define GT_OPC_RESPONSE_BIT 0x80
 
@@ -103,6 +104,63 @@ long gt_sendv(int fd, struct iovec *iov, int count);
 
 /* True when status is 0 or a known negative ErrorCode number (a client's check of a response). */
 int gt_status_is_known(int32_t status);
+
+/* Largest payload of a request or answer of gt_control_exchange. */
+#define GT_CONTROL_PAYLOAD_MAX 64
+
+/*
+ * One request and its answer over a blocking socket (the RDMA_CONNECT and LOCAL_CONNECT exchanges, which run on a
+ * connection of their own): sends the header and payload_length bytes of payload, checks the answer like any response
+ * (opcode, echoed request_id and segment_id, offset 0, a known status, length answer_length exactly when the status
+ * is 0) and reads its answer_length payload bytes into answer. GT_OK, the node's refusal status, or
+ * GT_TRANSFER_FAIL (no answer, a malformed one); error names the frame as name.
+ */
+int gt_control_exchange(int fd, uint8_t opcode, uint64_t request_id, uint32_t segment_id, const uint8_t *payload,
+    uint32_t payload_length, uint8_t *answer, uint32_t answer_length, const char *name, gt_error *error);
+
+/* ---------------------------------------------------------------- same-host transfers (gt_local.c) */
+
+#define GT_LOCAL_INFO_LENGTH 64
+#define GT_LOCAL_INFO_MAGIC 0x47524C43u /* "GRLC" */
+#define GT_LOCAL_INFO_VERSION 1
+
+/*
+ * A node's answer to LOCAL_CONNECT (docs/protocol.md "LOCAL_CONNECT"): its process id, a random cookie and where it
+ * lies in the node's memory (a client proves it can read the node's memory by reading it back), the node's table
+ * generation then and where that word lies (a client checks it before every copy: a segment table change voids the
+ * path), and the segment's range in the node's address space.
+ */
+typedef struct gt_local_info
+{
+    uint32_t pid;
+    uint64_t cookie;
+    uint64_t cookie_address;
+    uint64_t generation;
+    uint64_t generation_address;
+    uint64_t segment_address;
+    uint64_t segment_length;
+} gt_local_info;
+
+void gt_local_info_encode(uint8_t out[GT_LOCAL_INFO_LENGTH], const gt_local_info *info);
+/* GT_OK, or GT_INVALID_PARAMS for another magic or version, nonzero reserved bytes, a zero pid, cookie address,
+ * generation address or segment, or a segment range that wraps. */
+int gt_local_info_decode(const uint8_t in[GT_LOCAL_INFO_LENGTH], gt_local_info *info);
+
+/* The client half of the exchange on a connected blocking socket: GT_OK and the node's record for segment_id, the
+ * node's refusal, or GT_TRANSFER_FAIL. */
+int gt_local_exchange(int fd, uint64_t request_id, uint32_t segment_id, gt_local_info *info, gt_error *error);
+
+/* GT_OK when process info->pid is the node that answered (its cookie reads back through process_vm_readv) and its
+ * generation has not moved since; else GT_UNAVAILABLE with the reason (no permission, another process, a change). */
+int gt_local_verify(const gt_local_info *info, gt_error *error);
+
+/* The node's current table generation read from its memory: 1 and *generation, or 0 when it cannot be read. */
+int gt_local_generation(const gt_local_info *info, uint64_t *generation);
+
+/* Copies between this process and the node's segment: [offset, offset + length) of the segment to or from local.
+ * GT_OK once every byte moved; GT_TRANSFER_FAIL when the kernel refused or moved fewer bytes (nothing is known
+ * about the range then). */
+int gt_local_copy(const gt_local_info *info, int write, uint64_t offset, uint8_t *local, uint64_t length);
 
 /* ---------------------------------------------------------------- SHA-256, HMAC, access tokens */
 

@@ -229,88 +229,23 @@ int gt_rdma_plan(const gt_rdma_op *ops, const uint32_t count, const uint32_t max
 
 /* ---------------------------------------------------------------- the exchange, client side */
 
-static int send_all(const int fd, const uint8_t *bytes, size_t length)
-{
-    while (length > 0)
-    {
-        const ssize_t sent = send(fd, bytes, length, MSG_NOSIGNAL);
-        if (sent < 0 && errno == EINTR)
-        {
-            continue;
-        }
-        if (sent <= 0)
-        {
-            return 0;
-        }
-        bytes += sent;
-        length -= (size_t)sent;
-    }
-    return 1;
-}
-
-static int receive_all(const int fd, uint8_t *bytes, size_t length)
-{
-    while (length > 0)
-    {
-        const ssize_t got = recv(fd, bytes, length, 0);
-        if (got < 0 && errno == EINTR)
-        {
-            continue;
-        }
-        if (got <= 0)
-        {
-            return 0;
-        }
-        bytes += got;
-        length -= (size_t)got;
-    }
-    return 1;
-}
-
 int gt_rdma_exchange(const int fd, const uint64_t request_id, const uint32_t segment_id, const gt_qp_info *local,
     gt_qp_info *remote, gt_error *error)
 {
     memset(remote, 0, sizeof(*remote));
-    uint8_t frame[GT_HEADER_LENGTH + GT_QP_INFO_LENGTH];
-    gt_header h;
-    memset(&h, 0, sizeof(h));
-    h.opcode = GT_OPC_RDMA_CONNECT;
-    h.request_id = request_id;
-    h.segment_id = segment_id;
-    h.length = GT_QP_INFO_LENGTH;
-    gt_header_encode(frame, &h);
     gt_qp_info mine = *local;
     mine.segment_id = segment_id;
     mine.rkey = 0;
     mine.segment_address = 0;
     mine.segment_length = 0;
-    gt_qp_info_encode(frame + GT_HEADER_LENGTH, &mine);
-    if (!send_all(fd, frame, sizeof(frame)))
-    {
-        return gt_fail(error, GT_TRANSFER_FAIL, "cannot send the RDMA_CONNECT: %s", strerror(errno));
-    }
-    uint8_t answer[GT_HEADER_LENGTH];
-    if (!receive_all(fd, answer, sizeof(answer)))
-    {
-        return gt_fail(error, GT_TRANSFER_FAIL, "no answer to the RDMA_CONNECT");
-    }
-    gt_header a;
-    if (gt_header_decode(answer, GT_QP_INFO_LENGTH, &a) != GT_DECODE_OK ||
-        a.opcode != (GT_OPC_RDMA_CONNECT | GT_OPC_RESPONSE_BIT) || a.request_id != request_id ||
-        a.segment_id != segment_id || a.offset != 0 || !gt_status_is_known(a.status) ||
-        a.length != (a.status == GT_OK ? GT_QP_INFO_LENGTH : 0u))
-    {
-        return gt_fail(error, GT_TRANSFER_FAIL, "malformed answer to the RDMA_CONNECT");
-    }
-    if (a.status != GT_OK)
-    {
-        return gt_fail(error, a.status, "the node refused the RDMA_CONNECT for segment %u: status %d", segment_id,
-            a.status);
-    }
+    uint8_t request[GT_QP_INFO_LENGTH];
+    gt_qp_info_encode(request, &mine);
     uint8_t record[GT_QP_INFO_LENGTH];
-    if (!receive_all(fd, record, sizeof(record)))
+    const int status = gt_control_exchange(fd, GT_OPC_RDMA_CONNECT, request_id, segment_id, request,
+        GT_QP_INFO_LENGTH, record, GT_QP_INFO_LENGTH, "RDMA_CONNECT", error);
+    if (status != GT_OK)
     {
-        return gt_fail(error, GT_TRANSFER_FAIL, "the answer to the RDMA_CONNECT was cut short");
+        return status;
     }
     if (gt_qp_info_decode(record, remote) != GT_OK || remote->segment_id != segment_id ||
         remote->segment_length == 0 || remote->segment_address == 0)

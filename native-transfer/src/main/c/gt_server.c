@@ -28,6 +28,8 @@
 #include <stdlib.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/prctl.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -190,6 +192,7 @@ struct gt_server
     uint32_t next_loop;                   /* loop 0 only */
     gt_rdma_device *rdma_device;          /* under mutex: opened by the first RDMA_CONNECT that gets that far */
     gt_mr_table rdma_registrations;       /* under mutex: the segments registered on it (handle: the MR) */
+    uint64_t local_cookie;                /* LOCAL_CONNECT: read back by a same-host client to prove its reach */
 };
 
 #define STAT_ADD(server_, field_, value_) __atomic_add_fetch(&(server_)->stats.field_, (value_), __ATOMIC_RELAXED)
@@ -256,6 +259,17 @@ int gt_server_create(const gt_server_config *config, const gt_server_callbacks *
     server->callbacks = *callbacks;
     server->listen_fd = -1;
     server->generation = 1; /* every loop copies the (empty) tables before its first frame */
+    if (getrandom(&server->local_cookie, sizeof(server->local_cookie), 0) != sizeof(server->local_cookie))
+    {
+        server->local_cookie = gt_epoch_ms() ^ (uint64_t)(uintptr_t)server ^ ((uint64_t)getpid() << 32);
+    }
+    server->local_cookie |= 1; /* never 0: a destroyed server's cookie is zeroed */
+    if (config->local_transfers)
+    {
+        /* Where Yama restricts ptrace to descendants, process_vm_readv/writev by a same-host client need this
+         * process's consent (any process of the same user may then read and write it, as without Yama). */
+        prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
+    }
     pthread_mutex_init(&server->mutex, NULL);
     gt_mr_table_init(&server->rdma_registrations);
     server->loop_count = config->io_threads == 0 ? 1 : config->io_threads;
@@ -1063,6 +1077,87 @@ static void finish_rdma_connect(gt_server *server, connection *c)
     send_memory(c, NULL, GT_QP_INFO_LENGTH, answer);
 }
 
+/* 1 when the connection's peer is on this host: a loopback address, or the very address it reached us on. */
+static int peer_is_local(const connection *c)
+{
+    struct sockaddr_storage peer;
+    struct sockaddr_storage self;
+    socklen_t peer_length = sizeof(peer);
+    socklen_t self_length = sizeof(self);
+    if (getpeername(c->fd, (struct sockaddr *)&peer, &peer_length) != 0 ||
+        getsockname(c->fd, (struct sockaddr *)&self, &self_length) != 0 || peer.ss_family != self.ss_family)
+    {
+        return 0;
+    }
+    if (peer.ss_family == AF_INET)
+    {
+        const struct in_addr *a = &((const struct sockaddr_in *)&peer)->sin_addr;
+        const struct in_addr *b = &((const struct sockaddr_in *)&self)->sin_addr;
+        return (ntohl(a->s_addr) >> 24) == 127 || a->s_addr == b->s_addr;
+    }
+    if (peer.ss_family == AF_INET6)
+    {
+        const struct in6_addr *a = &((const struct sockaddr_in6 *)&peer)->sin6_addr;
+        const struct in6_addr *b = &((const struct sockaddr_in6 *)&self)->sin6_addr;
+        return IN6_IS_ADDR_LOOPBACK(a) || memcmp(a, b, sizeof(*a)) == 0;
+    }
+    return 0;
+}
+
+/*
+ * LOCAL_CONNECT (docs/protocol.md): where segment h->segment_id lies in this process, for a client on this host that
+ * can read and write this process's memory (it proves that by reading the cookie back). No token: the record lets only
+ * such a process do anything, and it could read the token key as well.
+ */
+static void answer_local_connect(gt_server *server, connection *c, const gt_header *h)
+{
+    server_loop *loop = c->loop;
+    int status = GT_OK;
+    const segment_entry *segment = NULL;
+    if (h->status != 0 || h->offset != 0 || h->length != 0)
+    {
+        status = GT_INVALID_PARAMS;
+    }
+    else if (!server->config.local_transfers || !peer_is_local(c))
+    {
+        status = GT_UNAVAILABLE;
+    }
+    else
+    {
+        for (int i = 0; i < loop->segment_count && segment == NULL; i++)
+        {
+            if (loop->segments[i].id == h->segment_id)
+            {
+                segment = &loop->segments[i];
+            }
+        }
+        status = segment == NULL ? GT_SEGMENT_NOT_FOUND : GT_OK;
+    }
+    uint8_t *answer = status == GT_OK ? malloc(GT_LOCAL_INFO_LENGTH) : NULL;
+    if (status == GT_OK && answer == NULL)
+    {
+        status = GT_INTERNAL_ERROR;
+    }
+    if (status != GT_OK)
+    {
+        respond(server, c, GT_OPC_LOCAL_CONNECT | GT_OPC_RESPONSE_BIT, h->request_id, h->segment_id, status, 0, 0);
+        return;
+    }
+    const gt_local_info info = {
+        .pid = (uint32_t)getpid(),
+        .cookie = server->local_cookie,
+        .cookie_address = (uint64_t)(uintptr_t)&server->local_cookie,
+        .generation = loop->generation, /* the table this answer was read from */
+        .generation_address = (uint64_t)(uintptr_t)&server->generation,
+        .segment_address = (uint64_t)(uintptr_t)segment->address,
+        .segment_length = segment->size,
+    };
+    gt_local_info_encode(answer, &info);
+    respond(server, c, GT_OPC_LOCAL_CONNECT | GT_OPC_RESPONSE_BIT, h->request_id, h->segment_id, 0, 0,
+        GT_LOCAL_INFO_LENGTH);
+    send_memory(c, NULL, GT_LOCAL_INFO_LENGTH, answer);
+}
+
 /*
  * The WRITE part of a WRITE or WRITE_COMMIT frame: checked as a WRITE (status is a refusal found already, else GT_OK),
  * then the ledger forgets what the range held; its bytes go to segment memory, or are discarded when refused.
@@ -1171,6 +1266,10 @@ static void on_header(gt_server *server, connection *c)
             {
                 finish_rdma_connect(server, c);
             }
+            break;
+        case GT_OPC_LOCAL_CONNECT:
+            c->last_write_large = 0;
+            answer_local_connect(server, c, h);
             break;
         case GT_OPC_READV:
         {
@@ -1611,6 +1710,9 @@ void gt_server_destroy(gt_server *server)
         return;
     }
     server->callbacks.on_close = NULL;
+    /* A same-host client holding a path to this server finds the cookie and generation changed, not a live table. */
+    __atomic_store_n(&server->local_cookie, 0, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&server->generation, 1, __ATOMIC_RELEASE);
     for (uint32_t i = 0; i < server->loop_count; i++)
     {
         server_loop *loop = &server->loops[i];

@@ -304,8 +304,8 @@ static void header_round_trips_and_rejects_bad_frames(void)
     bytes[0] = 0;
     CHECK(gt_header_decode(bytes, 1u << 20, &back) == GT_DECODE_BAD_MAGIC);
     CHECK(gt_opcode_is_response(0x81) && gt_opcode_is_response(0x90) && gt_opcode_is_response(0x85) &&
-        gt_opcode_is_response(0x86) && gt_opcode_is_request(0x06) && !gt_opcode_is_response(0x87) &&
-        !gt_opcode_is_request(0x07));
+        gt_opcode_is_response(0x86) && gt_opcode_is_request(0x06) && gt_opcode_is_request(0x07) &&
+        gt_opcode_is_response(0x87) && !gt_opcode_is_response(0x88) && !gt_opcode_is_request(0x08));
     CHECK(gt_status_is_known(-1801) && !gt_status_is_known(-5) && !gt_status_is_known(3));
 }
 
@@ -607,6 +607,9 @@ static int node_start_on(test_node *node, const uint16_t port)
     return node_start_loops(node, port, 1);
 }
 
+/* LOCAL_CONNECT answered by the nodes the next node_start* makes (off unless a same-host test turns it on). */
+static uint32_t node_local_transfers = 0;
+
 static int node_start_loops(test_node *node, const uint16_t port, const uint32_t loops)
 {
     memset(node, 0, sizeof(*node));
@@ -618,7 +621,7 @@ static int node_start_loops(test_node *node, const uint16_t port, const uint32_t
     }
     memset(node->segment, 0, SEGMENT_BYTES);
     gt_server_config config = { .host = "127.0.0.1", .port = port, .max_frame_bytes = 16u << 20,
-        .io_threads = loops };
+        .io_threads = loops, .local_transfers = node_local_transfers };
     gt_server_callbacks callbacks = { .context = node, .on_write = node_on_write, .on_commit = node_on_commit,
         .on_close = node_on_close };
     gt_error error;
@@ -645,11 +648,16 @@ static void node_stop(test_node *node)
     pthread_mutex_destroy(&node->mutex);
 }
 
+/* Same-host transfers in the engines the next client* makes: off unless a same-host test turns them on, so that the
+ * other tests see every byte and every frame over TCP (the default is on). */
+static uint32_t client_local_transfers = 0;
+
 /* A client engine; write_commits 0 sends a one-frame WRITE and its COMMIT as two frames (the default sends one). */
 static gt_engine *client_with(const uint32_t slice_bytes, const uint64_t timeout_ms, const uint32_t write_commits)
 {
     gt_engine_config config;
     gt_engine_config_defaults(&config);
+    config.local_transfers = client_local_transfers;
     config.slice_bytes = slice_bytes;
     config.transfer_timeout_ms = timeout_ms;
     config.write_commits = write_commits;
@@ -1252,6 +1260,244 @@ static int closed_by_peer(const int fd)
     }
 }
 
+/* Sends a LOCAL_CONNECT header (length and status as given) and reads the answer's header and record. */
+static int local_connect_raw(const int fd, const uint64_t request_id, const uint32_t segment_id, const uint32_t length,
+    const int32_t status, gt_header *answer, uint8_t record[GT_LOCAL_INFO_LENGTH])
+{
+    gt_header h;
+    memset(&h, 0, sizeof(h));
+    h.opcode = GT_OPC_LOCAL_CONNECT;
+    h.request_id = request_id;
+    h.segment_id = segment_id;
+    h.length = length;
+    h.status = status;
+    uint8_t frame[GT_HEADER_LENGTH];
+    gt_header_encode(frame, &h);
+    uint8_t header[GT_HEADER_LENGTH];
+    if (send(fd, frame, sizeof(frame), 0) != sizeof(frame) || recv(fd, header, sizeof(header), MSG_WAITALL) !=
+        sizeof(header) || gt_header_decode(header, 1u << 20, answer) != GT_DECODE_OK)
+    {
+        return 0;
+    }
+    return answer->length == 0 ||
+        (answer->length == GT_LOCAL_INFO_LENGTH && recv(fd, record, GT_LOCAL_INFO_LENGTH, MSG_WAITALL) ==
+        GT_LOCAL_INFO_LENGTH);
+}
+
+/*
+ * LOCAL_CONNECT on the server: refused while the node has it off, checked (length, status, segment), answered with a
+ * record naming this process, the segment's memory and a cookie that reads back; the record's decoder refuses garbage,
+ * and a record whose cookie is not the node's does not verify.
+ */
+static void local_connect_is_checked_and_answered(void)
+{
+    test_node node;
+    CHECK(node_start(&node)); /* local transfers off */
+    int fd = raw_connect(gt_server_port(node.server));
+    CHECK(fd >= 0);
+    gt_header answer;
+    uint8_t record[GT_LOCAL_INFO_LENGTH];
+    CHECK(local_connect_raw(fd, 1, SEGMENT_ID, 0, 0, &answer, record));
+    CHECK(answer.opcode == (GT_OPC_LOCAL_CONNECT | GT_OPC_RESPONSE_BIT) && answer.request_id == 1 &&
+        answer.status == GT_UNAVAILABLE && answer.length == 0);
+    close(fd);
+    node_stop(&node);
+
+    node_local_transfers = 1;
+    CHECK(node_start(&node));
+    node_local_transfers = 0;
+    fd = raw_connect(gt_server_port(node.server));
+    CHECK(fd >= 0);
+    CHECK(local_connect_raw(fd, 2, SEGMENT_ID, 8, 0, &answer, record) && answer.status == GT_INVALID_PARAMS);
+    CHECK(local_connect_raw(fd, 3, SEGMENT_ID, 0, -1, &answer, record) && answer.status == GT_INVALID_PARAMS);
+    CHECK(local_connect_raw(fd, 4, SEGMENT_ID + 1, 0, 0, &answer, record) && answer.status == GT_SEGMENT_NOT_FOUND);
+    CHECK(local_connect_raw(fd, 5, SEGMENT_ID, 0, 0, &answer, record));
+    CHECK(answer.status == GT_OK && answer.length == GT_LOCAL_INFO_LENGTH && answer.segment_id == SEGMENT_ID &&
+        answer.request_id == 5);
+    gt_local_info info;
+    CHECK(gt_local_info_decode(record, &info) == GT_OK);
+    CHECK(info.pid == (uint32_t)getpid() && info.segment_address == (uint64_t)(uintptr_t)node.segment &&
+        info.segment_length == SEGMENT_BYTES);
+    gt_error error;
+    CHECK(gt_local_verify(&info, &error) == GT_OK);
+    gt_local_info forged = info;
+    forged.cookie ^= 1;
+    CHECK(gt_local_verify(&forged, &error) == GT_UNAVAILABLE);
+    forged = info;
+    forged.generation++;
+    CHECK(gt_local_verify(&forged, &error) == GT_UNAVAILABLE);
+    /* the connection stays usable after refusals */
+    CHECK(local_connect_raw(fd, 6, SEGMENT_ID, 0, 0, &answer, record) && answer.status == GT_OK);
+    close(fd);
+
+    /* the decoder: each field that must hold, broken in turn */
+    uint8_t bad[GT_LOCAL_INFO_LENGTH];
+    const int offsets[] = { 0, 4, 5, 8, 12, 24, 40, 48, 56 };
+    for (size_t k = 0; k < sizeof(offsets) / sizeof(offsets[0]); k++)
+    {
+        memcpy(bad, record, sizeof(bad));
+        if (offsets[k] == 8 || offsets[k] == 24 || offsets[k] == 40 || offsets[k] == 48 || offsets[k] == 56)
+        {
+            memset(bad + offsets[k], 0, offsets[k] == 8 ? 4 : 8); /* zero pid, address or length */
+        }
+        else
+        {
+            bad[offsets[k]] ^= 0x40;
+        }
+        CHECK(gt_local_info_decode(bad, &info) == GT_INVALID_PARAMS);
+    }
+    memcpy(bad, record, sizeof(bad));
+    gt_put_u64(bad + 48, UINT64_MAX - 10); /* a range that wraps */
+    CHECK(gt_local_info_decode(bad, &info) == GT_INVALID_PARAMS);
+    node_stop(&node);
+}
+
+static uint64_t local_count(gt_engine *engine, const int which)
+{
+    uint64_t counts[3];
+    gt_engine_local_counters(engine, &counts[0], &counts[1], &counts[2]);
+    return counts[which];
+}
+
+/*
+ * Transfers to a node on this host that answers LOCAL_CONNECT: a 1 MiB WRITE (sliced over TCP it would be two
+ * frames) lands by process_vm_writev with its COMMIT the one frame the node reads; the READ of it comes back with
+ * its CRC32C and no frame; small transfers, expired tokens and ranges outside the grant keep to TCP (the node's
+ * refusals); a change of the node's segment table sends the next transfer over TCP and the one after asks again.
+ */
+static void same_host_transfers_skip_the_socket(void)
+{
+    node_local_transfers = 1;
+    test_node node;
+    CHECK(node_start(&node));
+    node_local_transfers = 0;
+    uint8_t secret[32];
+    memset(secret, 0x52, sizeof(secret));
+    gt_error error;
+    gt_hmac_key key;
+    gt_hmac_key_init(&key, secret, 32);
+    CHECK(gt_server_set_token_key(node.server, secret, &error) == GT_OK);
+    uint32_t peer;
+    client_local_transfers = 1;
+    gt_engine *engine = connected_client(&node, 512u << 10, 5000, &peer);
+    CHECK(engine != NULL);
+    const uint32_t length = 1u << 20;
+    uint8_t *out = malloc(length);
+    uint8_t *in = malloc(length);
+    CHECK(out != NULL && in != NULL);
+    fill_pattern(out, length, 23);
+    memset(in, 0, length);
+    uint32_t out_region;
+    uint32_t in_region;
+    CHECK(register_both(engine, out, in, length, &out_region, &in_region));
+    const uint32_t expiry = (uint32_t)(gt_epoch_ms() / 1000 + 600);
+    uint8_t record[40] = { 0 };
+    record[0] = 1;
+    gt_put_u64(record + 8, length);
+    gt_completion done[4];
+    gt_server_stats before;
+    gt_server_stats after;
+
+    gt_server_get_stats(node.server, &before);
+    gt_op write = token_write(1, peer, out_region, length, 1u << 20, &key, GT_OPC_WRITE, expiry);
+    write.commit = record;
+    write.commit_length = sizeof(record);
+    CHECK(gt_engine_submit(engine, &write, 1, &error) == 1);
+    CHECK(await(engine, done, 1, 5000) == 1 && done[0].status == GT_OK);
+    gt_server_get_stats(node.server, &after);
+    CHECK(memcmp(node.segment + (1u << 20), out, length) == 0);
+    CHECK(local_count(engine, 1) == 1 && local_count(engine, 2) == 0);
+    /* the LOCAL_CONNECT and the COMMIT: no WRITE frame, not a byte of the value through the socket */
+    CHECK(after.requests - before.requests == 2 && after.bytes_in - before.bytes_in < 4096);
+    CHECK(node.commits == 1 && node.last_token_status == GT_OK && node.writes == 0);
+
+    gt_op read = op_of(2, peer, GT_OP_READ, in_region, 0, length, 1u << 20);
+    read.flags = GT_OP_FLAG_CRC32C;
+    read.has_token = 1;
+    sign_token(&key, GT_OPC_READ, SEGMENT_ID, 1u << 20, length, expiry, read.token);
+    gt_server_get_stats(node.server, &before);
+    CHECK(gt_engine_submit(engine, &read, 1, &error) == 1);
+    CHECK(await(engine, done, 1, 5000) == 1 && done[0].status == GT_OK);
+    gt_server_get_stats(node.server, &after);
+    CHECK(memcmp(in, out, length) == 0 && after.requests == before.requests);
+    int has = 0;
+    CHECK(crc_of(done, 1, 2, &has) == crc32c_of(out, length) && has == 1);
+    CHECK(local_count(engine, 0) == 1);
+
+    /* an expired token and a range beyond the grant go over TCP, where the node refuses them */
+    gt_op expired = token_write(3, peer, out_region, length, 3u << 20, &key, GT_OPC_WRITE,
+        (uint32_t)(gt_epoch_ms() / 1000 - 5));
+    CHECK(gt_engine_submit(engine, &expired, 1, &error) == 1);
+    CHECK(await(engine, done, 1, 5000) == 1 && done[0].status == GT_TOKEN_EXPIRED);
+    gt_op beyond = token_write(4, peer, out_region, length, 4u << 20, &key, GT_OPC_WRITE, expiry);
+    beyond.grant_length = length - 4096; /* the grant holds less than the range (and the token was signed for more) */
+    CHECK(gt_engine_submit(engine, &beyond, 1, &error) == 1);
+    CHECK(await(engine, done, 1, 5000) == 1 && done[0].status != GT_OK);
+    CHECK(node.segment[3u << 20] == 0 && node.segment[4u << 20] == 0);
+    CHECK(local_count(engine, 1) == 1);
+
+    /* a small value keeps to TCP (WRITE_COMMIT) */
+    gt_op small = token_write(5, peer, out_region, 4096, 5u << 20, &key, GT_OPC_WRITE, expiry);
+    small.commit = record;
+    small.commit_length = sizeof(record);
+    gt_put_u64(record + 8, 4096);
+    CHECK(gt_engine_submit(engine, &small, 1, &error) == 1);
+    CHECK(await(engine, done, 1, 5000) == 1 && done[0].status == GT_OK);
+    CHECK(local_count(engine, 1) == 1 && node.writes == 1 && memcmp(node.segment + (5u << 20), out, 4096) == 0);
+    gt_put_u64(record + 8, length);
+
+    /* the node's table changes (same id, same memory): one transfer over TCP, then a new exchange, local again */
+    const uint32_t id = SEGMENT_ID;
+    const uint64_t address = (uint64_t)(uintptr_t)node.segment;
+    const uint64_t size = SEGMENT_BYTES;
+    CHECK(gt_server_set_segments(node.server, &id, &address, &size, 1, &error) == GT_OK);
+    for (uint64_t k = 6; k <= 7; k++)
+    {
+        fill_pattern(out, length, (uint32_t)k);
+        gt_op again = token_write(k, peer, out_region, length, 6u << 20, &key, GT_OPC_WRITE, expiry);
+        again.commit = record;
+        again.commit_length = sizeof(record);
+        CHECK(gt_engine_submit(engine, &again, 1, &error) == 1);
+        CHECK(await(engine, done, 1, 5000) == 1 && done[0].status == GT_OK);
+        CHECK(memcmp(node.segment + (6u << 20), out, length) == 0);
+    }
+    CHECK(local_count(engine, 2) == 1 && local_count(engine, 1) == 2 && node.writes == 3); /* 2 TCP slices */
+    gt_engine_destroy(engine);
+
+    /* with local transfers off in the engine, every byte goes over TCP */
+    gt_engine_config config;
+    gt_engine_config_defaults(&config);
+    CHECK(config.local_transfers == 1 && config.local_min_bytes == (64u << 10));
+    config.local_transfers = 0;
+    CHECK(gt_engine_create(&config, &engine, &error) == GT_OK);
+    CHECK(gt_engine_connect(engine, "127.0.0.1", gt_server_port(node.server), &peer, &error) == GT_OK);
+    CHECK(register_both(engine, out, in, length, &out_region, &in_region));
+    read.peer = peer;
+    read.region = in_region;
+    memset(in, 0, length);
+    gt_server_get_stats(node.server, &before);
+    CHECK(gt_engine_submit(engine, &read, 1, &error) == 1);
+    CHECK(await(engine, done, 1, 5000) == 1 && done[0].status == GT_OK);
+    gt_server_get_stats(node.server, &after);
+    CHECK(after.bytes_out - before.bytes_out >= length && local_count(engine, 0) == 0);
+    gt_engine_destroy(engine);
+    node_stop(&node);
+
+    /* a node that refuses LOCAL_CONNECT: TCP, counted as a fallback */
+    CHECK(node_start(&node));
+    engine = connected_client(&node, 512u << 10, 5000, &peer);
+    client_local_transfers = 0;
+    CHECK(engine != NULL && register_both(engine, out, in, length, &out_region, &in_region));
+    gt_op plain = op_of(8, peer, GT_OP_WRITE, out_region, 0, length, 0);
+    CHECK(gt_engine_submit(engine, &plain, 1, &error) == 1);
+    CHECK(await(engine, done, 1, 5000) == 1 && done[0].status == GT_OK);
+    CHECK(memcmp(node.segment, out, length) == 0 && local_count(engine, 1) == 0 && local_count(engine, 2) == 1);
+    gt_engine_destroy(engine);
+    node_stop(&node);
+    free(out);
+    free(in);
+}
+
 static void malformed_frames_close_the_connection(void)
 {
     test_node node;
@@ -1768,6 +2014,7 @@ static gt_engine *rdma_engine(const uint64_t timeout_ms)
 {
     gt_engine_config config;
     gt_engine_config_defaults(&config);
+    config.local_transfers = client_local_transfers;
     config.slice_bytes = 64u << 10;
     config.lanes_per_peer = 1;
     config.transfer_timeout_ms = timeout_ms;
@@ -1952,6 +2199,7 @@ static void timeouts_and_admission_complete_without_answers(void)
     CHECK(silent_start(&silent));
     gt_engine_config config;
     gt_engine_config_defaults(&config);
+    config.local_transfers = client_local_transfers;
     config.transfer_timeout_ms = 200;
     config.max_queued_frames_per_peer = 2;
     config.max_pending_per_peer = 1;
@@ -2032,6 +2280,7 @@ static gt_engine *engine_with(const uint32_t lanes, const uint32_t max_vector_en
 {
     gt_engine_config config;
     gt_engine_config_defaults(&config);
+    config.local_transfers = client_local_transfers;
     config.lanes_per_peer = lanes;
     config.max_vector_entries = max_vector_entries;
     config.transfer_timeout_ms = timeout_ms;
@@ -2138,6 +2387,7 @@ static gt_engine *spreading_engine(test_node *node, const uint32_t spread, uint8
 {
     gt_engine_config config;
     gt_engine_config_defaults(&config);
+    config.local_transfers = client_local_transfers;
     config.lanes_per_peer = 2;
     config.slice_bytes = 128u << 10;
     config.spread_min_bytes = spread;
@@ -2583,6 +2833,7 @@ static void sliced_write_commits_behind_its_last_unanswered_slice(void)
     CHECK(silent_start(&listener));
     gt_engine_config config;
     gt_engine_config_defaults(&config);
+    config.local_transfers = client_local_transfers;
     config.lanes_per_peer = 2;
     config.slice_bytes = SLICE;
     gt_engine *engine = NULL;
@@ -2815,6 +3066,7 @@ static void several_loops_serve_many_connections(void)
         clients[i].node = &node;
         gt_engine_config config;
         gt_engine_config_defaults(&config);
+    config.local_transfers = client_local_transfers;
         config.lanes_per_peer = 4;
         config.slice_bytes = LOOP_SLICE; /* the big pieces go in slices over several connections */
         CHECK(gt_engine_create(&config, &clients[i].engine, &error) == GT_OK);
@@ -2975,6 +3227,8 @@ int main(void)
     RUN(write_commit_carries_its_record_in_one_frame);
     RUN(malformed_frames_close_the_connection);
     RUN(rdma_connect_is_checked_and_refused_without_a_device);
+    RUN(local_connect_is_checked_and_answered);
+    RUN(same_host_transfers_skip_the_socket);
     RUN(rdma_exchange_checks_the_answer);
     RUN(rdma_moves_every_byte_over_fake_verbs);
     RUN(engine_reads_one_sided_over_fake_verbs);
