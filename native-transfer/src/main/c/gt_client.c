@@ -2476,7 +2476,10 @@ static int local_move(gt_engine *engine, transfer *t)
     local_path *path = local_path_get(engine, t->peer, t->segment_id);
     if (path == NULL)
     {
-        __atomic_add_fetch(&engine->local_fallbacks, 1, __ATOMIC_RELAXED);
+        if (t->peer->local_host == 1)
+        {
+            __atomic_add_fetch(&engine->local_fallbacks, 1, __ATOMIC_RELAXED); /* on this host, yet over TCP */
+        }
         return 0;
     }
     uint64_t generation = 0;

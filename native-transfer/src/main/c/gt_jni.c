@@ -142,14 +142,14 @@ JNIEXPORT jint JNICALL JNI_NAME(memoryUnmap)(JNIEnv *env, jclass type, jlong add
 JNIEXPORT jlong JNICALL JNI_NAME(engineCreate)(JNIEnv *env, jclass type, jint lanes, jint slice_bytes,
     jint max_queued, jint max_pending, jlong admission_timeout_ms, jlong transfer_timeout_ms,
     jlong connect_timeout_ms, jint max_vector_entries, jboolean rdma_reads, jint spread_min_bytes,
-    jboolean write_commits)
+    jboolean write_commits, jboolean local_transfers, jint local_min_bytes)
 {
     (void)type;
     gt_engine_config config;
     gt_error error = { 0, "" };
     gt_engine *engine = NULL;
     if (lanes < 1 || slice_bytes < 1 || max_queued < 1 || max_pending < 0 || admission_timeout_ms < 1 ||
-        transfer_timeout_ms < 1 || connect_timeout_ms < 1 || max_vector_entries < 1 || spread_min_bytes < 0)
+        transfer_timeout_ms < 1 || connect_timeout_ms < 1 || max_vector_entries < 1 || spread_min_bytes < 0 || local_min_bytes < 1)
     {
         gt_fail(&error, GT_INVALID_PARAMS, "engine settings must be positive");
         throw_state(env, &error);
@@ -167,6 +167,8 @@ JNIEXPORT jlong JNICALL JNI_NAME(engineCreate)(JNIEnv *env, jclass type, jint la
     config.rdma_reads = rdma_reads ? 1 : 0;
     config.spread_min_bytes = (uint32_t)spread_min_bytes;
     config.write_commits = write_commits ? 1 : 0;
+    config.local_transfers = local_transfers ? 1 : 0;
+    config.local_min_bytes = (uint32_t)local_min_bytes;
     if (gt_engine_create(&config, &engine, &error) != GT_OK)
     {
         throw_state(env, &error);
@@ -414,12 +416,13 @@ JNIEXPORT void JNICALL JNI_NAME(engineCounters)(JNIEnv *env, jclass type, jlong 
     {
         return;
     }
-    uint64_t values[6];
+    uint64_t values[9];
     gt_engine_counters(handle(engine), &values[0], &values[1], &values[2]);
     values[3] = gt_engine_region_count(handle(engine));
     gt_engine_rdma_counters(handle(engine), &values[4], &values[5]);
+    gt_engine_local_counters(handle(engine), &values[6], &values[7], &values[8]);
     const jsize length = (*env)->GetArrayLength(env, out);
-    (*env)->SetLongArrayRegion(env, out, 0, length < 6 ? length : 6, (const jlong *)values);
+    (*env)->SetLongArrayRegion(env, out, 0, length < 9 ? length : 9, (const jlong *)values);
 }
 
 JNIEXPORT void JNICALL JNI_NAME(engineDestroy)(JNIEnv *env, jclass type, jlong engine)
@@ -580,7 +583,7 @@ static void holder_on_close(void *context, const char *peer, const char *reason)
 }
 
 JNIEXPORT jlong JNICALL JNI_NAME(serverCreate)(JNIEnv *env, jclass type, jstring host, jint port,
-    jint max_frame_bytes, jboolean own_clock, jint io_threads)
+    jint max_frame_bytes, jboolean own_clock, jint io_threads, jboolean local_transfers)
 {
     (void)type;
     gt_error error = { 0, "" };
@@ -599,7 +602,7 @@ JNIEXPORT jlong JNICALL JNI_NAME(serverCreate)(JNIEnv *env, jclass type, jstring
     }
     const char *text = host == NULL ? NULL : (*env)->GetStringUTFChars(env, host, NULL);
     gt_server_config config = { .host = text, .port = (uint16_t)port, .max_frame_bytes = (uint32_t)max_frame_bytes,
-        .io_threads = (uint32_t)io_threads };
+        .io_threads = (uint32_t)io_threads, .local_transfers = local_transfers ? 1 : 0 };
     gt_server_callbacks callbacks = { .context = holder, .on_write = holder_on_write,
         .on_commit = holder_on_commit, .on_close = holder_on_close, .on_latencies = holder_on_latencies,
         .now_epoch_ms = own_clock ? holder_now_epoch_ms : NULL };

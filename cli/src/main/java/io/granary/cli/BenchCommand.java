@@ -204,6 +204,12 @@ final class BenchCommand implements Callable<Integer>
             + "master's default); false measures without.")
     private boolean dataTokens;
 
+    @Option(names = "--local-transfers", arity = "1", paramLabel = "true|false", defaultValue = "true",
+        description = "The client's localTransfers (the native transport moves values of at least 64 KiB to nodes on "
+            + "this host with process_vm_readv/writev instead of loopback TCP), and with --local the nodes' "
+            + "--local-transfers; false measures TCP only.")
+    private boolean localTransfers;
+
     @Option(names = "--keep", description = "Leave the keys in the cluster.")
     private boolean keep;
 
@@ -254,7 +260,7 @@ final class BenchCommand implements Callable<Integer>
     private PrintWriter out;
     private PrintWriter info;
     /** The client's metrics with --transport rdma (else null): the one-sided READ counters. */
-    private SimpleMeterRegistry rdmaMeters;
+    private SimpleMeterRegistry engineMeters;
     /** Reads the master's call timers: the in-process master's while a --local size runs, or --master-metrics. */
     private MasterReader masterReader;
 
@@ -421,21 +427,27 @@ final class BenchCommand implements Callable<Integer>
     private ClientConfig clientConfig(final String masterAddress)
     {
         final ClientConfig.Builder builder = clientOptions.config(spec.commandLine(), masterAddress).toBuilder()
-            .checksums(checksums).callerDriven(callerDriven).lanesPerPeer(lanesPerPeer).sliceBytes((int)sliceBytes);
-        if (clientOptions.transport == TransportKind.RDMA)
+            .checksums(checksums).callerDriven(callerDriven).lanesPerPeer(lanesPerPeer).sliceBytes((int)sliceBytes)
+            .localTransfers(localTransfers);
+        if (clientOptions.transport != TransportKind.JAVA)
         {
-            // Only for rdma (the client's metrics cost a little on every call): how many READs went one-sided.
-            rdmaMeters = new SimpleMeterRegistry();
-            builder.meterRegistry(rdmaMeters);
+            // Not for java (the client's metrics cost a little on every call, ~0.1 us): how many transfers went
+            // one-sided over RDMA or locally.
+            engineMeters = new SimpleMeterRegistry();
+            builder.meterRegistry(engineMeters);
         }
         return builder.build();
     }
 
-    /** With --transport rdma: READs of the client so far that completed one-sided over RDMA, with {@code outcome}. */
-    private long rdmaReads(final String outcome)
+    /** The client's meters (docs/operations.md) of one-sided RDMA reads and same-host transfers. */
+    private static final String RDMA_READS_METER = "granary.client.transfer.rdma.reads";
+    private static final String LOCAL_TRANSFERS_METER = "granary.client.transfer.local";
+
+    /** A counter of the client's native engine so far (0 without one): {@code name} with {@code outcome}. */
+    private long engineCount(final String name, final String outcome)
     {
-        final FunctionCounter counter = rdmaMeters == null ? null :
-            rdmaMeters.find("granary.client.transfer.rdma.reads").tag("outcome", outcome).functionCounter();
+        final FunctionCounter counter = engineMeters == null ? null :
+            engineMeters.find(name).tag("outcome", outcome).functionCounter();
         return counter == null ? 0 : (long)counter.count();
     }
 
@@ -466,7 +478,8 @@ final class BenchCommand implements Callable<Integer>
             .segmentsPerNode(segmentsPerNode)
             .segmentSizeBytes(segmentSize)
             .masterContext(LocalCluster.defaultMasterContext().dataTokens(dataTokens))
-            .nodeContext(ctx -> ctx.preTouch(preTouch).hugePages(hugePages).transport(nodeTransport()))
+            .nodeContext(ctx -> ctx.preTouch(preTouch).hugePages(hugePages).transport(nodeTransport())
+                .localTransfers(localTransfers))
             .tls(clientOptions.tls.settings(tlsClientAuth), clientOptions.tls.settings(null))
             .start())
         {
@@ -628,11 +641,18 @@ final class BenchCommand implements Callable<Integer>
             }
         }
         masterLines.forEach(info::println);
-        if (rdmaMeters != null)
+        if (clientOptions.transport == TransportKind.RDMA)
         {
             info.printf(Locale.ROOT, "rdma: %d READs completed one-sided so far, %d failed there (the rest went over " +
-                "TCP: WRITEs, READs with access tokens, segments a node refused RDMA for)%n", rdmaReads("ok"),
-                rdmaReads("failed"));
+                "TCP: WRITEs, READs with access tokens, segments a node refused RDMA for)%n",
+                engineCount(RDMA_READS_METER, "ok"), engineCount(RDMA_READS_METER, "failed"));
+        }
+        if (engineMeters != null && localTransfers)
+        {
+            info.printf(Locale.ROOT, "local: %d transfers moved with process_vm_readv/writev so far, %d of at least " +
+                "64 KiB took TCP instead (a node on another host or refusing, a changed segment table, a failed " +
+                "copy)%n", engineCount(LOCAL_TRANSFERS_METER, "local"),
+                engineCount(LOCAL_TRANSFERS_METER, "tcp"));
         }
         info.flush();
         out.flush();

@@ -126,6 +126,12 @@ final class NodeCommand implements Callable<Integer>
             + "kernel's THP mode is madvise or always), on (or refuse to start, naming why) or off (4 KiB pages).")
     private HugePages hugePages;
 
+    @Option(names = "--local-transfers", arity = "0..1", paramLabel = "true|false", fallbackValue = "true",
+        showDefaultValue = CommandLine.Help.Visibility.ALWAYS,
+        description = "Let clients on this host copy values straight into and out of segment memory with "
+            + "process_vm_readv/writev (native server; they must run as the same user) instead of loopback TCP.")
+    private boolean localTransfers;
+
     @Option(names = "--admin-port", paramLabel = "PORT",
         description = "Admin HTTP port (/health, /ready, /segments, /metrics); 0 picks a free one, -1 disables it.")
     private int adminPort;
@@ -236,6 +242,7 @@ final class NodeCommand implements Callable<Integer>
             .maxFrameBytes((int)maxFrameBytes)
             .ioThreads(ioThreads)
             .preTouch(preTouch)
+            .localTransfers(localTransfers)
             .hugePages(hugePages)
             .transport(transport)
             .adminPort(adminPort)
@@ -296,6 +303,7 @@ final class NodeCommand implements Callable<Integer>
             defaults.put("--max-frame", Converters.formatSize(ctx.maxFrameBytes()));
             defaults.put("--io-threads", Integer.toString(ctx.ioThreads()));
             defaults.put("--pre-touch", Boolean.toString(ctx.preTouch()));
+            defaults.put("--local-transfers", Boolean.toString(ctx.localTransfers()));
             defaults.put("--huge-pages", ctx.hugePages().flagValue());
             defaults.put("--transport", ctx.transport().name().toLowerCase(Locale.ROOT));
             defaults.put("--tls-cert", pathOrNull(ctx.tls().certChainFile()));

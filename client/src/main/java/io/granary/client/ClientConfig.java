@@ -35,6 +35,8 @@ public final class ClientConfig
     private final int sliceBytes;
     private final int maxVectorEntries;
     private final boolean writeCommits;
+    private final boolean localTransfers;
+    private final int localMinBytes;
     private final Duration transferTimeout;
     private final Duration connectTimeout;
     private final int ioThreads;
@@ -62,6 +64,8 @@ public final class ClientConfig
         this.sliceBytes = b.sliceBytes;
         this.maxVectorEntries = b.maxVectorEntries;
         this.writeCommits = b.writeCommits;
+        this.localTransfers = b.localTransfers;
+        this.localMinBytes = b.localMinBytes;
         this.transferTimeout = b.transferTimeout;
         this.connectTimeout = b.connectTimeout;
         this.ioThreads = b.ioThreads;
@@ -130,6 +134,8 @@ public final class ClientConfig
         b.sliceBytes = sliceBytes;
         b.maxVectorEntries = maxVectorEntries;
         b.writeCommits = writeCommits;
+        b.localTransfers = localTransfers;
+        b.localMinBytes = localMinBytes;
         b.transferTimeout = transferTimeout;
         b.connectTimeout = connectTimeout;
         b.ioThreads = ioThreads;
@@ -255,6 +261,18 @@ public final class ClientConfig
         return writeCommits;
     }
 
+    /** Whether values of at least {@link #localMinBytes()} move by process_vm_readv/writev to nodes on this host. */
+    public boolean localTransfers()
+    {
+        return localTransfers;
+    }
+
+    /** Smallest value that moves locally to a node on this host (see {@link #localTransfers()}). */
+    public int localMinBytes()
+    {
+        return localMinBytes;
+    }
+
     public Duration transferTimeout()
     {
         return transferTimeout;
@@ -320,6 +338,8 @@ public final class ClientConfig
             .sliceBytes(sliceBytes)
             .maxVectorEntries(maxVectorEntries)
             .writeCommits(writeCommits)
+            .localTransfers(localTransfers)
+            .localMinBytes(localMinBytes)
             .transferTimeoutMs(transferTimeout.toMillis())
             .connectTimeoutMs(connectTimeout.toMillis())
             .ioThreads(ioThreads)
@@ -337,6 +357,7 @@ public final class ClientConfig
         return "ClientConfig[master=" + masterAddress + ", tenant=" + tenant + ", transport=" + transport +
             ", rpcTimeout=" + rpcTimeout + ", lanesPerPeer=" + lanesPerPeer + ", sliceBytes=" + sliceBytes +
             ", maxVectorEntries=" + maxVectorEntries + ", writeCommits=" + writeCommits +
+            ", localTransfers=" + localTransfers + ", localMinBytes=" + localMinBytes +
             ", transferTimeout=" + transferTimeout +
             ", connectTimeout=" + connectTimeout +
             ", ioThreads=" + ioThreads + ", maxQueuedTransfersPerPeer=" + maxQueuedTransfersPerPeer +
@@ -362,6 +383,7 @@ public final class ClientConfig
         return masterAddress.equals(c.masterAddress) && tenant.equals(c.tenant) && transport == c.transport &&
             rpcTimeout.equals(c.rpcTimeout) && lanesPerPeer == c.lanesPerPeer && sliceBytes == c.sliceBytes &&
             maxVectorEntries == c.maxVectorEntries && writeCommits == c.writeCommits &&
+            localTransfers == c.localTransfers && localMinBytes == c.localMinBytes &&
             transferTimeout.equals(c.transferTimeout) && connectTimeout.equals(c.connectTimeout) &&
             ioThreads == c.ioThreads && maxQueuedTransfersPerPeer == c.maxQueuedTransfersPerPeer &&
             maxPendingAdmissionsPerPeer == c.maxPendingAdmissionsPerPeer &&
@@ -389,6 +411,8 @@ public final class ClientConfig
         private int sliceBytes = TransferConfig.DEFAULT_SLICE_BYTES;
         private int maxVectorEntries = TransferConfig.DEFAULT_MAX_VECTOR_ENTRIES;
         private boolean writeCommits = true;
+        private boolean localTransfers = true;
+        private int localMinBytes = TransferConfig.DEFAULT_LOCAL_MIN_BYTES;
         private Duration transferTimeout = Duration.ofMillis(TransferConfig.DEFAULT_TRANSFER_TIMEOUT_MS);
         private Duration connectTimeout = Duration.ofMillis(TransferConfig.DEFAULT_CONNECT_TIMEOUT_MS);
         private int ioThreads = new TransferConfig().ioThreads();
@@ -462,6 +486,26 @@ public final class ClientConfig
         public Builder writeCommits(final boolean writeCommits)
         {
             this.writeCommits = writeCommits;
+            return this;
+        }
+
+        /**
+         * Whether the native transport moves values of at least {@link #localMinBytes(int)} to and from storage nodes
+         * on this host with process_vm_readv / process_vm_writev, one copy between the two processes instead of
+         * loopback TCP (default true). Used only where the node agrees (its {@code --local-transfers}) and this process
+         * may read and write the node's memory (the same user, ptrace permitted); otherwise, and after any refusal or
+         * failed copy, TCP. COMMITs still go over TCP. The Java transport always uses TCP.
+         */
+        public Builder localTransfers(final boolean localTransfers)
+        {
+            this.localTransfers = localTransfers;
+            return this;
+        }
+
+        /** Smallest value that moves locally (default 64 KiB; smaller ones batch better over TCP). */
+        public Builder localMinBytes(final int localMinBytes)
+        {
+            this.localMinBytes = localMinBytes;
             return this;
         }
 

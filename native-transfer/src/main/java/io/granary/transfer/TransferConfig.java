@@ -26,6 +26,8 @@ public final class TransferConfig
      * slices of big values) go round-robin over the lanes to a node; smaller ones keep to its first lane.
      */
     public static final int CALLER_SPREAD_MIN_BYTES = (64 << 10) + 1;
+    /** Smallest READ or WRITE that moves by process_vm_readv/writev to a node on this host (see localTransfers). */
+    public static final int DEFAULT_LOCAL_MIN_BYTES = 64 << 10;
 
     private int lanesPerPeer = DEFAULT_LANES_PER_PEER;
     private int sliceBytes = DEFAULT_SLICE_BYTES;
@@ -40,6 +42,8 @@ public final class TransferConfig
     private int maxVectorEntries = DEFAULT_MAX_VECTOR_ENTRIES;
     private boolean callerDriven = true;
     private boolean writeCommits = true;
+    private boolean localTransfers = true;
+    private int localMinBytes = DEFAULT_LOCAL_MIN_BYTES;
 
     /** Persistent connections per storage node (Mooncake's MC_TCP_LANES_PER_PEER); requests are pipelined on each. */
     public int lanesPerPeer()
@@ -95,6 +99,36 @@ public final class TransferConfig
     public TransferConfig writeCommits(final boolean writeCommits)
     {
         this.writeCommits = writeCommits;
+        return this;
+    }
+
+    /**
+     * Whether the native engine moves READs and WRITEs of at least {@link #localMinBytes()} to a storage node on this
+     * host with process_vm_readv / process_vm_writev, one copy between the two address spaces instead of loopback TCP
+     * (docs/protocol.md, "LOCAL_CONNECT"; default true). It does so only where the node agrees and this process may
+     * read and write the node's memory (the same user, ptrace permitted); everything else, and every refusal or failed
+     * copy, takes TCP. A WRITE's COMMIT always goes over TCP. The Java engines always use TCP.
+     */
+    public boolean localTransfers()
+    {
+        return localTransfers;
+    }
+
+    public TransferConfig localTransfers(final boolean localTransfers)
+    {
+        this.localTransfers = localTransfers;
+        return this;
+    }
+
+    /** Smallest transfer that goes local (see {@link #localTransfers()}); smaller ones keep to TCP. */
+    public int localMinBytes()
+    {
+        return localMinBytes;
+    }
+
+    public TransferConfig localMinBytes(final int localMinBytes)
+    {
+        this.localMinBytes = localMinBytes;
         return this;
     }
 
@@ -240,6 +274,7 @@ public final class TransferConfig
         require(ioThreads >= 1 && ioThreads <= 256, "ioThreads must be in 1..256, was " + ioThreads);
         require(maxVectorEntries >= 1 && maxVectorEntries <= FrameDescriptor.MAX_VECTOR_ENTRIES,
             "maxVectorEntries must be in 1.." + FrameDescriptor.MAX_VECTOR_ENTRIES + ", was " + maxVectorEntries);
+        require(localMinBytes >= 1, "localMinBytes must be positive, was " + localMinBytes);
         return this;
     }
 
@@ -267,6 +302,8 @@ public final class TransferConfig
         c.maxVectorEntries = maxVectorEntries;
         c.callerDriven = callerDriven;
         c.writeCommits = writeCommits;
+        c.localTransfers = localTransfers;
+        c.localMinBytes = localMinBytes;
         return c;
     }
 }

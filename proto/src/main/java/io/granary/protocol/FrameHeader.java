@@ -68,7 +68,7 @@ public final class FrameHeader
     {
         return opcode == Opcode.WRITE || opcode == Opcode.COMMIT || opcode == Opcode.READV || opcode == Opcode.WRITE_COMMIT ||
             opcode == Opcode.RDMA_CONNECT || ((opcode == Opcode.READ_RESPONSE || opcode == Opcode.READV_RESPONSE ||
-            opcode == Opcode.RDMA_CONNECT_RESPONSE) && status == 0);
+            opcode == Opcode.RDMA_CONNECT_RESPONSE || opcode == Opcode.LOCAL_CONNECT_RESPONSE) && status == 0);
     }
 
     /** Writes the header (64 bytes) at the writer index of {@code out}. */

@@ -19,6 +19,11 @@ public final class Opcode
      */
     public static final int WRITE_COMMIT = 0x06;
     /**
+     * Same-host transfers: no payload; a successful response carries the node's 64-byte record of where the segment
+     * lies in its memory (docs/protocol.md, "LOCAL_CONNECT"), for a client that copies with process_vm_readv/writev.
+     */
+    public static final int LOCAL_CONNECT = 0x07;
+    /**
      * A vector of small READs in one frame: the payload is {@code n} 64-byte READ request headers; the response
      * payload is {@code n} int32 statuses, then the bytes of every entry whose status is 0, in entry order.
      */
@@ -31,6 +36,7 @@ public final class Opcode
     public static final int READV_RESPONSE = READV | RESPONSE_BIT;
     public static final int RDMA_CONNECT_RESPONSE = RDMA_CONNECT | RESPONSE_BIT;
     public static final int WRITE_COMMIT_RESPONSE = WRITE_COMMIT | RESPONSE_BIT;
+    public static final int LOCAL_CONNECT_RESPONSE = LOCAL_CONNECT | RESPONSE_BIT;
 
     private Opcode()
     {
@@ -39,14 +45,14 @@ public final class Opcode
     public static boolean isRequest(final int opcode)
     {
         return opcode == READ || opcode == WRITE || opcode == PING || opcode == COMMIT || opcode == READV ||
-            opcode == RDMA_CONNECT || opcode == WRITE_COMMIT;
+            opcode == RDMA_CONNECT || opcode == WRITE_COMMIT || opcode == LOCAL_CONNECT;
     }
 
     public static boolean isResponse(final int opcode)
     {
         return opcode == READ_RESPONSE || opcode == WRITE_RESPONSE || opcode == PING_RESPONSE ||
             opcode == COMMIT_RESPONSE || opcode == READV_RESPONSE || opcode == RDMA_CONNECT_RESPONSE ||
-            opcode == WRITE_COMMIT_RESPONSE;
+            opcode == WRITE_COMMIT_RESPONSE || opcode == LOCAL_CONNECT_RESPONSE;
     }
 
     public static String name(final int opcode)
@@ -60,6 +66,7 @@ public final class Opcode
             case READV: return "READV";
             case RDMA_CONNECT: return "RDMA_CONNECT";
             case WRITE_COMMIT: return "WRITE_COMMIT";
+            case LOCAL_CONNECT: return "LOCAL_CONNECT";
             case READ_RESPONSE: return "READ_RESPONSE";
             case WRITE_RESPONSE: return "WRITE_RESPONSE";
             case PING_RESPONSE: return "PING_RESPONSE";
@@ -67,6 +74,7 @@ public final class Opcode
             case READV_RESPONSE: return "READV_RESPONSE";
             case RDMA_CONNECT_RESPONSE: return "RDMA_CONNECT_RESPONSE";
             case WRITE_COMMIT_RESPONSE: return "WRITE_COMMIT_RESPONSE";
+            case LOCAL_CONNECT_RESPONSE: return "LOCAL_CONNECT_RESPONSE";
             default: return "UNKNOWN(0x" + Integer.toHexString(opcode) + ")";
         }
     }

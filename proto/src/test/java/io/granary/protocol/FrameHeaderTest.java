@@ -141,7 +141,7 @@ class FrameHeaderTest
     @Test
     void shouldRejectUnknownOpcodes()
     {
-        for (final int opcode : new int[] {0x00, 0x07, 0x7F, 0x80, 0x87, 0xFF})
+        for (final int opcode : new int[] {0x00, 0x08, 0x7F, 0x80, 0x88, 0xFF})
         {
             buffer.clear();
             sample().encode(buffer);
@@ -198,6 +198,10 @@ class FrameHeaderTest
         assertThat(FrameHeader.carriesPayload(Opcode.WRITE_COMMIT, 0)).isTrue();
         assertThat(FrameHeader.carriesPayload(Opcode.WRITE_COMMIT_RESPONSE, 0)).isFalse();
         assertThat(Opcode.isRequest(Opcode.WRITE_COMMIT) && Opcode.isResponse(Opcode.WRITE_COMMIT_RESPONSE)).isTrue();
+        assertThat(FrameHeader.carriesPayload(Opcode.LOCAL_CONNECT, 0)).isFalse();
+        assertThat(FrameHeader.carriesPayload(Opcode.LOCAL_CONNECT_RESPONSE, 0)).isTrue();
+        assertThat(FrameHeader.carriesPayload(Opcode.LOCAL_CONNECT_RESPONSE, -1010)).isFalse();
+        assertThat(Opcode.isRequest(Opcode.LOCAL_CONNECT) && Opcode.isResponse(Opcode.LOCAL_CONNECT_RESPONSE)).isTrue();
     }
 
     @Test

@@ -68,6 +68,9 @@ public final class Configuration
     /** Touch every segment page at start so that the memory is committed up front. */
     public static final String PRE_TOUCH_PROP_NAME = "granary.node.segment.pretouch";
     public static final boolean PRE_TOUCH_DEFAULT = true;
+    /** Whether the native transfer server answers LOCAL_CONNECT (same-host clients copy with process_vm_*). */
+    public static final String LOCAL_TRANSFERS_PROP_NAME = "granary.node.transfer.local";
+    public static final boolean LOCAL_TRANSFERS_DEFAULT = true;
 
     /** Segment memory backed by transparent huge pages: auto, on or off (see {@link HugePages}). */
     public static final String HUGE_PAGES_PROP_NAME = "granary.node.segment.hugepages";
@@ -217,6 +220,11 @@ public final class Configuration
     public static boolean preTouch()
     {
         return booleanProperty(PRE_TOUCH_PROP_NAME, PRE_TOUCH_DEFAULT);
+    }
+
+    public static boolean localTransfers()
+    {
+        return booleanProperty(LOCAL_TRANSFERS_PROP_NAME, LOCAL_TRANSFERS_DEFAULT);
     }
 
     public static HugePages hugePages()

@@ -53,7 +53,7 @@ public final class StorageNode implements AutoCloseable
             ctx.ledgerBudgetBytes() > 0 ? new LedgerBudget(ctx.ledgerBudgetBytes()) : LedgerBudget.ofHeap());
         transferServer = new TransferServer(ctx.host(), ctx.transferPort(), registry, ctx.maxFrameBytes(),
             ctx.ioThreads(), ctx.preferEpoll(), new TransferMetrics(meters), new AccessTokenVerifier(ctx.clock()),
-            ctx.tls(), ctx.transport()).start();
+            ctx.tls(), ctx.transport()).localTransfers(ctx.localTransfers()).start();
         metrics = new NodeMetrics(meters, transferServer, registry, this::masterLink);
         MasterLink link = null;
         NodeAdminServer adminServer = null;
@@ -299,6 +299,7 @@ public final class StorageNode implements AutoCloseable
         private int maxFrameBytes = Configuration.maxFrameBytes();
         private int ioThreads = Configuration.ioThreads();
         private boolean preTouch = Configuration.preTouch();
+        private boolean localTransfers = Configuration.localTransfers();
         private HugePages hugePages = Configuration.hugePages();
         private boolean preferEpoll = Configuration.preferEpoll();
         private TransportKind transport = Configuration.transport();
@@ -545,6 +546,23 @@ public final class StorageNode implements AutoCloseable
         }
 
         /** Touch every page at start so that RSS is committed up front (default true). */
+        /**
+         * Whether the native transfer server tells clients on this host where segments lie in its memory
+         * (LOCAL_CONNECT), so they copy with process_vm_readv/writev instead of loopback TCP (default true; the Java
+         * server always refuses). Such a client can read and write this process's memory anyway (same user, ptrace
+         * permitted); on a host with Yama's ptrace restriction the node opts in to being read (PR_SET_PTRACER).
+         */
+        public boolean localTransfers()
+        {
+            return localTransfers;
+        }
+
+        public Context localTransfers(final boolean localTransfers)
+        {
+            this.localTransfers = localTransfers;
+            return this;
+        }
+
         public boolean preTouch()
         {
             return preTouch;
@@ -639,7 +657,7 @@ public final class StorageNode implements AutoCloseable
                 ", name=" + name + ", heartbeatIntervalMs=" + heartbeatIntervalMs + ", masterRpcTimeoutMs=" +
                 masterRpcTimeoutMs + ", reconnectBackoffMs=" + reconnectBackoffMs + ", reconnectBackoffMaxMs=" +
                 reconnectBackoffMaxMs + ", maxFrameBytes=" + maxFrameBytes + ", ioThreads=" + ioThreads +
-                ", preTouch=" + preTouch + ", hugePages=" + hugePages + ", preferEpoll=" + preferEpoll + ", transport=" + transport +
+                ", preTouch=" + preTouch + ", localTransfers=" + localTransfers + ", hugePages=" + hugePages + ", preferEpoll=" + preferEpoll + ", transport=" + transport +
                 ", adminPort=" + adminPort + ", tls=" + tls + ", ledgerBudgetBytes=" + ledgerBudgetBytes + '}';
         }
     }

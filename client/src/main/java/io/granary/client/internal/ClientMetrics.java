@@ -89,6 +89,9 @@ final class ClientMetrics
     /** READs completed one-sided over RDMA (transport rdma only). */
     private static final String RDMA_READS = "granary.client.transfer.rdma.reads";
     private static final String RDMA_READS_HELP = "READs completed one-sided over RDMA (the rest went over TCP)";
+    private static final String LOCAL_TRANSFERS = "granary.client.transfer.local";
+    private static final String LOCAL_TRANSFERS_HELP = "Transfers to nodes on this host that moved with " +
+        "process_vm_readv/writev (local) or could have and took TCP (tcp)";
 
     /** Exposes the engine's admission refusals (its own counters, read at scrape time) when it keeps them. */
     void bindEngine(final TransferEngine engine, final String tenant)
@@ -119,6 +122,10 @@ final class ClientMetrics
                     NativeTransferEngine::drivenTransfers)
                 .description("Transfers the calling thread carried out itself (synchronous calls)")
                 .tags("tenant", tenant).register(registry);
+            FunctionCounter.builder(LOCAL_TRANSFERS, natives, NativeTransferEngine::localTransfers)
+                .description(LOCAL_TRANSFERS_HELP).tags("outcome", "local", "tenant", tenant).register(registry);
+            FunctionCounter.builder(LOCAL_TRANSFERS, natives, NativeTransferEngine::localFallbacks)
+                .description(LOCAL_TRANSFERS_HELP).tags("outcome", "tcp", "tenant", tenant).register(registry);
             if (natives.kind() == TransportKind.RDMA)
             {
                 FunctionCounter.builder(RDMA_READS, natives, NativeTransferEngine::rdmaReads)

@@ -71,8 +71,11 @@ public final class NativeTransferEngine implements TransferEngine, AdmissionStat
     private final LongAdder submitted = new LongAdder();
     private final LongAdder driven = new LongAdder();
     private final LongAdder rejectedUnavailable = new LongAdder();
-    /** engineCounters: admitted, queue full, admission timeout, regions now (not summed when retired), RDMA reads. */
-    private static final int COUNTERS = 6;
+    /**
+     * engineCounters: admitted, queue full, admission timeout, regions now (not summed when retired), RDMA reads done
+     * and failed, local reads, local writes, local fallbacks.
+     */
+    private static final int COUNTERS = 9;
     private static final int REGIONS_NOW = 3;
     /** Counters of the loops freed so far: they keep counting. */
     private final long[] retiredCounters = new long[COUNTERS];
@@ -442,8 +445,24 @@ public final class NativeTransferEngine implements TransferEngine, AdmissionStat
     }
 
     /**
-     * Admitted, refused at once, timed out, regions registered, RDMA reads done and failed: summed over the shared,
-     * lent and idle engines.
+     * READs and WRITEs whose bytes moved with process_vm_readv/writev to a node on this host so far (see
+     * {@link TransferConfig#localTransfers()}).
+     */
+    public long localTransfers()
+    {
+        final long[] c = counters();
+        return c[6] + c[7];
+    }
+
+    /** Transfers that could have gone local but took TCP (the node refused, its table changed, a copy failed). */
+    public long localFallbacks()
+    {
+        return counters()[8];
+    }
+
+    /**
+     * Admitted, refused at once, timed out, regions registered, RDMA reads done and failed, local reads, writes and
+     * fallbacks: summed over the shared, lent and idle engines.
      */
     private long[] counters()
     {
@@ -598,7 +617,7 @@ public final class NativeTransferEngine implements TransferEngine, AdmissionStat
             handle = NativeTransferJni.engineCreate(lanesPerPeer, config.sliceBytes(),
                 config.maxQueuedTransfersPerPeer(), config.maxPendingAdmissionsPerPeer(), config.admissionTimeoutMs(),
                 config.transferTimeoutMs(), config.connectTimeoutMs(), config.maxVectorEntries(), rdmaReads,
-                spreadMinBytes, config.writeCommits());
+                spreadMinBytes, config.writeCommits(), config.localTransfers(), config.localMinBytes());
             synchronized (pinLock)
             {
                 for (final ByteBuffer buffer : pinned)

@@ -38,6 +38,8 @@ final class NativeTransferJni
      * @param spreadMinBytes   frames of at least this many bytes go round-robin over a peer's lanes, shorter ones on
      *                         its first lane; 0: every frame round-robin.
      * @param writeCommits     a one-frame WRITE whose COMMIT record is known goes with it as one WRITE_COMMIT frame.
+     * @param localTransfers   READs and WRITEs of at least localMinBytes to a node on this host that agrees
+     *                         (LOCAL_CONNECT) move with process_vm_readv/writev instead of TCP.
      */
     static native long engineCreate(
         int lanesPerPeer,
@@ -50,7 +52,9 @@ final class NativeTransferJni
         int maxVectorEntries,
         boolean rdmaReads,
         int spreadMinBytes,
-        boolean writeCommits);
+        boolean writeCommits,
+        boolean localTransfers,
+        int localMinBytes);
 
     /**
      * Pins a direct buffer's whole capacity: transfers inside it use it without a registration of their own. 0, or
@@ -112,7 +116,8 @@ final class NativeTransferJni
     /**
      * Fills {@code out[0..3)}: transfers admitted, refused with the queue full, timed out waiting for admission; and
      * {@code out[3]}, when there, the memory regions registered now; {@code out[4..6)}, when there, READs completed
-     * one-sided over RDMA with success and without.
+     * one-sided over RDMA with success and without; {@code out[6..9)}, when there, READs and WRITEs moved locally
+     * (process_vm_readv/writev) and eligible transfers that took TCP instead.
      */
     static native void engineCounters(long engine, long[] out);
 
@@ -121,8 +126,10 @@ final class NativeTransferJni
     /**
      * @param ownClock  tokens expire by {@link NativeTransferServer.Handler#epochMillis()} instead of the system clock.
      * @param ioThreads event loops (1..256), each to be run by {@link #serverRun} on a thread of its own.
+     * @param localTransfers answer LOCAL_CONNECT from clients on this host (else UNAVAILABLE_IN_CURRENT_STATUS).
      */
-    static native long serverCreate(String host, int port, int maxFrameBytes, boolean ownClock, int ioThreads);
+    static native long serverCreate(
+        String host, int port, int maxFrameBytes, boolean ownClock, int ioThreads, boolean localTransfers);
 
     static native int serverPort(long server);
 

@@ -115,6 +115,22 @@ public final class NativeTransferServer implements AutoCloseable
         final int ioThreads,
         final IntFunction<Handler> handlers)
     {
+        this(host, port, maxFrameBytes, ownClock, ioThreads, false, handlers);
+    }
+
+    /**
+     * As {@link #NativeTransferServer(String, int, int, boolean, int, IntFunction)}, and with {@code localTransfers}
+     * LOCAL_CONNECT is answered for clients on this host (docs/protocol.md "LOCAL_CONNECT"), else refused.
+     */
+    public NativeTransferServer(
+        final String host,
+        final int port,
+        final int maxFrameBytes,
+        final boolean ownClock,
+        final int ioThreads,
+        final boolean localTransfers,
+        final IntFunction<Handler> handlers)
+    {
         NativeTransfer.ensureAvailability();
         if (ioThreads < 1 || ioThreads > MAX_IO_THREADS)
         {
@@ -125,7 +141,7 @@ public final class NativeTransferServer implements AutoCloseable
         {
             loopHandlers[i] = handlers.apply(i);
         }
-        this.handle = NativeTransferJni.serverCreate(host, port, maxFrameBytes, ownClock, ioThreads);
+        this.handle = NativeTransferJni.serverCreate(host, port, maxFrameBytes, ownClock, ioThreads, localTransfers);
         this.ioThreads = ioThreads;
         this.stopped = new CountDownLatch(ioThreads);
         for (int i = 0; i < ioThreads; i++)

@@ -74,9 +74,15 @@ class NativeTransferEngineTest
     /** A native server over one 4 MiB segment, without tokens; COMMIT payloads are recorded. */
     private NativeTransferServer server()
     {
+        return server(false);
+    }
+
+    /** {@link #server()}, answering LOCAL_CONNECT when {@code localTransfers}. */
+    private NativeTransferServer server(final boolean localTransfers)
+    {
         segment = ByteBuffer.allocateDirect(SEGMENT_BYTES);
-        final NativeTransferServer server = new NativeTransferServer("127.0.0.1", 0, 1 << 20, false,
-            new NativeTransferServer.Handler()
+        final NativeTransferServer server = new NativeTransferServer("127.0.0.1", 0, 1 << 20, false, 1,
+            localTransfers, loop -> new NativeTransferServer.Handler()
             {
                 @Override
                 public int onWrite(final int segmentId, final long offset, final int length)
@@ -111,9 +117,88 @@ class NativeTransferEngineTest
         return server;
     }
 
+    /** An engine of {@code config} with same-host transfers off, so that every byte crosses the sockets under test. */
     private NativeTransferEngine engine(final TransferConfig config)
     {
-        return track(new NativeTransferEngine(config));
+        return track(new NativeTransferEngine(config.localTransfers(false)));
+    }
+
+    /**
+     * Against a server on this host that answers LOCAL_CONNECT: a value of 64 KiB or more moves with
+     * process_vm_writev / process_vm_readv (not a byte of it through the socket) and its COMMIT over TCP, the READ
+     * brings its CRC32C; a smaller value goes over TCP; with the switch off every value does.
+     */
+    @Test
+    void shouldMoveBigValuesLocallyToAServerOnThisHostThatAgrees() throws Exception
+    {
+        final NativeTransferServer server = server(true);
+        final String endpoint = "127.0.0.1:" + server.port();
+        final NativeTransferEngine engine = track(new NativeTransferEngine(new TransferConfig().sliceBytes(64 << 10)));
+        final byte[] value = new byte[300_000];
+        new Random(11).nextBytes(value);
+        final ByteBuffer source = ByteBuffer.allocateDirect(value.length).put(value).flip();
+        final byte[] record = {1, 2, 3};
+
+        long before = server.stats().bytesIn();
+        assertThat(await(engine.submit(new TransferRequest(TransferRequest.Op.WRITE, endpoint, SEGMENT_ID, 4096,
+            source, value.length, null, record)))).isZero();
+        assertThat(server.stats().bytesIn() - before).as("only the COMMIT's bytes crossed the socket")
+            .isLessThan(4096);
+        assertThat(commits).hasSize(1);
+        assertThat(commits.get(0)).containsExactly(record);
+        final byte[] landed = new byte[value.length];
+        segment.get(4096, landed);
+        assertThat(landed).isEqualTo(value);
+        assertThat(engine.localTransfers()).isEqualTo(1);
+
+        final ByteBuffer into = ByteBuffer.allocateDirect(value.length);
+        final TransferRequest read = new TransferRequest(TransferRequest.Op.READ, endpoint, SEGMENT_ID, 4096, into,
+            value.length, null);
+        read.requestReceivedCrc32c();
+        final long out = server.stats().bytesOut();
+        assertThat(await(engine.submit(read))).isZero();
+        assertThat(server.stats().bytesOut()).as("nothing sent for the READ").isEqualTo(out);
+        final byte[] back = new byte[value.length];
+        into.get(back);
+        assertThat(back).isEqualTo(value);
+        final java.util.zip.CRC32C crc = new java.util.zip.CRC32C();
+        crc.update(value);
+        assertThat(read.hasReceivedCrc32c()).isTrue();
+        assertThat(read.receivedCrc32c()).isEqualTo((int)crc.getValue());
+        assertThat(engine.localTransfers()).isEqualTo(2);
+
+        before = server.stats().bytesIn();
+        assertThat(await(engine.submit(new TransferRequest(TransferRequest.Op.WRITE, endpoint, SEGMENT_ID, 0,
+            ByteBuffer.wrap(value), 1000, null, record)))).isZero();
+        assertThat(server.stats().bytesIn() - before).as("a small value over TCP").isGreaterThanOrEqualTo(1000);
+        assertThat(engine.localTransfers()).isEqualTo(2);
+        assertThat(engine.localFallbacks()).isZero();
+
+        final NativeTransferEngine off = engine(new TransferConfig().sliceBytes(64 << 10));
+        before = server.stats().bytesIn();
+        assertThat(await(off.submit(new TransferRequest(TransferRequest.Op.WRITE, endpoint, SEGMENT_ID, 4096,
+            source.rewind(), value.length, null, record)))).isZero();
+        assertThat(server.stats().bytesIn() - before).isGreaterThanOrEqualTo(value.length);
+        assertThat(off.localTransfers()).isZero();
+    }
+
+    /** A server that refuses LOCAL_CONNECT (its default): the value goes over TCP, counted as a fallback. */
+    @Test
+    void shouldFallBackToTcpWhenTheServerRefusesLocalTransfers() throws Exception
+    {
+        final NativeTransferServer server = server(false);
+        final String endpoint = "127.0.0.1:" + server.port();
+        final NativeTransferEngine engine = track(new NativeTransferEngine(new TransferConfig()));
+        final byte[] value = new byte[100_000];
+        new Random(12).nextBytes(value);
+        assertThat(await(engine.submit(new TransferRequest(TransferRequest.Op.WRITE, endpoint, SEGMENT_ID, 0,
+            ByteBuffer.wrap(value), value.length, null)))).isZero();
+        final byte[] landed = new byte[value.length];
+        segment.get(0, landed);
+        assertThat(landed).isEqualTo(value);
+        assertThat(server.stats().bytesIn()).isGreaterThanOrEqualTo(value.length);
+        assertThat(engine.localTransfers()).isZero();
+        assertThat(engine.localFallbacks()).isEqualTo(1);
     }
 
     private static int await(final CompletableFuture<Integer> future) throws Exception

@@ -106,7 +106,8 @@ class NativeTransferSoakTest
                 {
                 }
             });
-            NativeTransferEngine engine = new NativeTransferEngine(new TransferConfig().sliceBytes(512 << 10)))
+            NativeTransferEngine engine = new NativeTransferEngine(
+                new TransferConfig().sliceBytes(512 << 10).localTransfers(false)))
         {
             server.segments(new int[] {1}, new long[] {PlatformDependent.directBufferAddress(segment)},
                 new long[] {SEGMENT_BYTES});

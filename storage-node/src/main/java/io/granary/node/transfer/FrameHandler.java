@@ -32,7 +32,8 @@ import static io.granary.proto.ErrorCode.UNAVAILABLE_IN_CURRENT_STATUS_VALUE;
  * sends READ payloads from it without copying. A WRITE first removes the ledger entries its range overlaps; a
  * COMMIT (checked like a WRITE of its extent, token included) records its extent in the segment's ledger unless a
  * WRITE of that extent failed on this connection. An RDMA_CONNECT is checked and answered UNAVAILABLE: this server
- * has no RDMA transport (the native server's answer where no device exists). Runs on the connection's event loop only.
+ * has no RDMA transport (the native server's answer where no device exists), and a LOCAL_CONNECT likewise (same-host
+ * copies are the native server's). Runs on the connection's event loop only.
  */
 final class FrameHandler extends ChannelInboundHandlerAdapter implements InPlaceReceiveAllocator.Receiver
 {
@@ -263,10 +264,27 @@ final class FrameHandler extends ChannelInboundHandlerAdapter implements InPlace
                 onWriteCommit(ctx);
                 break;
 
+            case Opcode.LOCAL_CONNECT:
+                onLocalConnect(ctx);
+                break;
+
             default:
                 respond(ctx, Opcode.PING_RESPONSE, header.requestId, header.segmentId, 0, header.offset, header.length);
                 break;
         }
+    }
+
+    /**
+     * A LOCAL_CONNECT (docs/protocol.md): no payload; INVALID_PARAMS for a nonzero status, offset or length, else
+     * UNAVAILABLE: this server never hands out segment addresses (same-host copies are the native server's).
+     */
+    private void onLocalConnect(final ChannelHandlerContext ctx)
+    {
+        lastWriteLarge = false;
+        final boolean wellFormed = header.status == 0 && header.offset == 0 && header.length == 0;
+        server.onErrorResponse();
+        respond(ctx, Opcode.LOCAL_CONNECT_RESPONSE, header.requestId, header.segmentId,
+            wellFormed ? UNAVAILABLE_IN_CURRENT_STATUS_VALUE : INVALID_PARAMS_VALUE, 0, 0);
     }
 
     private void onRead(final ChannelHandlerContext ctx)

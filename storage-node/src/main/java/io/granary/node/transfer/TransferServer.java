@@ -60,6 +60,7 @@ public final class TransferServer implements AutoCloseable
     private final EventLoopGroup group;
     private final TransportKind transport;
     private final int ioThreads;
+    private boolean localTransfers = true;
     private volatile NativeTransferServer nativeServer;
     private final ChannelGroup connections =
         new DefaultChannelGroup("granary-transfer", ImmediateEventExecutor.INSTANCE);
@@ -188,6 +189,16 @@ public final class TransferServer implements AutoCloseable
             ioThreads, new DefaultThreadFactory("granary-node-transfer", true), ioHandlerFactory);
     }
 
+    /**
+     * Whether the native server answers LOCAL_CONNECT from clients on this host (docs/protocol.md; default true); the
+     * Java server refuses it either way. Before {@link #start()}.
+     */
+    public TransferServer localTransfers(final boolean localTransfers)
+    {
+        this.localTransfers = localTransfers;
+        return this;
+    }
+
     /** Binds and starts serving. @throws IllegalStateException when the address cannot be bound. */
     public TransferServer start()
     {
@@ -252,7 +263,7 @@ public final class TransferServer implements AutoCloseable
     private TransferServer startNative()
     {
         nativeServer = new NativeTransferServer(host, requestedPort, maxFrameBytes, tokenVerifier.clock() != Clock.SYSTEM,
-            ioThreads, loop -> new NativeFrameHandler(registry, tokenVerifier, maxFrameBytes, metrics));
+            ioThreads, localTransfers, loop -> new NativeFrameHandler(registry, tokenVerifier, maxFrameBytes, metrics));
         port = nativeServer.port();
         registry.changeListener(this::publishSegments);
         tokenVerifier.keyListener(nativeServer::tokenKey);

@@ -81,8 +81,9 @@ class TransferInteropTest
             verifier, TlsSettings.DISABLED, node).start();
         assertThat(server.transport()).isEqualTo(node);
         endpoint = "127.0.0.1:" + server.port();
-        // Slices of 256 KiB so that a few MiB span many frames over both lanes.
-        final TransferConfig config = new TransferConfig().sliceBytes(256 << 10);
+        // Slices of 256 KiB so that a few MiB span many frames over both lanes; every byte over TCP (same-host copies
+        // are shouldMoveBigValuesLocallyToANativeNodeOnThisHost's).
+        final TransferConfig config = new TransferConfig().sliceBytes(256 << 10).localTransfers(false);
         engine = client == TransportKind.NATIVE ? new NativeTransferEngine(config) : new NettyTransferEngine(config);
         assertThat(engine.kind()).isEqualTo(client);
     }
@@ -354,7 +355,7 @@ class TransferInteropTest
         assertThat(server.requests() - before).as("requests for one value and its COMMIT").isEqualTo(1);
 
         engine.close();
-        final TransferConfig off = new TransferConfig().writeCommits(false);
+        final TransferConfig off = new TransferConfig().writeCommits(false).localTransfers(false);
         engine = client == TransportKind.NATIVE ? new NativeTransferEngine(off) : new NettyTransferEngine(off);
         final long apart = server.requests();
         assertThat(commitWrite(8192, value, 42)).isZero();
@@ -392,6 +393,68 @@ class TransferInteropTest
         assertThat(server.requests() - before).as("requests for one value and its COMMIT").isEqualTo(1);
         assertThat(segment.ledger().snapshot()).extracting(e -> e.key()).containsExactly("k51");
         assertThat(segmentBytes(0, value.length)).isEqualTo(value);
+    }
+
+    /**
+     * The native engine against a node on this host (the node's own TransferServer, tokens on): a 1 MiB value moves
+     * with process_vm_writev and its COMMIT over TCP into the ledger, a READ of it with process_vm_readv, neither
+     * through the socket; the token's range and expiry are checked before (a range beyond the grant is refused by the
+     * node over TCP); the Java node refuses LOCAL_CONNECT and the value goes over TCP; a node started with
+     * localTransfers off refuses it too.
+     */
+    @ParameterizedTest(name = "native client, {0} node, node local transfers {1}")
+    @MethodSource("localNodes")
+    void shouldMoveBigValuesLocallyToANativeNodeOnThisHost(final TransportKind node, final boolean nodeLocal)
+        throws Exception
+    {
+        registry = new SegmentRegistry();
+        segment = registry.allocate("interop/seg0", SEGMENT_BYTES);
+        final AccessTokenVerifier verifier = new AccessTokenVerifier(Clock.SYSTEM);
+        verifier.updateKey(NODE_KEY);
+        server = new TransferServer("127.0.0.1", 0, registry, MAX_FRAME_BYTES, 1, true, TransferMetrics.NONE,
+            verifier, TlsSettings.DISABLED, node).localTransfers(nodeLocal).start();
+        endpoint = "127.0.0.1:" + server.port();
+        final NativeTransferEngine natives = new NativeTransferEngine(new TransferConfig().sliceBytes(256 << 10));
+        engine = natives;
+        final boolean local = node == TransportKind.NATIVE && nodeLocal;
+        final byte[] big = new byte[1 << 20];
+        random.nextBytes(big);
+
+        final long in = server.bytesIn();
+        assertThat(commitWrite(4096, big, 61)).isZero();
+        assertThat(server.bytesIn() - in).as("bytes through the socket").satisfies(bytes ->
+            assertThat(local ? bytes < 4096 : bytes >= big.length).isTrue());
+        assertThat(segment.ledger().snapshot()).extracting(e -> e.key()).containsExactly("k61");
+        assertThat(segmentBytes(4096, big.length)).isEqualTo(big);
+
+        final ByteBuffer into = ByteBuffer.allocateDirect(big.length);
+        final long out = server.bytesOut();
+        assertThat(read(4096, into, big.length)).isZero();
+        final byte[] back = new byte[big.length];
+        into.get(back);
+        assertThat(back).isEqualTo(big);
+        assertThat(server.bytesOut() - out).satisfies(bytes ->
+            assertThat(local ? bytes == 0 : bytes >= big.length).isTrue());
+        assertThat(natives.localTransfers()).isEqualTo(local ? 2 : 0);
+        // refused: the WRITE asked and took TCP, the READ took TCP without asking again (5 s)
+        assertThat(natives.localFallbacks()).isEqualTo(local ? 0 : 2);
+
+        // A grant that does not hold the range: not copied locally; the node refuses it over TCP.
+        final long at = 8L << 20;
+        final byte[] narrow = signer.sign(Opcode.WRITE, segment.id(), at, big.length - 4096,
+            System.currentTimeMillis() / 1000 + 600);
+        assertThat(await(engine.submit(new TransferRequest(TransferRequest.Op.WRITE, endpoint, segment.id(), at,
+            ByteBuffer.wrap(big), big.length, narrow, at, big.length - 4096)))).isNotZero();
+        assertThat(segmentBytes(at, 16)).containsOnly(0);
+        assertThat(natives.localTransfers()).isEqualTo(local ? 2 : 0);
+    }
+
+    static Stream<Arguments> localNodes()
+    {
+        return Stream.of(
+            Arguments.of(TransportKind.NATIVE, true),
+            Arguments.of(TransportKind.NATIVE, false),
+            Arguments.of(TransportKind.JAVA, true));
     }
 
     private static CommitRecord record(final String key, final long length, final long version)

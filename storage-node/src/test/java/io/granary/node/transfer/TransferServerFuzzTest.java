@@ -412,15 +412,16 @@ class TransferServerFuzzTest
     }
 
     /**
-     * Any byte but COMMIT, RDMA_CONNECT, WRITE_COMMIT and READV, whose payloads a random opcode would not give
-     * (TransferServerTest covers malformed vectors, TransferServerCommitTest malformed COMMITs, RdmaConnectTest
-     * malformed exchanges; WRITE_COMMITs come from validFrame, mutated like the others).
+     * Any byte but COMMIT, RDMA_CONNECT, WRITE_COMMIT, LOCAL_CONNECT and READV, whose payloads or answers a random
+     * opcode would not give (TransferServerTest covers malformed vectors, TransferServerCommitTest malformed COMMITs,
+     * RdmaConnectTest malformed exchanges, LocalConnectTest same-host exchanges; WRITE_COMMITs come from validFrame,
+     * mutated like the others).
      */
     private int randomOpcodeButReadv()
     {
-        final int opcode = random.nextInt(252); // 256 values less the four skipped
-        // COMMIT, RDMA_CONNECT and WRITE_COMMIT are adjacent (0x04, 0x05, 0x06)
-        final int skipCommit = opcode >= Opcode.COMMIT ? opcode + 3 : opcode;
+        final int opcode = random.nextInt(251); // 256 values less the five skipped
+        // COMMIT, RDMA_CONNECT, WRITE_COMMIT and LOCAL_CONNECT are adjacent (0x04 .. 0x07)
+        final int skipCommit = opcode >= Opcode.COMMIT ? opcode + 4 : opcode;
         return skipCommit >= Opcode.READV ? skipCommit + 1 : skipCommit;
     }
 
