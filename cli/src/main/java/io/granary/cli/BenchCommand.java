@@ -429,10 +429,12 @@ final class BenchCommand implements Callable<Integer>
         final ClientConfig.Builder builder = clientOptions.config(spec.commandLine(), masterAddress).toBuilder()
             .checksums(checksums).callerDriven(callerDriven).lanesPerPeer(lanesPerPeer).sliceBytes((int)sliceBytes)
             .localTransfers(localTransfers);
-        if (clientOptions.transport != TransportKind.JAVA)
+        final boolean localSizes = localTransfers && clientOptions.transport != TransportKind.JAVA &&
+            sizes.stream().anyMatch(size -> size >= TransferConfig.DEFAULT_LOCAL_MIN_BYTES);
+        if (clientOptions.transport == TransportKind.RDMA || localSizes)
         {
-            // Not for java (the client's metrics cost a little on every call, ~0.1 us): how many transfers went
-            // one-sided over RDMA or locally.
+            // Only then (the client's metrics cost a little on every call): how many READs went one-sided over RDMA,
+            // how many transfers went local.
             engineMeters = new SimpleMeterRegistry();
             builder.meterRegistry(engineMeters);
         }

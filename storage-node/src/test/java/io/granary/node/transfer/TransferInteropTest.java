@@ -433,8 +433,9 @@ class TransferInteropTest
         final byte[] back = new byte[big.length];
         into.get(back);
         assertThat(back).isEqualTo(big);
+        // (a COMMIT's answer may still be counted after the snapshot: a few bytes, never the value's)
         assertThat(server.bytesOut() - out).satisfies(bytes ->
-            assertThat(local ? bytes == 0 : bytes >= big.length).isTrue());
+            assertThat(local ? bytes < 4096 : bytes >= big.length).isTrue());
         assertThat(natives.localTransfers()).isEqualTo(local ? 2 : 0);
         // refused: the WRITE asked and took TCP, the READ took TCP without asking again (5 s)
         assertThat(natives.localFallbacks()).isEqualTo(local ? 0 : 2);

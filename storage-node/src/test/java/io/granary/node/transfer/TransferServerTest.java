@@ -256,7 +256,10 @@ class TransferServerTest
         final TransferEngine[] engines = new TransferEngine[clients];
         for (int c = 0; c < clients; c++)
         {
-            final TransferConfig config = new TransferConfig().lanesPerPeer(3).sliceBytes(256 << 10);
+            // Every byte and token through the server's loops: a same-host copy checks no MAC (protocol.md,
+            // "LOCAL_CONNECT"), so the old key's tokens below would read locally.
+            final TransferConfig config = new TransferConfig().lanesPerPeer(3).sliceBytes(256 << 10)
+                .localTransfers(false);
             engines[c] = c % 2 == 0 ? new NettyTransferEngine(config) : new NativeTransferEngine(config);
             resources.add(engines[c]);
         }
