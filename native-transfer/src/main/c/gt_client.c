@@ -2342,38 +2342,16 @@ static void rdma_check_timeouts(gt_engine *engine, const uint64_t now, uint64_t 
 /* 1 when address is a loopback address or one of this host's interface addresses. */
 static int address_is_local(const struct sockaddr_storage *address)
 {
-    if (address->ss_family == AF_INET &&
-        (ntohl(((const struct sockaddr_in *)address)->sin_addr.s_addr) >> 24) == 127)
-    {
-        return 1;
-    }
-    if (address->ss_family == AF_INET6 && IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)address)->sin6_addr))
-    {
-        return 1;
-    }
+    const struct sockaddr *wanted = (const struct sockaddr *)address;
     struct ifaddrs *all = NULL;
-    if (getifaddrs(&all) != 0)
+    if (gt_address_is_loopback(wanted) || getifaddrs(&all) != 0)
     {
-        return 0;
+        return gt_address_is_loopback(wanted);
     }
     int found = 0;
     for (const struct ifaddrs *i = all; i != NULL && !found; i = i->ifa_next)
     {
-        const struct sockaddr *a = i->ifa_addr;
-        if (a == NULL || a->sa_family != address->ss_family)
-        {
-            continue;
-        }
-        if (a->sa_family == AF_INET)
-        {
-            found = ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
-                ((const struct sockaddr_in *)address)->sin_addr.s_addr;
-        }
-        else if (a->sa_family == AF_INET6)
-        {
-            found = memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
-                &((const struct sockaddr_in6 *)address)->sin6_addr, sizeof(struct in6_addr)) == 0;
-        }
+        found = i->ifa_addr != NULL && gt_address_same_ip(i->ifa_addr, wanted);
     }
     freeifaddrs(all);
     return found;

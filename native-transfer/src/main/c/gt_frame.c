@@ -3,6 +3,8 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -228,4 +230,29 @@ int gt_control_exchange(const int fd, const uint8_t opcode, const uint64_t reque
         return gt_fail(error, GT_TRANSFER_FAIL, "the answer to the %s was cut short", name);
     }
     return GT_OK;
+}
+
+/* ---------------------------------------------------------------- addresses */
+
+int gt_address_is_loopback(const struct sockaddr *address)
+{
+    if (address->sa_family == AF_INET)
+    {
+        return (ntohl(((const struct sockaddr_in *)address)->sin_addr.s_addr) >> 24) == 127;
+    }
+    return address->sa_family == AF_INET6 && IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)address)->sin6_addr);
+}
+
+int gt_address_same_ip(const struct sockaddr *a, const struct sockaddr *b)
+{
+    if (a->sa_family != b->sa_family)
+    {
+        return 0;
+    }
+    if (a->sa_family == AF_INET)
+    {
+        return ((const struct sockaddr_in *)a)->sin_addr.s_addr == ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+    }
+    return a->sa_family == AF_INET6 && memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+        &((const struct sockaddr_in6 *)b)->sin6_addr, sizeof(struct in6_addr)) == 0;
 }

@@ -105,6 +105,12 @@ long gt_sendv(int fd, struct iovec *iov, int count);
 /* True when status is 0 or a known negative ErrorCode number (a client's check of a response). */
 int gt_status_is_known(int32_t status);
 
+struct sockaddr;
+/* 1 when address is an IPv4 loopback address (127/8) or ::1. */
+int gt_address_is_loopback(const struct sockaddr *address);
+/* 1 when a and b are IPv4 or IPv6 addresses of one family with the same IP (ports aside). */
+int gt_address_same_ip(const struct sockaddr *a, const struct sockaddr *b);
+
 /* Largest payload of a request or answer of gt_control_exchange. */
 #define GT_CONTROL_PAYLOAD_MAX 64
 

@@ -1085,23 +1085,12 @@ static int peer_is_local(const connection *c)
     socklen_t peer_length = sizeof(peer);
     socklen_t self_length = sizeof(self);
     if (getpeername(c->fd, (struct sockaddr *)&peer, &peer_length) != 0 ||
-        getsockname(c->fd, (struct sockaddr *)&self, &self_length) != 0 || peer.ss_family != self.ss_family)
+        getsockname(c->fd, (struct sockaddr *)&self, &self_length) != 0)
     {
         return 0;
     }
-    if (peer.ss_family == AF_INET)
-    {
-        const struct in_addr *a = &((const struct sockaddr_in *)&peer)->sin_addr;
-        const struct in_addr *b = &((const struct sockaddr_in *)&self)->sin_addr;
-        return (ntohl(a->s_addr) >> 24) == 127 || a->s_addr == b->s_addr;
-    }
-    if (peer.ss_family == AF_INET6)
-    {
-        const struct in6_addr *a = &((const struct sockaddr_in6 *)&peer)->sin6_addr;
-        const struct in6_addr *b = &((const struct sockaddr_in6 *)&self)->sin6_addr;
-        return IN6_IS_ADDR_LOOPBACK(a) || memcmp(a, b, sizeof(*a)) == 0;
-    }
-    return 0;
+    return gt_address_is_loopback((const struct sockaddr *)&peer) ||
+        gt_address_same_ip((const struct sockaddr *)&peer, (const struct sockaddr *)&self);
 }
 
 /*

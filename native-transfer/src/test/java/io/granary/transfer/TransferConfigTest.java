@@ -18,6 +18,8 @@ class TransferConfigTest
         assertThat(config.maxPendingAdmissionsPerPeer()).isEqualTo(1024);
         assertThat(config.admissionTimeoutMs()).isEqualTo(1_000);
         assertThat(config.transferTimeoutMs()).isEqualTo(10_000);
+        assertThat(config.localTransfers()).isTrue();
+        assertThat(config.localMinBytes()).isEqualTo(64 << 10);
     }
 
     @Test
@@ -53,6 +55,8 @@ class TransferConfigTest
             .hasMessage("admissionTimeoutMs must be in 1..600000, was 0");
         assertThatThrownBy(() -> new TransferConfig().admissionTimeoutMs(600_001).conclude())
             .hasMessage("admissionTimeoutMs must be in 1..600000, was 600001");
+        assertThatThrownBy(() -> new TransferConfig().localMinBytes(0).conclude())
+            .hasMessage("localMinBytes must be positive, was 0");
     }
 
     @Test
@@ -62,6 +66,7 @@ class TransferConfigTest
             .lanesPerPeer(3).sliceBytes(8192).maxQueuedTransfersPerPeer(77).maxPendingAdmissionsPerPeer(5)
             .admissionTimeoutMs(250).transferTimeoutMs(900).connectTimeoutMs(80).ioThreads(1).preferEpoll(false);
 
+        original.localTransfers(false).localMinBytes(4096);
         final TransferConfig copy = original.copy();
         original.maxPendingAdmissionsPerPeer(6).admissionTimeoutMs(251);
 
@@ -73,6 +78,8 @@ class TransferConfigTest
         assertThat(copy.transferTimeoutMs()).isEqualTo(900);
         assertThat(copy.connectTimeoutMs()).isEqualTo(80);
         assertThat(copy.ioThreads()).isEqualTo(1);
+        assertThat(copy.localTransfers()).isFalse();
+        assertThat(copy.localMinBytes()).isEqualTo(4096);
         assertThat(copy.preferEpoll()).isFalse();
     }
 }
