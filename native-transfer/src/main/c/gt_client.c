@@ -54,6 +54,7 @@
 #define LOCAL_MAX_PATHS 16        /* segments per same-host peer with a local path */
 #define LOCAL_RETRY_MS 5000       /* after a refusal or a failure, TCP only for that segment for this long */
 #define LOCAL_CRC_CHUNK (256u << 10) /* a local READ with a CRC copies this much, then folds it in while cached */
+#define LOCAL_GROUP_MAX 1024      /* small transfers to one segment moved by one local_batch copy (then the next) */
 
 typedef struct transfer transfer;
 typedef struct frame frame;
@@ -104,6 +105,8 @@ struct transfer
     int commit_listed;       /* on the waiting-commit list (else, if late_commit, maybe on the provided list) */
     int late_commit;         /* submitted with GT_OP_FLAG_COMMIT_LATER: lists under the mutex may hold it */
     int want_crc;            /* a READ with GT_OP_FLAG_CRC32C */
+    int local_moved;         /* its bytes moved with its submission's other small ones (local_batch) */
+    int local_seen;          /* local_batch looked at it already */
     uint32_t crc_joined;     /* XOR of the register of every slice received, each shifted by the bytes behind it */
     uint32_t crc_slices;     /* slices joined into crc_joined (all of them: the completion carries the CRC32C) */
     rdma_path *rdma;         /* the path it is in flight on, or NULL */
@@ -261,6 +264,8 @@ struct gt_engine
     uint64_t local_writes;
     uint64_t local_fallbacks;      /* eligible transfers that took TCP: no path (refused, changed) or a failed copy */
     lane *dirty_head;
+    transfer *local_group[LOCAL_GROUP_MAX];      /* loop only: local_batch's scratch */
+    gt_local_range local_ranges[LOCAL_GROUP_MAX];
     gt_rdma_device *rdma_device;   /* set once by the loop (first RDMA READ), before any registration is made */
     int rdma_device_failed;
     uint32_t rdma_inflight;        /* transfers in flight over RDMA, all peers */
@@ -1307,7 +1312,7 @@ static void transfer_progress(gt_engine *engine, transfer *t)
     {
         return;
     }
-    if (t->status == GT_OK && t->slices_issued == 0 && t->rdma == NULL && local_move(engine, t))
+    if (t->status == GT_OK && t->slices_issued == 0 && t->rdma == NULL && (t->local_moved || local_move(engine, t)))
     {
         /* Its bytes moved by the kernel from one address space to the other: as if every slice had been answered
          * (a WRITE's COMMIT goes over TCP below, so the ledger learns of it as of any write). */
@@ -1954,6 +1959,8 @@ static void on_connected(gt_engine *engine, lane *l)
 
 /* ---------------------------------------------------------------- the loop */
 
+static void local_batch(gt_engine *engine, transfer *incoming);
+
 static void drain_incoming(gt_engine *engine)
 {
     pthread_mutex_lock(&engine->mutex);
@@ -1969,6 +1976,7 @@ static void drain_incoming(gt_engine *engine)
      * back to back; spreading them made 1 MiB batch-8 gets slower on two cores (docs/benchmarks.md, seventeenth
      * session). A lone big value's slices still spread.
      */
+    local_batch(engine, incoming);
     uint32_t big_reads = 0;
     for (transfer *t = incoming; t != NULL && engine->config.spread_min_bytes > 0; t = t->next)
     {
@@ -2439,6 +2447,47 @@ static local_path *local_path_get(gt_engine *engine, peer *p, const uint32_t seg
  * makes on a token it can make here too, with the node's own clock: the range inside the grant, the expiry; only the
  * MAC is left out, which guards against a forger, and a process that can write the node's memory needs none.
  */
+/* 1 when a token the transfer carries lets it through as the node would (range inside the grant, not expired). */
+static int local_token_ok(const transfer *t)
+{
+    return !t->has_token || ((uint64_t)t->grant_delta0 + t->length <= t->grant_length &&
+        gt_epoch_ms() < (uint64_t)gt_get_u32(t->token) * 1000u);
+}
+
+/* The ready local path for t's segment whose generation still holds, or NULL (count transfers fell back then). */
+static local_path *local_path_checked(gt_engine *engine, transfer *t, const uint32_t count)
+{
+    local_path *path = local_path_get(engine, t->peer, t->segment_id);
+    if (path == NULL)
+    {
+        if (t->peer->local_host == 1)
+        {
+            __atomic_add_fetch(&engine->local_fallbacks, count, __ATOMIC_RELAXED); /* on this host, yet over TCP */
+        }
+        return NULL;
+    }
+    uint64_t generation = 0;
+    if (!gt_local_generation(&path->info, &generation) || generation != path->info.generation)
+    {
+        path->ready = 0; /* the node's table changed (or it is gone): ask again before the next copy */
+        path->retry_at_ms = 0;
+        __atomic_add_fetch(&engine->local_fallbacks, count, __ATOMIC_RELAXED);
+        return NULL;
+    }
+    return path;
+}
+
+/* After a failed copy over path: count transfers take TCP, and after a refusal the segment does for a while. */
+static void local_failed(gt_engine *engine, local_path *path, const int status, const uint32_t count)
+{
+    if (status == GT_TRANSFER_FAIL)
+    {
+        path->ready = 0;
+        path->retry_at_ms = gt_now_ms() + LOCAL_RETRY_MS;
+    }
+    __atomic_add_fetch(&engine->local_fallbacks, count, __ATOMIC_RELAXED);
+}
+
 static int local_move(gt_engine *engine, transfer *t)
 {
     if (!engine->config.local_transfers || t->length < engine->config.local_min_bytes || t->length == 0 ||
@@ -2446,26 +2495,13 @@ static int local_move(gt_engine *engine, transfer *t)
     {
         return 0;
     }
-    if (t->has_token && ((uint64_t)t->grant_delta0 + t->length > t->grant_length ||
-        gt_epoch_ms() >= (uint64_t)gt_get_u32(t->token) * 1000u))
+    if (!local_token_ok(t))
     {
         return 0; /* the node refuses it over TCP, with its own status */
     }
-    local_path *path = local_path_get(engine, t->peer, t->segment_id);
+    local_path *path = local_path_checked(engine, t, 1);
     if (path == NULL)
     {
-        if (t->peer->local_host == 1)
-        {
-            __atomic_add_fetch(&engine->local_fallbacks, 1, __ATOMIC_RELAXED); /* on this host, yet over TCP */
-        }
-        return 0;
-    }
-    uint64_t generation = 0;
-    if (!gt_local_generation(&path->info, &generation) || generation != path->info.generation)
-    {
-        path->ready = 0; /* the node's table changed (or it is gone): ask again before the next copy */
-        path->retry_at_ms = 0;
-        __atomic_add_fetch(&engine->local_fallbacks, 1, __ATOMIC_RELAXED);
         return 0;
     }
     int status = GT_OK;
@@ -2489,16 +2525,83 @@ static int local_move(gt_engine *engine, transfer *t)
     {
         t->crc_joined = 0;
         t->crc_slices = 0;
-        if (status == GT_TRANSFER_FAIL)
-        {
-            path->ready = 0;
-            path->retry_at_ms = gt_now_ms() + LOCAL_RETRY_MS;
-        }
-        __atomic_add_fetch(&engine->local_fallbacks, 1, __ATOMIC_RELAXED);
+        local_failed(engine, path, status, 1);
         return 0;
     }
     __atomic_add_fetch(t->op == GT_OP_READ ? &engine->local_reads : &engine->local_writes, 1, __ATOMIC_RELAXED);
     return 1;
+}
+
+/* A transfer local_batch may move: a READ or WRITE below local_min_bytes (bigger ones go alone, local_move), to a
+ * peer that may be on this host, with a token the node would take. */
+static int local_small(const gt_engine *engine, const transfer *t)
+{
+    return t->status == GT_OK && (t->op == GT_OP_READ || t->op == GT_OP_WRITE) && t->length > 0 &&
+        t->length < engine->config.local_min_bytes && t->peer != NULL && t->peer->local_host != 0 &&
+        local_token_ok(t);
+}
+
+/*
+ * The small transfers of one submission (a batch call's values) that go to one segment of a peer on this host and
+ * together hold at least local_min_bytes move with one process_vm_readv/writev (per GT_LOCAL_IOV_MAX ranges)
+ * instead of a frame each: one kernel copy, no work for the node but the WRITEs' COMMITs. A READ's CRC32C is folded
+ * in after the copy, while its bytes are cached. Whatever cannot go this way (no path, a changed table, a failed
+ * copy) takes TCP as it would have.
+ */
+static void local_batch(gt_engine *engine, transfer *incoming)
+{
+    if (!engine->config.local_transfers)
+    {
+        return;
+    }
+    for (transfer *first = incoming; first != NULL; first = first->next)
+    {
+        if (first->local_seen || !local_small(engine, first))
+        {
+            continue;
+        }
+        uint32_t count = 0;
+        uint64_t bytes = 0;
+        for (transfer *t = first; t != NULL && count < LOCAL_GROUP_MAX; t = t->next)
+        {
+            if (!t->local_seen && t->peer == first->peer && t->segment_id == first->segment_id &&
+                t->op == first->op && local_small(engine, t))
+            {
+                t->local_seen = 1;
+                engine->local_group[count] = t;
+                engine->local_ranges[count] = (gt_local_range){ t->remote_offset, t->local, t->length };
+                count++;
+                bytes += t->length;
+            }
+        }
+        if (bytes < engine->config.local_min_bytes)
+        {
+            continue; /* too little to be worth a path: frames as ever */
+        }
+        local_path *path = local_path_checked(engine, first, count);
+        if (path == NULL)
+        {
+            continue;
+        }
+        const int status = gt_local_copy_ranges(&path->info, first->op == GT_OP_WRITE, engine->local_ranges, count);
+        if (status != GT_OK)
+        {
+            local_failed(engine, path, status, count);
+            continue;
+        }
+        for (uint32_t i = 0; i < count; i++)
+        {
+            transfer *t = engine->local_group[i];
+            t->local_moved = 1;
+            if (t->want_crc)
+            {
+                t->crc_joined = gt_crc32c_update(0xFFFFFFFFu, t->local, t->length);
+                t->crc_slices = t->slices_total;
+            }
+        }
+        __atomic_add_fetch(first->op == GT_OP_READ ? &engine->local_reads : &engine->local_writes, count,
+            __ATOMIC_RELAXED);
+    }
 }
 
 void gt_engine_local_counters(gt_engine *engine, uint64_t *reads, uint64_t *writes, uint64_t *fallbacks)

@@ -168,6 +168,22 @@ int gt_local_generation(const gt_local_info *info, uint64_t *generation);
  * about the range then). */
 int gt_local_copy(const gt_local_info *info, int write, uint64_t offset, uint8_t *local, uint64_t length);
 
+/* One range of a vectored same-host copy: [offset, offset + length) of the segment and the local bytes it pairs with. */
+typedef struct gt_local_range
+{
+    uint64_t offset;
+    uint8_t *local;
+    uint32_t length;
+} gt_local_range;
+
+#define GT_LOCAL_IOV_MAX 256 /* iovecs per side of one process_vm_readv/writev here (the kernel takes up to 1024) */
+
+/* Copies count ranges (each inside the segment, else GT_INVALID_PARAMS before anything moves) with as few calls as
+ * the kernel allows: neighbouring ranges on either side merge into one iovec, at most GT_LOCAL_IOV_MAX per side and
+ * call. GT_OK once every byte moved; GT_TRANSFER_FAIL when a call was refused or moved fewer bytes (nothing is known
+ * about any of the ranges then). */
+int gt_local_copy_ranges(const gt_local_info *info, int write, const gt_local_range *ranges, uint32_t count);
+
 /* ---------------------------------------------------------------- SHA-256, HMAC, access tokens */
 
 typedef struct gt_sha256

@@ -141,3 +141,83 @@ int gt_local_copy(const gt_local_info *info, const int write, const uint64_t off
     }
     return GT_OK;
 }
+
+/* Appends [base, base + length) to iov (count entries so far), merged into the last entry when it ends there. */
+static uint32_t iov_append(struct iovec *iov, const uint32_t count, void *base, const size_t length)
+{
+    if (count > 0 && (uint8_t *)iov[count - 1].iov_base + iov[count - 1].iov_len == (uint8_t *)base)
+    {
+        iov[count - 1].iov_len += length;
+        return count;
+    }
+    iov[count].iov_base = base;
+    iov[count].iov_len = length;
+    return count + 1;
+}
+
+int gt_local_copy_ranges(const gt_local_info *info, const int write, const gt_local_range *ranges,
+    const uint32_t count)
+{
+    for (uint32_t i = 0; i < count; i++)
+    {
+        if (ranges[i].offset > info->segment_length || ranges[i].length > info->segment_length - ranges[i].offset)
+        {
+            return GT_INVALID_PARAMS;
+        }
+    }
+    struct iovec here[GT_LOCAL_IOV_MAX];
+    struct iovec there[GT_LOCAL_IOV_MAX];
+    uint32_t next = 0;
+    while (next < count)
+    {
+        const uint32_t start = next;
+        uint32_t locals = 0;
+        uint32_t remotes = 0;
+        uint64_t want = 0;
+        /* One call moves less than 1 GiB (the kernel stops at MAX_RW_COUNT, INT_MAX rounded down to a page). */
+        while (next < count && want + ranges[next].length <= (1u << 30))
+        {
+            const gt_local_range *r = &ranges[next];
+            if (r->length == 0)
+            {
+                next++; /* nothing to move */
+                continue;
+            }
+            void *remote = (void *)(uintptr_t)(info->segment_address + r->offset);
+            const int local_fits = locals < GT_LOCAL_IOV_MAX ||
+                (uint8_t *)here[locals - 1].iov_base + here[locals - 1].iov_len == r->local;
+            const int remote_fits = remotes < GT_LOCAL_IOV_MAX ||
+                (uint8_t *)there[remotes - 1].iov_base + there[remotes - 1].iov_len == (uint8_t *)remote;
+            if (!local_fits || !remote_fits)
+            {
+                break;
+            }
+            locals = iov_append(here, locals, r->local, r->length);
+            remotes = iov_append(there, remotes, remote, r->length);
+            want += r->length;
+            next++;
+        }
+        if (next == start)
+        {
+            /* A range of 1 GiB or more: the one-range copy splits it. */
+            const gt_local_range *r = &ranges[next++];
+            const int status = gt_local_copy(info, write, r->offset, r->local, r->length);
+            if (status != GT_OK)
+            {
+                return status;
+            }
+            continue;
+        }
+        if (want == 0)
+        {
+            continue; /* only empty ranges */
+        }
+        const ssize_t moved = write ? process_vm_writev((pid_t)info->pid, here, locals, there, remotes, 0) :
+            process_vm_readv((pid_t)info->pid, here, locals, there, remotes, 0);
+        if (moved < 0 || (uint64_t)moved != want)
+        {
+            return GT_TRANSFER_FAIL;
+        }
+    }
+    return GT_OK;
+}

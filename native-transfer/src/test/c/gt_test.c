@@ -34,7 +34,10 @@ static const char *current;
         fprintf(stderr, "FAIL %s: %s:%d: %s\n", current, __FILE__, __LINE__, #condition_); failed++; return; } \
     } while (0)
 
-#define RUN(test_) do { current = #test_; const int before__ = failed; test_(); \
+/* Puts back the switches a test may change (a failed CHECK returns early, before the test restores them). */
+static void reset_test_switches(void);
+
+#define RUN(test_) do { current = #test_; const int before__ = failed; reset_test_switches(); test_(); \
         if (failed == before__) { passed++; printf("ok   %s\n", #test_); } } while (0)
 
 static void hex(const uint8_t *bytes, const size_t length, char *out)
@@ -652,6 +655,12 @@ static void node_stop(test_node *node)
  * other tests see every byte and every frame over TCP (the default is on). */
 static uint32_t client_local_transfers = 0;
 
+static void reset_test_switches(void)
+{
+    node_local_transfers = 0;
+    client_local_transfers = 0;
+}
+
 /* A client engine; write_commits 0 sends a one-frame WRITE and its COMMIT as two frames (the default sends one). */
 static gt_engine *client_with(const uint32_t slice_bytes, const uint64_t timeout_ms, const uint32_t write_commits)
 {
@@ -711,6 +720,21 @@ static int await(gt_engine *engine, gt_completion *done, const int count, const 
         have += n;
     }
     return have;
+}
+
+/* The node's bytes_out once it reached at_least (or at the deadline): the node counts a send after it returned, so a
+ * client can hold every byte of an answer before the count moves. */
+static uint64_t await_bytes_out(gt_server *server, const uint64_t at_least, const uint64_t deadline_ms)
+{
+    const uint64_t until = gt_now_ms() + deadline_ms;
+    gt_server_stats stats;
+    gt_server_get_stats(server, &stats);
+    while (stats.bytes_out < at_least && gt_now_ms() < until)
+    {
+        usleep(1000);
+        gt_server_get_stats(server, &stats);
+    }
+    return stats.bytes_out;
 }
 
 static int32_t status_of(const gt_completion *done, const int count, const uint64_t user_data)
@@ -1478,8 +1502,8 @@ static void same_host_transfers_skip_the_socket(void)
     gt_server_get_stats(node.server, &before);
     CHECK(gt_engine_submit(engine, &read, 1, &error) == 1);
     CHECK(await(engine, done, 1, 5000) == 1 && done[0].status == GT_OK);
-    gt_server_get_stats(node.server, &after);
-    CHECK(after.bytes_out - before.bytes_out >= length && local_count(engine, 0) == 0);
+    CHECK(await_bytes_out(node.server, before.bytes_out + length, 5000) - before.bytes_out >= length &&
+        local_count(engine, 0) == 0);
     gt_engine_destroy(engine);
     node_stop(&node);
 
@@ -1492,6 +1516,169 @@ static void same_host_transfers_skip_the_socket(void)
     CHECK(gt_engine_submit(engine, &plain, 1, &error) == 1);
     CHECK(await(engine, done, 1, 5000) == 1 && done[0].status == GT_OK);
     CHECK(memcmp(node.segment, out, length) == 0 && local_count(engine, 1) == 0 && local_count(engine, 2) == 1);
+    gt_engine_destroy(engine);
+    node_stop(&node);
+    free(out);
+    free(in);
+}
+
+/* n 4 KiB transfers of one call, i-th at remote base + at[i] pages and local page i, under one shared grant token. */
+static void page_ops(gt_op *ops, const int n, const uint64_t first_id, const uint32_t peer, const uint8_t opcode,
+    const uint32_t region, const uint64_t base, const uint32_t *at, const uint8_t *token, const uint32_t grant)
+{
+    for (int i = 0; i < n; i++)
+    {
+        ops[i] = op_of(first_id + (uint64_t)i, peer, opcode, region, (uint64_t)i * 4096, 4096,
+            base + (uint64_t)at[i] * 4096);
+        ops[i].has_token = 1;
+        ops[i].grant_offset = base;
+        ops[i].grant_length = grant;
+        memcpy(ops[i].token, token, GT_TOKEN_LENGTH);
+    }
+}
+
+/* Every one of count completions has status GT_OK. */
+static int all_ok(const gt_completion *done, const int count)
+{
+    for (int i = 0; i < count; i++)
+    {
+        if (done[i].status != GT_OK)
+        {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/*
+ * The small transfers of one call to one segment of a node on this host move together once they add up to
+ * local_min_bytes: 32 WRITEs of 4 KiB under one shared grant land with one process_vm_writev, their COMMITs the only
+ * frames the node reads; 32 READs of scattered pages come back with their CRC32Cs and no frame at all; a call of 8
+ * (32 KiB) keeps to TCP; a READ whose token expired goes over TCP alone (the node refuses it) while the rest of its
+ * call moves locally; after a change of the node's table one call takes TCP and the next moves locally again.
+ */
+static void small_transfers_of_one_call_move_together(void)
+{
+    enum { N = 32, PAGE = 4096 };
+    node_local_transfers = 1;
+    test_node node;
+    CHECK(node_start(&node));
+    node_local_transfers = 0;
+    uint8_t secret[32];
+    memset(secret, 0x53, sizeof(secret));
+    gt_error error;
+    gt_hmac_key key;
+    gt_hmac_key_init(&key, secret, 32);
+    CHECK(gt_server_set_token_key(node.server, secret, &error) == GT_OK);
+    uint32_t peer;
+    client_local_transfers = 1;
+    gt_engine *engine = connected_client(&node, 512u << 10, 5000, &peer);
+    CHECK(engine != NULL);
+    const uint32_t length = N * PAGE;
+    uint8_t *out = malloc(length);
+    uint8_t *in = malloc(length);
+    CHECK(out != NULL && in != NULL);
+    fill_pattern(out, length, 31);
+    memset(in, 0, length);
+    uint32_t out_region;
+    uint32_t in_region;
+    CHECK(register_both(engine, out, in, length, &out_region, &in_region));
+    const uint32_t expiry = (uint32_t)(gt_epoch_ms() / 1000 + 600);
+    const uint64_t base = 2u << 20;
+    uint32_t ascending[N];
+    uint32_t descending[N];
+    for (int i = 0; i < N; i++)
+    {
+        ascending[i] = (uint32_t)i;
+        descending[i] = (uint32_t)(N - 1 - i);
+    }
+    uint8_t write_token[GT_TOKEN_LENGTH];
+    uint8_t read_token[GT_TOKEN_LENGTH];
+    sign_token(&key, GT_OPC_WRITE, SEGMENT_ID, base, length, expiry, write_token);
+    sign_token(&key, GT_OPC_READ, SEGMENT_ID, base, length, expiry, read_token);
+    uint8_t records[N][40];
+    gt_op ops[N + 1];
+    gt_completion done[N + 1];
+
+    /* 32 WRITEs with their records: one copy, 32 COMMITs (and the LOCAL_CONNECT), no WRITE and no value bytes */
+    page_ops(ops, N, 1, peer, GT_OP_WRITE, out_region, base, ascending, write_token, length);
+    for (int i = 0; i < N; i++)
+    {
+        memset(records[i], 0, sizeof(records[i]));
+        records[i][0] = 1;
+        gt_put_u64(records[i] + 8, PAGE);
+        ops[i].commit = records[i];
+        ops[i].commit_length = sizeof(records[i]);
+    }
+    gt_server_stats before;
+    gt_server_stats after;
+    gt_server_get_stats(node.server, &before);
+    CHECK(gt_engine_submit(engine, ops, N, &error) == N);
+    CHECK(await(engine, done, N, 5000) == N && all_ok(done, N));
+    gt_server_get_stats(node.server, &after);
+    CHECK(memcmp(node.segment + base, out, length) == 0);
+    CHECK(local_count(engine, 1) == N && local_count(engine, 2) == 0);
+    CHECK(node.writes == 0 && node.commits == N && node.last_token_status == GT_OK);
+    CHECK(after.requests - before.requests == N + 1 && after.bytes_in - before.bytes_in < length / 4);
+
+    /* 32 READs, the pages in reverse order, each with its CRC32C: no frame */
+    page_ops(ops, N, 100, peer, GT_OP_READ, in_region, base, descending, read_token, length);
+    for (int i = 0; i < N; i++)
+    {
+        ops[i].flags = GT_OP_FLAG_CRC32C;
+    }
+    gt_server_get_stats(node.server, &before);
+    CHECK(gt_engine_submit(engine, ops, N, &error) == N);
+    CHECK(await(engine, done, N, 5000) == N && all_ok(done, N));
+    gt_server_get_stats(node.server, &after);
+    CHECK(after.requests == before.requests && local_count(engine, 0) == N);
+    for (int i = 0; i < N; i++)
+    {
+        const uint8_t *page = out + (size_t)descending[i] * PAGE;
+        int has = 0;
+        CHECK(memcmp(in + (size_t)i * PAGE, page, PAGE) == 0);
+        CHECK(crc_of(done, N, 100 + (uint64_t)i, &has) == crc32c_of(page, PAGE) && has == 1);
+    }
+
+    /* 8 READs (32 KiB, below local_min_bytes): over TCP */
+    memset(in, 0, length);
+    page_ops(ops, 8, 200, peer, GT_OP_READ, in_region, base, ascending, read_token, length);
+    gt_server_get_stats(node.server, &before);
+    CHECK(gt_engine_submit(engine, ops, 8, &error) == 8);
+    CHECK(await(engine, done, 8, 5000) == 8 && all_ok(done, 8));
+    gt_server_get_stats(node.server, &after);
+    CHECK(after.requests > before.requests && local_count(engine, 0) == N && memcmp(in, out, 8 * PAGE) == 0);
+
+    /* 32 READs and one whose token expired: that one over TCP, refused by the node; the 32 locally */
+    page_ops(ops, N, 300, peer, GT_OP_READ, in_region, base, ascending, read_token, length);
+    ops[N] = op_of(400, peer, GT_OP_READ, in_region, 0, PAGE, base);
+    ops[N].has_token = 1;
+    sign_token(&key, GT_OPC_READ, SEGMENT_ID, base, PAGE, (uint32_t)(gt_epoch_ms() / 1000 - 5), ops[N].token);
+    CHECK(gt_engine_submit(engine, ops, N + 1, &error) == N + 1);
+    CHECK(await(engine, done, N + 1, 5000) == N + 1);
+    CHECK(status_of(done, N + 1, 400) == GT_TOKEN_EXPIRED && status_of(done, N + 1, 300) == GT_OK &&
+        status_of(done, N + 1, 300 + N - 1) == GT_OK && local_count(engine, 0) == 2 * N);
+
+    /* the node's table changes: the next call's WRITEs go over TCP (WRITE_COMMITs), the one after locally */
+    const uint32_t id = SEGMENT_ID;
+    const uint64_t address = (uint64_t)(uintptr_t)node.segment;
+    const uint64_t size = SEGMENT_BYTES;
+    CHECK(gt_server_set_segments(node.server, &id, &address, &size, 1, &error) == GT_OK);
+    for (int round = 0; round < 2; round++)
+    {
+        fill_pattern(out, length, 40 + (uint32_t)round);
+        page_ops(ops, N, 500 + 100 * (uint64_t)round, peer, GT_OP_WRITE, out_region, base, ascending, write_token,
+            length);
+        for (int i = 0; i < N; i++)
+        {
+            ops[i].commit = records[i];
+            ops[i].commit_length = sizeof(records[i]);
+        }
+        CHECK(gt_engine_submit(engine, ops, N, &error) == N);
+        CHECK(await(engine, done, N, 5000) == N && all_ok(done, N));
+        CHECK(memcmp(node.segment + base, out, length) == 0);
+    }
+    CHECK(node.writes == N && local_count(engine, 2) == N && local_count(engine, 1) == 2 * N);
     gt_engine_destroy(engine);
     node_stop(&node);
     free(out);
@@ -3229,6 +3416,7 @@ int main(void)
     RUN(rdma_connect_is_checked_and_refused_without_a_device);
     RUN(local_connect_is_checked_and_answered);
     RUN(same_host_transfers_skip_the_socket);
+    RUN(small_transfers_of_one_call_move_together);
     RUN(rdma_exchange_checks_the_answer);
     RUN(rdma_moves_every_byte_over_fake_verbs);
     RUN(engine_reads_one_sided_over_fake_verbs);
