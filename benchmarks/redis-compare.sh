@@ -90,7 +90,7 @@ done
 # Granary values per phase | Granary warmup values. Redis' C x P requests in flight are matched by Granary's
 # C callers x batch values.
 SHAPES=(
-    "1m c=1|1048576|1|1|6000|1|1|6000|2000"
+    "1m c=1|1048576|1|1|6000|1|1|2000|2000"
     "1m c=8|1048576|8|1|12000|8|1|3000|2048"
     "1m c=1 P/batch=8|1048576|1|8|12000|1|8|3000|2048"
     "4k c=1|4096|1|1|100000|1|1|20000|20000"
