@@ -2532,21 +2532,24 @@ static int local_move(gt_engine *engine, transfer *t)
     return 1;
 }
 
-/* A transfer local_batch may move: a READ or WRITE below local_min_bytes (bigger ones go alone, local_move), to a
- * peer that may be on this host, with a token the node would take. */
+/*
+ * A transfer local_batch may move: a READ below local_min_bytes (bigger ones go alone, local_move), to a peer that
+ * may be on this host, with a token the node would take. Small WRITEs keep to TCP: each needs its COMMIT frame
+ * anyway, and moving their bytes here only shifted the node's receive onto the caller's core, costing the caller
+ * more than it saved the node (4 KiB x 128 puts between processes, docs/benchmarks.md, twenty-third session).
+ */
 static int local_small(const gt_engine *engine, const transfer *t)
 {
-    return t->status == GT_OK && (t->op == GT_OP_READ || t->op == GT_OP_WRITE) && t->length > 0 &&
+    return t->status == GT_OK && t->op == GT_OP_READ && t->length > 0 &&
         t->length < engine->config.local_min_bytes && t->peer != NULL && t->peer->local_host != 0 &&
         local_token_ok(t);
 }
 
 /*
- * The small transfers of one submission (a batch call's values) that go to one segment of a peer on this host and
- * together hold at least local_min_bytes move with one process_vm_readv/writev (per GT_LOCAL_IOV_MAX ranges)
- * instead of a frame each: one kernel copy, no work for the node but the WRITEs' COMMITs. A READ's CRC32C is folded
- * in after the copy, while its bytes are cached. Whatever cannot go this way (no path, a changed table, a failed
- * copy) takes TCP as it would have.
+ * The small READs of one submission (a batch call's values) that go to one segment of a peer on this host and
+ * together hold at least local_min_bytes move with one process_vm_readv (per GT_LOCAL_IOV_MAX ranges) instead of a
+ * frame each: one kernel copy and no work at all for the node. Each CRC32C is folded in after the copy, while its
+ * bytes are cached. Whatever cannot go this way (no path, a changed table, a failed copy) takes TCP as it would have.
  */
 static void local_batch(gt_engine *engine, transfer *incoming)
 {
@@ -2565,7 +2568,7 @@ static void local_batch(gt_engine *engine, transfer *incoming)
         for (transfer *t = first; t != NULL && count < LOCAL_GROUP_MAX; t = t->next)
         {
             if (!t->local_seen && t->peer == first->peer && t->segment_id == first->segment_id &&
-                t->op == first->op && local_small(engine, t))
+                local_small(engine, t))
             {
                 t->local_seen = 1;
                 engine->local_group[count] = t;
@@ -2583,7 +2586,7 @@ static void local_batch(gt_engine *engine, transfer *incoming)
         {
             continue;
         }
-        const int status = gt_local_copy_ranges(&path->info, first->op == GT_OP_WRITE, engine->local_ranges, count);
+        const int status = gt_local_copy_ranges(&path->info, 0, engine->local_ranges, count);
         if (status != GT_OK)
         {
             local_failed(engine, path, status, count);
@@ -2599,8 +2602,7 @@ static void local_batch(gt_engine *engine, transfer *incoming)
                 t->crc_slices = t->slices_total;
             }
         }
-        __atomic_add_fetch(first->op == GT_OP_READ ? &engine->local_reads : &engine->local_writes, count,
-            __ATOMIC_RELAXED);
+        __atomic_add_fetch(&engine->local_reads, count, __ATOMIC_RELAXED);
     }
 }
 

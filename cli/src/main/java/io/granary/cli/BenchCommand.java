@@ -430,7 +430,7 @@ final class BenchCommand implements Callable<Integer>
             .checksums(checksums).callerDriven(callerDriven).lanesPerPeer(lanesPerPeer).sliceBytes((int)sliceBytes)
             .localTransfers(localTransfers);
         final boolean localSizes = localTransfers && clientOptions.transport != TransportKind.JAVA &&
-            sizes.stream().anyMatch(size -> size >= TransferConfig.DEFAULT_LOCAL_MIN_BYTES);
+            sizes.stream().anyMatch(size -> size * Math.max(batch, 1) >= TransferConfig.DEFAULT_LOCAL_MIN_BYTES);
         if (clientOptions.transport == TransportKind.RDMA || localSizes)
         {
             // Only then (the client's metrics cost a little on every call): how many READs went one-sided over RDMA,
@@ -651,9 +651,9 @@ final class BenchCommand implements Callable<Integer>
         }
         if (engineMeters != null && localTransfers)
         {
-            info.printf(Locale.ROOT, "local: %d transfers moved with process_vm_readv/writev so far, %d of at least " +
-                "64 KiB took TCP instead (a node on another host or refusing, a changed segment table, a failed " +
-                "copy)%n", engineCount(LOCAL_TRANSFERS_METER, "local"),
+            info.printf(Locale.ROOT, "local: %d transfers moved with process_vm_readv/writev so far, %d that could " +
+                "(64 KiB or more, alone or with the small ones of their call) took TCP instead (a node on another " +
+                "host or refusing, a changed segment table, a failed copy)%n", engineCount(LOCAL_TRANSFERS_METER, "local"),
                 engineCount(LOCAL_TRANSFERS_METER, "tcp"));
         }
         info.flush();
