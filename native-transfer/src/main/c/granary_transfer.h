@@ -74,13 +74,14 @@ typedef struct gt_engine_config
      */
     uint32_t write_commits;
     /*
-     * 1 (default): a READ or WRITE of at least local_min_bytes to a node on this host moves with process_vm_readv /
-     * process_vm_writev (one copy, no loopback TCP) once the node answered LOCAL_CONNECT for its segment and this
-     * process proved it can reach the node's memory; a WRITE's COMMIT still goes over TCP. Anything else, and any
-     * refusal or failed copy, takes TCP (docs/protocol.md "LOCAL_CONNECT"). 0: TCP only.
+     * 1 (default): a READ of any size, and a WRITE of at least local_min_bytes, to a node on this host moves with
+     * process_vm_readv / process_vm_writev (one copy, no loopback TCP) once the node answered LOCAL_CONNECT for its
+     * segment and this process proved it can reach the node's memory; the small READs of one submission to one
+     * segment move with one call; a WRITE's COMMIT still goes over TCP. Anything else, and any refusal or failed
+     * copy, takes TCP (docs/protocol.md "LOCAL_CONNECT"). 0: TCP only.
      */
     uint32_t local_transfers;
-    uint32_t local_min_bytes;          /* smallest transfer that goes local (default 64 KiB) */
+    uint32_t local_min_bytes;          /* smallest WRITE that goes local (default 64 KiB) */
 } gt_engine_config;
 
 /* Fills the defaults of docs/configuration.md (the Java TransferConfig's). */

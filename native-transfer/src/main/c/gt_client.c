@@ -2534,9 +2534,10 @@ static int local_move(gt_engine *engine, transfer *t)
 
 /*
  * A transfer local_batch may move: a READ below local_min_bytes (bigger ones go alone, local_move), to a peer that
- * may be on this host, with a token the node would take. Small WRITEs keep to TCP: each needs its COMMIT frame
- * anyway, and moving their bytes here only shifted the node's receive onto the caller's core, costing the caller
- * more than it saved the node (4 KiB x 128 puts between processes, docs/benchmarks.md, twenty-third session).
+ * may be on this host, with a token the node would take. WRITEs below local_min_bytes keep to TCP: each needs its
+ * COMMIT frame anyway, and moving their bytes here only shifted the node's receive onto the caller's core, costing
+ * the caller more than it saved the node (4 KiB x 128 puts between processes, docs/benchmarks.md, twenty-third
+ * session).
  */
 static int local_small(const gt_engine *engine, const transfer *t)
 {
@@ -2546,10 +2547,10 @@ static int local_small(const gt_engine *engine, const transfer *t)
 }
 
 /*
- * The small READs of one submission (a batch call's values) that go to one segment of a peer on this host and
- * together hold at least local_min_bytes move with one process_vm_readv (per GT_LOCAL_IOV_MAX ranges) instead of a
- * frame each: one kernel copy and no work at all for the node. Each CRC32C is folded in after the copy, while its
- * bytes are cached. Whatever cannot go this way (no path, a changed table, a failed copy) takes TCP as it would have.
+ * The small READs of one submission (a batch call's values, or a lone one) that go to one segment of a peer on this
+ * host move with one process_vm_readv (per GT_LOCAL_IOV_MAX ranges) instead of a frame each: one kernel copy, no
+ * round trip and no work at all for the node. Each CRC32C is folded in after the copy, while its bytes are cached.
+ * Whatever cannot go this way (no path, a changed table, a failed copy) takes TCP as it would have.
  */
 static void local_batch(gt_engine *engine, transfer *incoming)
 {
@@ -2564,7 +2565,6 @@ static void local_batch(gt_engine *engine, transfer *incoming)
             continue;
         }
         uint32_t count = 0;
-        uint64_t bytes = 0;
         for (transfer *t = first; t != NULL && count < LOCAL_GROUP_MAX; t = t->next)
         {
             if (!t->local_seen && t->peer == first->peer && t->segment_id == first->segment_id &&
@@ -2574,12 +2574,7 @@ static void local_batch(gt_engine *engine, transfer *incoming)
                 engine->local_group[count] = t;
                 engine->local_ranges[count] = (gt_local_range){ t->remote_offset, t->local, t->length };
                 count++;
-                bytes += t->length;
             }
-        }
-        if (bytes < engine->config.local_min_bytes)
-        {
-            continue; /* too little to be worth a path: frames as ever */
         }
         local_path *path = local_path_checked(engine, first, count);
         if (path == NULL)

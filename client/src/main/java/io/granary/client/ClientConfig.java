@@ -261,13 +261,16 @@ public final class ClientConfig
         return writeCommits;
     }
 
-    /** Whether values of at least {@link #localMinBytes()} move by process_vm_readv/writev to nodes on this host. */
+    /**
+     * Whether reads, and writes of at least {@link #localMinBytes()}, move by process_vm_readv/writev to nodes on this
+     * host (native transport).
+     */
     public boolean localTransfers()
     {
         return localTransfers;
     }
 
-    /** Smallest value that moves locally to a node on this host (see {@link #localTransfers()}). */
+    /** Smallest value a put writes locally to a node on this host (see {@link #localTransfers()}); reads: any size. */
     public int localMinBytes()
     {
         return localMinBytes;

@@ -26,7 +26,7 @@ public final class TransferConfig
      * slices of big values) go round-robin over the lanes to a node; smaller ones keep to its first lane.
      */
     public static final int CALLER_SPREAD_MIN_BYTES = (64 << 10) + 1;
-    /** Smallest READ or WRITE that moves by process_vm_readv/writev to a node on this host (see localTransfers). */
+    /** Smallest WRITE that moves by process_vm_writev to a node on this host (see localTransfers). */
     public static final int DEFAULT_LOCAL_MIN_BYTES = 64 << 10;
 
     private int lanesPerPeer = DEFAULT_LANES_PER_PEER;
@@ -103,9 +103,10 @@ public final class TransferConfig
     }
 
     /**
-     * Whether the native engine moves READs and WRITEs of at least {@link #localMinBytes()} to a storage node on this
-     * host with process_vm_readv / process_vm_writev, one copy between the two address spaces instead of loopback TCP
-     * (docs/protocol.md, "LOCAL_CONNECT"; default true). It does so only where the node agrees and this process may
+     * Whether the native engine moves READs of any size, and WRITEs of at least {@link #localMinBytes()}, to a storage
+     * node on this host with process_vm_readv / process_vm_writev, one copy between the two address spaces instead of
+     * loopback TCP (docs/protocol.md, "LOCAL_CONNECT"; default true); the small READs of one call to one segment move
+     * with one system call. It does so only where the node agrees and this process may
      * read and write the node's memory (the same user, ptrace permitted); everything else, and every refusal or failed
      * copy, takes TCP. A WRITE's COMMIT always goes over TCP. The Java engines always use TCP.
      */
@@ -120,7 +121,10 @@ public final class TransferConfig
         return this;
     }
 
-    /** Smallest transfer that goes local (see {@link #localTransfers()}); smaller ones keep to TCP. */
+    /**
+     * Smallest WRITE that goes local (see {@link #localTransfers()}); smaller ones keep to TCP, where their COMMIT
+     * rides in the same frame. READs go local at every size.
+     */
     public int localMinBytes()
     {
         return localMinBytes;
