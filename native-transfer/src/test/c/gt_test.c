@@ -1384,6 +1384,33 @@ static uint64_t local_count(gt_engine *engine, const int which)
 }
 
 /*
+ * A node that answers LOCAL_CONNECT and checks tokens signed with a secret of fill bytes (*key), and a client engine
+ * with local transfers on connected to it (*peer); NULL when either failed.
+ */
+static gt_engine *same_host_pair(test_node *node, const uint8_t fill, gt_hmac_key *key, uint32_t *peer)
+{
+    node_local_transfers = 1;
+    const int started = node_start(node);
+    node_local_transfers = 0;
+    if (!started)
+    {
+        return NULL;
+    }
+    uint8_t secret[32];
+    memset(secret, fill, sizeof(secret));
+    gt_error error;
+    gt_hmac_key_init(key, secret, 32);
+    if (gt_server_set_token_key(node->server, secret, &error) != GT_OK)
+    {
+        return NULL;
+    }
+    client_local_transfers = 1;
+    gt_engine *engine = connected_client(node, 512u << 10, 5000, peer);
+    client_local_transfers = 0;
+    return engine;
+}
+
+/*
  * Transfers to a node on this host that answers LOCAL_CONNECT: a 1 MiB WRITE (sliced over TCP it would be two
  * frames) lands by process_vm_writev with its COMMIT the one frame the node reads; the READ of it comes back with
  * its CRC32C and no frame; small transfers, expired tokens and ranges outside the grant keep to TCP (the node's
@@ -1391,20 +1418,12 @@ static uint64_t local_count(gt_engine *engine, const int which)
  */
 static void same_host_transfers_skip_the_socket(void)
 {
-    node_local_transfers = 1;
     test_node node;
-    CHECK(node_start(&node));
-    node_local_transfers = 0;
-    uint8_t secret[32];
-    memset(secret, 0x52, sizeof(secret));
-    gt_error error;
     gt_hmac_key key;
-    gt_hmac_key_init(&key, secret, 32);
-    CHECK(gt_server_set_token_key(node.server, secret, &error) == GT_OK);
     uint32_t peer;
-    client_local_transfers = 1;
-    gt_engine *engine = connected_client(&node, 512u << 10, 5000, &peer);
+    gt_engine *engine = same_host_pair(&node, 0x52, &key, &peer);
     CHECK(engine != NULL);
+    gt_error error;
     const uint32_t length = 1u << 20;
     uint8_t *out = malloc(length);
     uint8_t *in = malloc(length);
@@ -1509,6 +1528,7 @@ static void same_host_transfers_skip_the_socket(void)
 
     /* a node that refuses LOCAL_CONNECT: TCP, counted as a fallback */
     CHECK(node_start(&node));
+    client_local_transfers = 1;
     engine = connected_client(&node, 512u << 10, 5000, &peer);
     client_local_transfers = 0;
     CHECK(engine != NULL && register_both(engine, out, in, length, &out_region, &in_region));
@@ -1560,20 +1580,12 @@ static int all_ok(const gt_completion *done, const int count)
 static void small_reads_of_one_call_move_together(void)
 {
     enum { N = 32, PAGE = 4096 };
-    node_local_transfers = 1;
     test_node node;
-    CHECK(node_start(&node));
-    node_local_transfers = 0;
-    uint8_t secret[32];
-    memset(secret, 0x53, sizeof(secret));
-    gt_error error;
     gt_hmac_key key;
-    gt_hmac_key_init(&key, secret, 32);
-    CHECK(gt_server_set_token_key(node.server, secret, &error) == GT_OK);
     uint32_t peer;
-    client_local_transfers = 1;
-    gt_engine *engine = connected_client(&node, 512u << 10, 5000, &peer);
+    gt_engine *engine = same_host_pair(&node, 0x53, &key, &peer);
     CHECK(engine != NULL);
+    gt_error error;
     const uint32_t length = N * PAGE;
     uint8_t *out = malloc(length);
     uint8_t *in = malloc(length);
