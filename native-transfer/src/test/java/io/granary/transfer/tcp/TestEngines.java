@@ -40,7 +40,7 @@ enum TestEngines
         @Override
         TransferEngine create(final TransferConfig config)
         {
-            return new NativeTransferEngine(config);
+            return new NativeTransferEngine(overTcp(config));
         }
     },
     NATIVE_DRIVEN
@@ -48,11 +48,20 @@ enum TestEngines
         @Override
         TransferEngine create(final TransferConfig config)
         {
-            return new DrivingThread(new NativeTransferEngine(config));
+            return new DrivingThread(new NativeTransferEngine(overTcp(config)));
         }
     };
 
     abstract TransferEngine create(TransferConfig config);
+
+    /**
+     * The tests play the node on 127.0.0.1 and speak only the frames they test: the native engine's same-host path
+     * (which would ask the fake node for LOCAL_CONNECT before any read) stays off.
+     */
+    private static TransferConfig overTcp(final TransferConfig config)
+    {
+        return config.copy().localTransfers(false);
+    }
 
     /**
      * An engine with drivers whose submits are handed to one thread that holds a driver and drives it: the way a
