@@ -430,7 +430,7 @@ final class BenchCommand implements Callable<Integer>
             .checksums(checksums).callerDriven(callerDriven).lanesPerPeer(lanesPerPeer).sliceBytes((int)sliceBytes)
             .localTransfers(localTransfers);
         final boolean localSizes = localTransfers && clientOptions.transport != TransportKind.JAVA &&
-            sizes.stream().anyMatch(size -> size * Math.max(batch, 1) >= TransferConfig.DEFAULT_LOCAL_MIN_BYTES);
+            sizes.stream().anyMatch(size -> size >= TransferConfig.DEFAULT_LOCAL_MIN_BYTES);
         if (clientOptions.transport == TransportKind.RDMA || localSizes)
         {
             // Only then (the client's metrics cost a little on every call): how many READs went one-sided over RDMA,
