@@ -1970,13 +1970,13 @@ static void drain_incoming(gt_engine *engine)
     engine->incoming_tail = NULL;
     engine->provided = NULL;
     pthread_mutex_unlock(&engine->mutex);
+    local_batch(engine, incoming); /* small same-host READs move before anything else starts */
     /*
      * With spread_min_bytes (a calling thread's engine: the transfers of one call arrive together), a call that reads
      * several values bigger than that keeps all their slices on the first connection, one node loop streaming them
      * back to back; spreading them made 1 MiB batch-8 gets slower on two cores (docs/benchmarks.md, seventeenth
      * session). A lone big value's slices still spread.
      */
-    local_batch(engine, incoming);
     uint32_t big_reads = 0;
     for (transfer *t = incoming; t != NULL && engine->config.spread_min_bytes > 0; t = t->next)
     {
@@ -2440,18 +2440,12 @@ static local_path *local_path_get(gt_engine *engine, peer *p, const uint32_t seg
     return path->ready ? path : NULL;
 }
 
-/*
- * Moves a transfer's bytes with process_vm_readv/writev when its peer is on this host and agreed (LOCAL_CONNECT):
- * 1 when every byte moved (a READ's CRC32C folded in if it wants one), 0 when it must take TCP (not eligible, no
- * path, the node's table changed, a refused or short copy: TCP then moves the whole range again). The checks the node
- * makes on a token it can make here too, with the node's own clock: the range inside the grant, the expiry; only the
- * MAC is left out, which guards against a forger, and a process that can write the node's memory needs none.
- */
-/* 1 when a token the transfer carries lets it through as the node would (range inside the grant, not expired). */
-static int local_token_ok(const transfer *t)
+/* 1 when a token the transfer carries lets it through as the node would at now_ms (range inside the grant, not
+ * expired). */
+static int local_token_ok(const transfer *t, const uint64_t now_ms)
 {
     return !t->has_token || ((uint64_t)t->grant_delta0 + t->length <= t->grant_length &&
-        gt_epoch_ms() < (uint64_t)gt_get_u32(t->token) * 1000u);
+        now_ms < (uint64_t)gt_get_u32(t->token) * 1000u);
 }
 
 /* The ready local path for t's segment whose generation still holds, or NULL (count transfers fell back then). */
@@ -2488,6 +2482,13 @@ static void local_failed(gt_engine *engine, local_path *path, const int status, 
     __atomic_add_fetch(&engine->local_fallbacks, count, __ATOMIC_RELAXED);
 }
 
+/*
+ * Moves a transfer's bytes with process_vm_readv/writev when its peer is on this host and agreed (LOCAL_CONNECT):
+ * 1 when every byte moved (a READ's CRC32C folded in if it wants one), 0 when it must take TCP (not eligible, no
+ * path, the node's table changed, a refused or short copy: TCP then moves the whole range again). The checks the node
+ * makes on a token it can make here too, with the node's own clock: the range inside the grant, the expiry; only the
+ * MAC is left out, which guards against a forger, and a process that can write the node's memory needs none.
+ */
 static int local_move(gt_engine *engine, transfer *t)
 {
     if (!engine->config.local_transfers || t->length < engine->config.local_min_bytes || t->length == 0 ||
@@ -2495,7 +2496,7 @@ static int local_move(gt_engine *engine, transfer *t)
     {
         return 0;
     }
-    if (!local_token_ok(t))
+    if (!local_token_ok(t, gt_epoch_ms()))
     {
         return 0; /* the node refuses it over TCP, with its own status */
     }
@@ -2539,11 +2540,11 @@ static int local_move(gt_engine *engine, transfer *t)
  * the caller more than it saved the node (4 KiB x 128 puts between processes, docs/benchmarks.md, twenty-third
  * session).
  */
-static int local_small(const gt_engine *engine, const transfer *t)
+static int local_small(const gt_engine *engine, const transfer *t, const uint64_t now_ms)
 {
     return t->status == GT_OK && t->op == GT_OP_READ && t->length > 0 &&
         t->length < engine->config.local_min_bytes && t->peer != NULL && t->peer->local_host != 0 &&
-        local_token_ok(t);
+        local_token_ok(t, now_ms);
 }
 
 /*
@@ -2558,17 +2559,18 @@ static void local_batch(gt_engine *engine, transfer *incoming)
     {
         return;
     }
+    const uint64_t now_ms = gt_epoch_ms();
     for (transfer *first = incoming; first != NULL; first = first->next)
     {
-        if (first->local_seen || !local_small(engine, first))
+        if (first->local_seen || !local_small(engine, first, now_ms))
         {
             continue;
         }
         uint32_t count = 0;
         for (transfer *t = first; t != NULL && count < LOCAL_GROUP_MAX; t = t->next)
         {
-            if (!t->local_seen && t->peer == first->peer && t->segment_id == first->segment_id &&
-                local_small(engine, t))
+            if (t == first || (!t->local_seen && t->peer == first->peer && t->segment_id == first->segment_id &&
+                local_small(engine, t, now_ms)))
             {
                 t->local_seen = 1;
                 engine->local_group[count] = t;
@@ -2581,7 +2583,7 @@ static void local_batch(gt_engine *engine, transfer *incoming)
         {
             continue;
         }
-        const int status = gt_local_copy_ranges(&path->info, 0, engine->local_ranges, count);
+        const int status = gt_local_read_ranges(&path->info, engine->local_ranges, count);
         if (status != GT_OK)
         {
             local_failed(engine, path, status, count);

@@ -176,13 +176,13 @@ typedef struct gt_local_range
     uint32_t length;
 } gt_local_range;
 
-#define GT_LOCAL_IOV_MAX 256 /* iovecs per side of one process_vm_readv/writev here (the kernel takes up to 1024) */
+#define GT_LOCAL_IOV_MAX 256 /* iovecs per side of one process_vm_readv here (the kernel takes up to 1024) */
 
-/* Copies count ranges (each inside the segment, else GT_INVALID_PARAMS before anything moves) with as few calls as
- * the kernel allows: neighbouring ranges on either side merge into one iovec, at most GT_LOCAL_IOV_MAX per side and
+/* Reads count ranges of the segment (each inside it, else GT_INVALID_PARAMS before anything moves) with as few calls
+ * as the kernel allows: neighbouring ranges on either side merge into one iovec, at most GT_LOCAL_IOV_MAX per side and
  * call. GT_OK once every byte moved; GT_TRANSFER_FAIL when a call was refused or moved fewer bytes (nothing is known
  * about any of the ranges then). */
-int gt_local_copy_ranges(const gt_local_info *info, int write, const gt_local_range *ranges, uint32_t count);
+int gt_local_read_ranges(const gt_local_info *info, const gt_local_range *ranges, uint32_t count);
 
 /* ---------------------------------------------------------------- SHA-256, HMAC, access tokens */
 

@@ -155,8 +155,7 @@ static uint32_t iov_append(struct iovec *iov, const uint32_t count, void *base, 
     return count + 1;
 }
 
-int gt_local_copy_ranges(const gt_local_info *info, const int write, const gt_local_range *ranges,
-    const uint32_t count)
+int gt_local_read_ranges(const gt_local_info *info, const gt_local_range *ranges, const uint32_t count)
 {
     for (uint32_t i = 0; i < count; i++)
     {
@@ -201,7 +200,7 @@ int gt_local_copy_ranges(const gt_local_info *info, const int write, const gt_lo
         {
             /* A range of 1 GiB or more: the one-range copy splits it. */
             const gt_local_range *r = &ranges[next++];
-            const int status = gt_local_copy(info, write, r->offset, r->local, r->length);
+            const int status = gt_local_copy(info, 0, r->offset, r->local, r->length);
             if (status != GT_OK)
             {
                 return status;
@@ -212,8 +211,7 @@ int gt_local_copy_ranges(const gt_local_info *info, const int write, const gt_lo
         {
             continue; /* only empty ranges */
         }
-        const ssize_t moved = write ? process_vm_writev((pid_t)info->pid, here, locals, there, remotes, 0) :
-            process_vm_readv((pid_t)info->pid, here, locals, there, remotes, 0);
+        const ssize_t moved = process_vm_readv((pid_t)info->pid, here, locals, there, remotes, 0);
         if (moved < 0 || (uint64_t)moved != want)
         {
             return GT_TRANSFER_FAIL;

@@ -652,8 +652,8 @@ final class BenchCommand implements Callable<Integer>
         if (engineMeters != null && localTransfers)
         {
             info.printf(Locale.ROOT, "local: %d transfers moved with process_vm_readv/writev so far, %d that could " +
-                "(64 KiB or more, alone or with the small ones of their call) took TCP instead (a node on another " +
-                "host or refusing, a changed segment table, a failed copy)%n", engineCount(LOCAL_TRANSFERS_METER, "local"),
+                "(reads, writes of 64 KiB or more) took TCP instead (a node on another host or refusing, a changed " +
+                "segment table, a failed copy)%n", engineCount(LOCAL_TRANSFERS_METER, "local"),
                 engineCount(LOCAL_TRANSFERS_METER, "tcp"));
         }
         info.flush();

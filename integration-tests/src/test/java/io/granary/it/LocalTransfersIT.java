@@ -25,8 +25,9 @@ import static org.assertj.core.api.Assertions.catchThrowableOfType;
  * Same-host transfers between real processes (docs/protocol.md "LOCAL_CONNECT"): a client in this JVM with the
  * native transport puts and reads pages on a storage node process of this host; pages of 64 KiB and more are written
  * with process_vm_writev into the node's memory, smaller ones over TCP; every page is read with process_vm_readv;
- * every page of a node started with {@code --local-transfers false} moves over TCP, and every byte reads back. A node killed with -9 leaves its pages failing
- * with an error, not a hang, and the client keeps working against the other node.
+ * every page of a node started with {@code --local-transfers false} moves over TCP, and every byte reads back. A node
+ * killed with -9 leaves its pages failing with an error, not a hang, and the client keeps working against the other
+ * node.
  */
 class LocalTransfersIT
 {

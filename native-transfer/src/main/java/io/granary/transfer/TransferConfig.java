@@ -106,9 +106,9 @@ public final class TransferConfig
      * Whether the native engine moves READs of any size, and WRITEs of at least {@link #localMinBytes()}, to a storage
      * node on this host with process_vm_readv / process_vm_writev, one copy between the two address spaces instead of
      * loopback TCP (docs/protocol.md, "LOCAL_CONNECT"; default true); the small READs of one call to one segment move
-     * with one system call. It does so only where the node agrees and this process may
-     * read and write the node's memory (the same user, ptrace permitted); everything else, and every refusal or failed
-     * copy, takes TCP. A WRITE's COMMIT always goes over TCP. The Java engines always use TCP.
+     * with one system call. It does so only where the node agrees and this process may read and write the node's
+     * memory (the same user, ptrace permitted); everything else, and every refusal or failed copy, takes TCP. A
+     * WRITE's COMMIT always goes over TCP. The Java engines always use TCP.
      */
     public boolean localTransfers()
     {
