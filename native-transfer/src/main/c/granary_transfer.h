@@ -247,6 +247,7 @@ typedef struct gt_server_stats
     uint64_t bytes_out;
     uint64_t requests;
     uint64_t read_vectors;
+    uint64_t write_vectors;
     uint64_t error_responses;
     uint64_t protocol_errors;
     uint64_t connections_opened;

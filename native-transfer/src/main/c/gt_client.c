@@ -140,7 +140,9 @@ struct frame
     frame **entries;
     uint32_t entry_count;
     uint64_t entry_bytes;
-    uint8_t *vector_bytes;   /* the entries' 64-byte headers (the payload sent), then the answer's statuses */
+    uint8_t *vector_bytes;   /* READV: the entries' 64-byte headers (the payload sent), then the answer's statuses;
+                                WRITEV: its table (the entries' headers, then their records), then the statuses */
+    uint8_t *statuses;       /* where the answer's statuses go, inside vector_bytes */
 };
 
 struct lane
@@ -181,6 +183,12 @@ struct lane
     frame *vector_tail;
     uint32_t vector_count;
     uint64_t vector_bytes;
+    /* small WRITE_COMMITs waiting to leave together as one WRITEV when the lane is next flushed (linked by next) */
+    frame *wvector_head;
+    frame *wvector_tail;
+    uint32_t wvector_count;
+    uint64_t wvector_values; /* their values' bytes */
+    uint64_t wvector_table;  /* their headers' and records' bytes */
     lane *dirty_next;
     int in_dirty_list;
 };
@@ -276,6 +284,7 @@ struct gt_engine
 static void lane_fail(gt_engine *engine, lane *l, int status);
 static void transfer_progress(gt_engine *engine, transfer *t);
 static void lane_seal_vector(gt_engine *engine, lane *l);
+static void lane_seal_writes(gt_engine *engine, lane *l);
 
 void gt_engine_config_defaults(gt_engine_config *config)
 {
@@ -1002,6 +1011,7 @@ static void lane_enqueue(gt_engine *engine, lane *l, frame *f)
 static void lane_append(gt_engine *engine, lane *l, frame *f)
 {
     lane_seal_vector(engine, l);
+    lane_seal_writes(engine, l);
     lane_enqueue(engine, l, f);
 }
 
@@ -1093,6 +1103,7 @@ static void lane_seal_vector(gt_engine *engine, lane *l)
         v->entries[i]->next = NULL;
     }
     v->opcode = GT_OPC_READV;
+    v->statuses = v->vector_bytes + (size_t)n * GT_HEADER_LENGTH;
     v->entry_count = n;
     v->entry_bytes = bytes;
     v->length = n * GT_HEADER_LENGTH;
@@ -1102,6 +1113,111 @@ static void lane_seal_vector(gt_engine *engine, lane *l)
     memset(&header, 0, sizeof(header));
     header.opcode = GT_OPC_READV;
     header.length = v->length;
+    gt_header_encode(v->header, &header);
+    lane_enqueue(engine, l, v);
+}
+
+/*
+ * Queues a small WRITE_COMMIT to leave with the others handed to the lane before its next flush as one WRITEV (sealed
+ * when the connection can take it, or when the vector is full: maxVectorEntries, MAX_VECTOR_BYTES of values,
+ * GT_MAX_WRITEV_TABLE of headers and records).
+ */
+static void lane_add_write(gt_engine *engine, lane *l, frame *f)
+{
+    const uint64_t table = GT_HEADER_LENGTH + (uint64_t)f->prefix_length;
+    if (l->wvector_count == engine->config.max_vector_entries || l->wvector_values + f->length > MAX_VECTOR_BYTES ||
+        l->wvector_table + table > GT_MAX_WRITEV_TABLE)
+    {
+        lane_seal_writes(engine, l);
+    }
+    f->next = NULL;
+    f->prev = NULL;
+    if (l->wvector_tail == NULL)
+    {
+        l->wvector_head = f;
+    }
+    else
+    {
+        l->wvector_tail->next = f;
+    }
+    l->wvector_tail = f;
+    l->wvector_count++;
+    l->wvector_values += f->length;
+    l->wvector_table += table;
+    f->transfer->in_lanes++;
+    if (l->fd < 0 && l->doomed == 0 && lane_open(engine, l) != GT_OK)
+    {
+        l->doomed = GT_TRANSFER_FAIL;
+    }
+    mark_dirty(engine, l);
+}
+
+/*
+ * The small WRITE_COMMITs waiting on the lane become frames: one alone goes as it is, more as one WRITEV (docs/protocol.md
+ * "WRITEV"): its table holds their headers (each its own token; request id = its index), then their records; its
+ * values are sent straight from the callers' memory. Out of memory, they go one by one.
+ */
+static void lane_seal_writes(gt_engine *engine, lane *l)
+{
+    const uint32_t n = l->wvector_count;
+    frame *head = l->wvector_head;
+    if (n == 0)
+    {
+        return;
+    }
+    const uint64_t table = l->wvector_table;
+    const uint64_t values = l->wvector_values;
+    l->wvector_head = NULL;
+    l->wvector_tail = NULL;
+    l->wvector_count = 0;
+    l->wvector_values = 0;
+    l->wvector_table = 0;
+    frame *v = n > 1 ? calloc(1, sizeof(frame)) : NULL;
+    if (v != NULL)
+    {
+        v->entries = malloc((size_t)n * sizeof(frame *));
+        v->vector_bytes = malloc((size_t)table + (size_t)n * VECTOR_STATUS_LENGTH);
+    }
+    if (v == NULL || v->entries == NULL || v->vector_bytes == NULL)
+    {
+        frame_free(v);
+        while (head != NULL)
+        {
+            frame *next = head->next;
+            head->transfer->in_lanes--; /* lane_enqueue counts it again */
+            lane_enqueue(engine, l, head);
+            head = next;
+        }
+        return;
+    }
+    uint32_t i = 0;
+    size_t record_at = (size_t)n * GT_HEADER_LENGTH;
+    for (frame *e = head; e != NULL; e = e->next, i++)
+    {
+        v->entries[i] = e;
+        gt_put_u64(e->header + 8, i);
+        memcpy(v->vector_bytes + (size_t)i * GT_HEADER_LENGTH, e->header, GT_HEADER_LENGTH);
+        memcpy(v->vector_bytes + record_at, e->prefix, e->prefix_length);
+        record_at += e->prefix_length;
+    }
+    for (i = 0; i < n; i++)
+    {
+        v->entries[i]->next = NULL;
+    }
+    v->opcode = GT_OPC_WRITEV;
+    v->statuses = v->vector_bytes + table;
+    v->entry_count = n;
+    v->entry_bytes = 0; /* the answer carries no bytes of the entries */
+    v->prefix = v->vector_bytes;
+    v->prefix_length = (uint32_t)table;
+    v->payload_out = (uint32_t)values;
+    gt_header header;
+    memset(&header, 0, sizeof(header));
+    header.opcode = GT_OPC_WRITEV;
+    header.flags = (uint16_t)n;
+    header.offset = table;
+    header.length = (uint32_t)(table + values);
+    v->length = header.length;
     gt_header_encode(v->header, &header);
     lane_enqueue(engine, l, v);
 }
@@ -1135,7 +1251,7 @@ static void lane_unlink(lane *l, frame *f)
 
 static void frame_finish(gt_engine *engine, frame *f, const int32_t status)
 {
-    if (f->opcode == GT_OPC_READV)
+    if (f->opcode == GT_OPC_READV || f->opcode == GT_OPC_WRITEV)
     {
         /* Every entry not answered yet gets the vector's status; then the vector itself goes. */
         for (uint32_t i = 0; i < f->entry_count; i++)
@@ -1184,6 +1300,7 @@ static void frame_finish(gt_engine *engine, frame *f, const int32_t status)
 static void lane_fail(gt_engine *engine, lane *l, const int status)
 {
     lane_seal_vector(engine, l);
+    lane_seal_writes(engine, l);
     frame *f = l->head;
     frame *receiving = l->receiving != NULL ? l->receiving : l->rx_vector;
     /*
@@ -1361,6 +1478,11 @@ static void transfer_progress(gt_engine *engine, transfer *t)
             {
                 lane_add_read(engine, l, f);
             }
+            else if (f->opcode == GT_OPC_WRITE_COMMIT && engine->config.max_vector_entries > 1 &&
+                length <= MAX_VECTOR_ENTRY_BYTES)
+            {
+                lane_add_write(engine, l, f);
+            }
             else
             {
                 lane_append(engine, l, f);
@@ -1408,9 +1530,10 @@ static void lane_flush(gt_engine *engine, lane *l)
     l->dirty = 0;
     if (l->fd < 0 || l->connecting || l->doomed)
     {
-        return; /* small READs keep gathering until the connection is up */
+        return; /* small READs and WRITE_COMMITs keep gathering until the connection is up */
     }
     lane_seal_vector(engine, l);
+    lane_seal_writes(engine, l);
     while (l->cursor != NULL)
     {
         struct iovec iov[MAX_IOV];
@@ -1418,6 +1541,7 @@ static void lane_flush(gt_engine *engine, lane *l)
         uint64_t bytes = 0;
         for (frame *f = l->cursor; f != NULL && n < MAX_IOV - 2 && bytes < MAX_WRITEV_BYTES; f = f->next)
         {
+            int whole = 1;
             if (f->sent < GT_HEADER_LENGTH)
             {
                 iov[n].iov_base = f->header + f->sent;
@@ -1434,12 +1558,39 @@ static void lane_flush(gt_engine *engine, lane *l)
                 n++;
             }
             done = done > f->prefix_length ? done - f->prefix_length : 0;
-            if (f->payload_out > done)
+            if (f->opcode == GT_OPC_WRITEV)
+            {
+                /* the values, each from its caller's memory, as far as the iovec reaches */
+                for (uint32_t i = 0; i < f->entry_count; i++)
+                {
+                    const frame *e = f->entries[i];
+                    if (done >= e->length)
+                    {
+                        done -= e->length;
+                        continue;
+                    }
+                    if (n == MAX_IOV)
+                    {
+                        whole = 0;
+                        break;
+                    }
+                    iov[n].iov_base = e->local + done;
+                    iov[n].iov_len = e->length - done;
+                    bytes += iov[n].iov_len;
+                    n++;
+                    done = 0;
+                }
+            }
+            else if (f->payload_out > done)
             {
                 iov[n].iov_base = f->local + done;
                 iov[n].iov_len = f->payload_out - done;
                 bytes += iov[n].iov_len;
                 n++;
+            }
+            if (!whole)
+            {
+                break; /* the next frame's bytes must not go before the rest of this one */
             }
         }
         const long written = gt_sendv(l->fd, iov, n);
@@ -1483,7 +1634,7 @@ static void lane_flush(gt_engine *engine, lane *l)
 static void on_vector_response(gt_engine *engine, lane *l, frame *v, const gt_header *h)
 {
     const uint64_t status_bytes = (uint64_t)v->entry_count * VECTOR_STATUS_LENGTH;
-    const int mismatched = h->opcode != (GT_OPC_READV | GT_OPC_RESPONSE_BIT) || h->status > 0 ||
+    const int mismatched = h->opcode != (v->opcode | GT_OPC_RESPONSE_BIT) || h->status > 0 ||
         !gt_status_is_known(h->status) || h->segment_id != 0 || h->offset != 0 ||
         (h->status != 0 && h->length != 0) ||
         (h->status == 0 && (h->length < status_bytes || h->length > status_bytes + v->entry_bytes));
@@ -1509,8 +1660,7 @@ static void on_vector_response(gt_engine *engine, lane *l, frame *v, const gt_he
 
 static int32_t vector_status(const frame *v, const uint32_t i)
 {
-    return (int32_t)gt_get_u32(v->vector_bytes + (size_t)v->entry_count * GT_HEADER_LENGTH +
-        (size_t)i * VECTOR_STATUS_LENGTH);
+    return (int32_t)gt_get_u32(v->statuses + (size_t)i * VECTOR_STATUS_LENGTH);
 }
 
 static uint32_t next_open_entry(const frame *v, uint32_t i)
@@ -1542,7 +1692,7 @@ static void on_vector_statuses(gt_engine *engine, lane *l)
     uint64_t expected = 0;
     for (uint32_t i = 0; i < v->entry_count; i++)
     {
-        if (vector_status(v, i) == 0)
+        if (vector_status(v, i) == 0 && v->opcode == GT_OPC_READV)
         {
             expected += v->entries[i]->length;
         }
@@ -1566,8 +1716,9 @@ static void on_vector_statuses(gt_engine *engine, lane *l)
     for (uint32_t i = 0; i < v->entry_count; i++)
     {
         const int32_t status = vector_status(v, i);
-        if (status != 0)
+        if (status != 0 || v->opcode == GT_OPC_WRITEV)
         {
+            /* a refused entry, or any of a WRITEV (whose answer carries only the statuses) */
             frame *e = v->entries[i];
             v->entries[i] = NULL;
             frame_finish(engine, e, status);
@@ -1638,7 +1789,7 @@ static void on_response(gt_engine *engine, lane *l)
     /* the responses with a payload (FrameHeader.carriesPayload); an RDMA_CONNECT_RESPONSE never matches a frame of
      * this engine's lanes, but the answer of a timed-out id is skipped whole whatever it is */
     const int carries = (h.opcode == (GT_OPC_READ | GT_OPC_RESPONSE_BIT) ||
-        h.opcode == (GT_OPC_READV | GT_OPC_RESPONSE_BIT) ||
+        h.opcode == (GT_OPC_READV | GT_OPC_RESPONSE_BIT) || h.opcode == (GT_OPC_WRITEV | GT_OPC_RESPONSE_BIT) ||
         h.opcode == (GT_OPC_RDMA_CONNECT | GT_OPC_RESPONSE_BIT)) && h.status == 0;
     frame *f = NULL;
     if (uid == l->uid)
@@ -1666,7 +1817,7 @@ static void on_response(gt_engine *engine, lane *l)
         return;
     }
     l->answers++;
-    if (f->opcode == GT_OPC_READV)
+    if (f->opcode == GT_OPC_READV || f->opcode == GT_OPC_WRITEV)
     {
         on_vector_response(engine, l, f, &h);
         return;
@@ -1731,7 +1882,7 @@ static uint8_t *receive_target(gt_engine *engine, lane *l, uint64_t *cap)
         if (l->rx_status_fill < status_bytes)
         {
             *cap = status_bytes - l->rx_status_fill;
-            return v->vector_bytes + (size_t)v->entry_count * GT_HEADER_LENGTH + l->rx_status_fill;
+            return v->statuses + l->rx_status_fill;
         }
         frame *e = v->entries[l->rx_entry];
         *cap = e->length - l->rx_entry_fill;
@@ -2886,13 +3037,15 @@ void gt_engine_destroy(gt_engine *engine)
             {
                 continue;
             }
-            /* the frames on the lane, the one being received, and the small READs not sealed into a READV yet */
-            frame *lists[3] = { l->head, l->receiving != NULL ? l->receiving : l->rx_vector, l->vector_head };
+            /* the frames on the lane, the one being received, and the small READs and WRITE_COMMITs not sealed into a
+             * vector yet */
+            frame *lists[4] = { l->head, l->receiving != NULL ? l->receiving : l->rx_vector, l->vector_head,
+                l->wvector_head };
             if (lists[1] != NULL)
             {
                 lists[1]->next = NULL;
             }
-            for (int k = 0; k < 3; k++)
+            for (int k = 0; k < 4; k++)
             {
                 for (frame *f = lists[k]; f != NULL; f = f->next)
                 {
@@ -2909,7 +3062,7 @@ void gt_engine_destroy(gt_engine *engine)
                     }
                 }
             }
-            for (int k = 0; k < 3; k++)
+            for (int k = 0; k < 4; k++)
             {
                 free_frames(lists[k]);
             }

@@ -13,7 +13,7 @@ int gt_opcode_is_request(const int opcode)
 {
     return opcode == GT_OPC_READ || opcode == GT_OPC_WRITE || opcode == GT_OPC_PING || opcode == GT_OPC_COMMIT ||
         opcode == GT_OPC_RDMA_CONNECT || opcode == GT_OPC_WRITE_COMMIT || opcode == GT_OPC_LOCAL_CONNECT ||
-        opcode == GT_OPC_READV;
+        opcode == GT_OPC_READV || opcode == GT_OPC_WRITEV;
 }
 
 int gt_opcode_is_response(const int opcode)

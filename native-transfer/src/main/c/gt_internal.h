@@ -22,10 +22,12 @@
 #define GT_OPC_WRITE_COMMIT 0x06 /* payload: a commit record of `flags` bytes, then the `length` bytes of a WRITE */
 #define GT_OPC_LOCAL_CONNECT 0x07 /* no payload; the answer: a 64-byte same-host record (gt_local_info) */
 #define GT_OPC_READV 0x10
+#define GT_OPC_WRITEV 0x11 /* payload: a table (flags WRITE_COMMIT headers, their records: offset bytes), then the values */
 #define GT_OPC_RESPONSE_BIT 0x80
 
 #define GT_MAX_VECTOR_ENTRIES 1024
 #define GT_MAX_COMMIT_PAYLOAD (16 << 10)
+#define GT_MAX_WRITEV_TABLE (1u << 20) /* a WRITEV's entries and records (FrameDescriptor.MAX_WRITEV_TABLE) */
 #define GT_MAX_FRAME_LENGTH_LIMIT (1u << 30)
 #define GT_MAC_LENGTH 16
 #define GT_KEY_LENGTH 32

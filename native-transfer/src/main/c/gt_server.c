@@ -54,7 +54,9 @@ enum receive_state
     RECEIVE_COMMIT,
     RECEIVE_WRITE_RECORD, /* the commit record at the head of a WRITE_COMMIT */
     RECEIVE_READV,
-    RECEIVE_RDMA_CONNECT
+    RECEIVE_RDMA_CONNECT,
+    RECEIVE_WRITEV_TABLE, /* a WRITEV's entries and records */
+    RECEIVE_WRITEV_VALUES /* its values, each into segment memory (or discarded) */
 };
 
 enum item_kind
@@ -83,6 +85,15 @@ typedef struct failed_write
 
 typedef struct connection connection;
 typedef struct server_loop server_loop;
+
+/* One entry of a WRITEV being received: its WRITE_COMMIT header, its record (in the table) and where its value goes. */
+typedef struct writev_entry
+{
+    gt_header header;
+    const uint8_t *record;
+    uint8_t *at;             /* NULL: refused, its bytes are discarded */
+    int32_t status;
+} writev_entry;
 
 /*
  * A token a connection's frames carried that verified, with the generation of the key it verified under: the slices
@@ -127,6 +138,12 @@ struct connection
     uint8_t *buffer;
     uint32_t buffer_fill;
     uint8_t request_bytes[GT_HEADER_LENGTH];
+    /* WRITEV: the table (its records) and entries once the table is in; entries NULL while it arrives, or when the
+     * whole vector is refused (the rest of its bytes discarded) */
+    uint8_t *wv_table;
+    writev_entry *wv;
+    uint32_t wv_next;        /* the entry whose value arrives now */
+    uint32_t wv_fill;        /* bytes of that value in */
     failed_write failed[FAILED_WRITES_REMEMBERED];
     uint32_t failed_next;
     verified_token verified[VERIFIED_TOKENS];
@@ -941,6 +958,237 @@ static void finish_readv(gt_server *server, connection *c)
     free(lengths);
 }
 
+/* What a WRITEV header says can be checked before its payload: status 0, 1..1024 entries, a table that holds their
+ * headers, fits GT_MAX_WRITEV_TABLE and the frame (docs/protocol.md "WRITEV"). */
+static int writev_header_ok(const gt_header *h)
+{
+    return h->status == 0 && h->flags >= 1 && h->flags <= GT_MAX_VECTOR_ENTRIES &&
+        h->offset >= (uint64_t)h->flags * GT_HEADER_LENGTH && h->offset <= GT_MAX_WRITEV_TABLE &&
+        h->offset <= h->length;
+}
+
+/*
+ * The entries of a WRITEV's table, or NULL when the vector is refused as a whole: an entry that does not decode or is
+ * not a WRITE_COMMIT, a record of 0 or more than GT_MAX_COMMIT_PAYLOAD bytes, an empty value, or lengths that do not
+ * add up to the table and the frame. The entries point into the table for their records.
+ */
+static writev_entry *writev_parse(gt_server *server, const gt_header *h, const uint8_t *table)
+{
+    const uint32_t n = h->flags;
+    writev_entry *entries = table != NULL ? calloc(n, sizeof(writev_entry)) : NULL;
+    if (entries == NULL)
+    {
+        return NULL;
+    }
+    uint64_t records = (uint64_t)n * GT_HEADER_LENGTH;
+    uint64_t values = 0;
+    for (uint32_t i = 0; i < n; i++)
+    {
+        gt_header *e = &entries[i].header;
+        if (gt_header_decode(table + (size_t)i * GT_HEADER_LENGTH, server->config.max_frame_bytes, e) !=
+            GT_DECODE_OK || e->opcode != GT_OPC_WRITE_COMMIT || e->flags == 0 || e->flags > GT_MAX_COMMIT_PAYLOAD ||
+            e->length == 0 || records + e->flags > h->offset)
+        {
+            free(entries);
+            return NULL;
+        }
+        entries[i].record = table + records;
+        records += e->flags;
+        values += e->length;
+    }
+    if (records != h->offset || values != h->length - h->offset)
+    {
+        free(entries);
+        return NULL;
+    }
+    return entries;
+}
+
+static void finish_writev(gt_server *server, connection *c);
+
+/*
+ * A WRITEV's table is in (buffer NULL: the header was refused, or no memory, and the bytes were discarded): every
+ * entry's WRITE part is checked as a WRITE_COMMIT's (token, segment, range; the ledger forgets what the range held)
+ * before any value byte moves, then the values are received. A refused vector has the rest of its bytes discarded.
+ */
+static void finish_writev_table(gt_server *server, connection *c)
+{
+    const gt_header *h = &c->header;
+    c->wv_table = c->buffer;
+    c->buffer = NULL;
+    c->wv = writev_parse(server, h, c->wv_table);
+    c->wv_next = 0;
+    c->wv_fill = 0;
+    c->state = RECEIVE_WRITEV_VALUES;
+    /* a header refused before its table was read had every byte of the frame discarded already */
+    c->remaining = writev_header_ok(h) ? h->length - h->offset : 0;
+    for (uint32_t i = 0; c->wv != NULL && i < h->flags; i++)
+    {
+        writev_entry *e = &c->wv[i];
+        STAT_ADD(server, requests, 1);
+        gt_header as_write = e->header;
+        as_write.opcode = GT_OPC_WRITE;
+        as_write.flags = 0;
+        e->status = check_request(c->loop, &as_write, &e->at, c->verified);
+        if (e->status == GT_OK)
+        {
+            e->status = server->callbacks.on_write(server->callbacks.context, e->header.segment_id,
+                e->header.offset, e->header.length);
+        }
+        if (e->status != GT_OK)
+        {
+            e->at = NULL;
+        }
+    }
+    if (c->remaining == 0)
+    {
+        finish_writev(server, c);
+    }
+}
+
+/* Accounts n bytes of a WRITEV's values that reached their place (or were discarded), entry by entry. */
+static void writev_received(gt_server *server, connection *c, uint64_t n)
+{
+    c->remaining -= n;
+    while (c->wv != NULL && n > 0)
+    {
+        const uint32_t length = c->wv[c->wv_next].header.length;
+        const uint64_t take = length - c->wv_fill < n ? length - c->wv_fill : n;
+        c->wv_fill += (uint32_t)take;
+        n -= take;
+        if (c->wv_fill == length)
+        {
+            c->wv_next++;
+            c->wv_fill = 0;
+        }
+    }
+    if (c->remaining == 0)
+    {
+        finish_writev(server, c);
+    }
+}
+
+/*
+ * A WRITEV's values: staged bytes are copied into the current entry's place; from the socket, one scattering read
+ * takes the values of up to MAX_IOV entries straight into segment memory (a refused entry's bytes into the discard
+ * buffer, which ends the read there). 1 to go on, 0 when the socket is empty.
+ */
+static int receive_writev_values(gt_server *server, connection *c)
+{
+    uint8_t *discard = c->loop->discard;
+    const uint32_t staged = c->staged_end - c->staged_start;
+    if (staged > 0)
+    {
+        uint64_t got = c->remaining < staged ? c->remaining : staged;
+        if (c->wv != NULL)
+        {
+            const writev_entry *e = &c->wv[c->wv_next];
+            got = e->header.length - c->wv_fill < got ? e->header.length - c->wv_fill : got;
+            if (e->at != NULL)
+            {
+                memcpy(e->at + c->wv_fill, c->staging + c->staged_start, got);
+            }
+        }
+        c->staged_start += (uint32_t)got;
+        writev_received(server, c, got);
+        return 1;
+    }
+    struct iovec iov[MAX_IOV];
+    int n = 0;
+    if (c->wv == NULL)
+    {
+        iov[0].iov_base = discard;
+        iov[0].iov_len = c->remaining < STAGING_BYTES ? c->remaining : STAGING_BYTES;
+        n = 1;
+    }
+    for (uint32_t i = c->wv_next; c->wv != NULL && i < c->header.flags && n < MAX_IOV; i++)
+    {
+        const writev_entry *e = &c->wv[i];
+        const uint32_t skip = i == c->wv_next ? c->wv_fill : 0;
+        const uint32_t length = e->header.length - skip;
+        if (e->at != NULL)
+        {
+            iov[n].iov_base = e->at + skip;
+            iov[n].iov_len = length;
+            n++;
+            continue;
+        }
+        iov[n].iov_base = discard;
+        iov[n].iov_len = length < STAGING_BYTES ? length : STAGING_BYTES;
+        n++;
+        break;
+    }
+    struct msghdr message;
+    memset(&message, 0, sizeof(message));
+    message.msg_iov = iov;
+    message.msg_iovlen = (size_t)n;
+    const ssize_t received = recvmsg(c->fd, &message, MSG_DONTWAIT);
+    if (received <= 0)
+    {
+        if (received < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+        {
+            return 0;
+        }
+        c->closing = 1;
+        c->close_reason = "connection closed inside a frame (truncated frame)";
+        return 0;
+    }
+    STAT_ADD(server, bytes_in, (uint64_t)received);
+    writev_received(server, c, (uint64_t)received);
+    return 1;
+}
+
+/*
+ * Every value of a WRITEV is in (or discarded): each accepted entry's record is checked and recorded as its
+ * WRITE_COMMIT's would be, in entry order, and one answer carries every entry's status. A vector refused as a whole
+ * gets a header-only INVALID_PARAMS.
+ */
+static void finish_writev(gt_server *server, connection *c)
+{
+    const gt_header *h = &c->header;
+    writev_entry *entries = c->wv;
+    const uint32_t n = h->flags;
+    c->wv = NULL;
+    c->state = RECEIVE_HEADER;
+    STAT_ADD(server, write_vectors, 1);
+    uint8_t *statuses = entries != NULL ? malloc((size_t)n * 4u) : NULL;
+    if (statuses == NULL)
+    {
+        free(entries);
+        free(c->wv_table);
+        c->wv_table = NULL;
+        respond(server, c, GT_OPC_WRITEV | GT_OPC_RESPONSE_BIT, h->request_id, 0, GT_INVALID_PARAMS, 0, 0);
+        return;
+    }
+    for (uint32_t i = 0; i < n; i++)
+    {
+        const writev_entry *e = &entries[i];
+        int32_t status = e->status;
+        if (status == GT_OK)
+        {
+            gt_header commit = e->header;
+            commit.opcode = GT_OPC_COMMIT;
+            commit.flags = 0;
+            commit.length = e->header.flags;
+            gt_header_encode(c->request_bytes, &commit);
+            const int token_status = commit_token_status(c->loop, &commit, e->record, commit.length, c->verified);
+            status = server->callbacks.on_commit(server->callbacks.context, c->request_bytes, e->record,
+                commit.length, 0, token_status);
+        }
+        if (status != GT_OK)
+        {
+            STAT_ADD(server, error_responses, 1);
+        }
+        gt_put_u32(statuses + (size_t)i * 4u, (uint32_t)status);
+        record_latency(c->loop, GT_OP_WRITE, c->write_start_ns);
+    }
+    free(entries);
+    free(c->wv_table);
+    c->wv_table = NULL;
+    respond(server, c, GT_OPC_WRITEV | GT_OPC_RESPONSE_BIT, h->request_id, 0, 0, 0, n * 4u);
+    send_memory(c, NULL, n * 4u, statuses);
+}
+
 /*
  * The node's side of the QP-information exchange (docs/protocol.md, "RDMA: queue-pair information"): the status of
  * the answer, and the node's record in local when it is 0. Checked in the order of every frame: the request itself
@@ -1196,9 +1444,9 @@ static void on_header(gt_server *server, connection *c)
         c->close_reason = gt_decode_error_text(decoded);
         return;
     }
-    if (h->opcode != GT_OPC_READV)
+    if (h->opcode != GT_OPC_READV && h->opcode != GT_OPC_WRITEV)
     {
-        STAT_ADD(server, requests, 1);
+        STAT_ADD(server, requests, 1); /* a vector counts its entries */
     }
     uint8_t *address = NULL;
     switch (h->opcode)
@@ -1275,6 +1523,21 @@ static void on_header(gt_server *server, connection *c)
             }
             break;
         }
+        case GT_OPC_WRITEV:
+        {
+            c->write_start_ns = server->callbacks.on_latencies != NULL ? now_ns() : 0;
+            c->last_write_large = 0;
+            const int well_formed = writev_header_ok(h);
+            c->remaining = well_formed ? h->offset : h->length;
+            c->buffer_fill = 0;
+            c->buffer = well_formed ? malloc(h->offset) : NULL;
+            c->state = RECEIVE_WRITEV_TABLE;
+            if (c->remaining == 0)
+            {
+                finish_writev_table(server, c);
+            }
+            break;
+        }
         default:
             respond(server, c, GT_OPC_PING | GT_OPC_RESPONSE_BIT, h->request_id, h->segment_id, 0, h->offset,
                 h->length);
@@ -1285,6 +1548,10 @@ static void on_header(gt_server *server, connection *c)
 /* Payload bytes for the current request, from staging or the socket; 1 to go on, 0 when the socket is empty. */
 static int receive_payload(gt_server *server, connection *c)
 {
+    if (c->state == RECEIVE_WRITEV_VALUES)
+    {
+        return receive_writev_values(server, c);
+    }
     uint8_t *discard = c->loop->discard;
     uint8_t *into;
     uint64_t cap = c->remaining;
@@ -1356,6 +1623,10 @@ static int receive_payload(gt_server *server, connection *c)
         else if (c->state == RECEIVE_RDMA_CONNECT)
         {
             finish_rdma_connect(server, c);
+        }
+        else if (c->state == RECEIVE_WRITEV_TABLE)
+        {
+            finish_writev_table(server, c);
         }
         else
         {
@@ -1459,6 +1730,8 @@ static void close_connection(gt_server *server, connection *c, const char *reaso
     }
     free(c->items);
     free(c->buffer);
+    free(c->wv);
+    free(c->wv_table);
     for (uint32_t i = 0; i < c->rdma_link_count; i++)
     {
         gt_rdma_link_close(c->rdma_links[i]);

@@ -2496,6 +2496,281 @@ static gt_engine *engine_with(const uint32_t lanes, const uint32_t max_vector_en
     return engine;
 }
 
+/*
+ * Batches of small WRITEs with their records against the native server: one WRITEV per lane flush (split by entries,
+ * and around a big value that goes alone), every byte in segment memory, every record committed, a refused entry
+ * failing alone with nothing moved; with vectors off, one WRITE_COMMIT each.
+ */
+static void small_writes_leave_as_vectors(void)
+{
+    test_node node;
+    CHECK(node_start(&node));
+    uint8_t secret[32];
+    memset(secret, 0x52, sizeof(secret));
+    gt_error error;
+    gt_hmac_key key;
+    gt_hmac_key_init(&key, secret, 32);
+    CHECK(gt_server_set_token_key(node.server, secret, &error) == GT_OK);
+    const uint32_t expiry = (uint32_t)(gt_epoch_ms() / 1000 + 600);
+    enum { WRITES = 40, BYTES = 3000, BIG = 300000, BIG_AT = 20 };
+    const size_t capacity = (size_t)WRITES * BYTES + BIG;
+    uint8_t *data = malloc(capacity);
+    CHECK(data != NULL);
+    fill_pattern(data, capacity, 23);
+    uint8_t records[WRITES + 1][40];
+    /* entries per vector, the WRITEVs the node must see */
+    static const uint32_t shapes[][2] = {
+        { 256, 2 }, /* 20 + 20 around the big value */
+        { 16, 4 },  /* 16 + 4, then 16 + 4 */
+        { 1, 0 },   /* vectors off */
+    };
+    for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++)
+    {
+        memset(node.segment, 0, SEGMENT_BYTES);
+        gt_engine *engine = engine_with(1, shapes[s][0], 5000);
+        CHECK(engine != NULL);
+        uint32_t peer;
+        uint32_t region;
+        CHECK(gt_engine_connect(engine, "127.0.0.1", gt_server_port(node.server), &peer, &error) == GT_OK);
+        CHECK(gt_engine_register_memory(engine, data, capacity, &region, &error) == GT_OK);
+        gt_op ops[WRITES + 1];
+        int n = 0;
+        for (int i = 0; i < WRITES; i++)
+        {
+            if (i == BIG_AT)
+            {
+                /* a value above 64 KiB goes as a frame of its own, between the vectors */
+                ops[n] = token_write(1000, peer, region, BIG, 4u << 20, &key, GT_OPC_WRITE, expiry);
+                ops[n].local_offset = (uint64_t)WRITES * BYTES;
+                memset(records[WRITES], 0, 40);
+                records[WRITES][0] = 1;
+                gt_put_u64(records[WRITES] + 8, BIG);
+                ops[n].commit = records[WRITES];
+                ops[n].commit_length = 40;
+                n++;
+            }
+            /* 8 KiB apart, every other one 4 KiB further: gaps of two widths in the segment */
+            const uint64_t at = 65536 + (uint64_t)i * 8192 + (uint64_t)(i % 2) * 4096;
+            const int opcode = s == 0 && i == 5 ? GT_OPC_READ : GT_OPC_WRITE; /* a READ token: refused */
+            ops[n] = token_write((uint64_t)i + 1, peer, region, BYTES, at, &key, opcode, expiry);
+            ops[n].local_offset = (uint64_t)i * BYTES;
+            memset(records[i], 0, 40);
+            records[i][0] = 1;
+            gt_put_u64(records[i] + 8, BYTES);
+            gt_put_u64(records[i] + 16, (uint64_t)i + 1);
+            ops[n].commit = records[i];
+            ops[n].commit_length = 40;
+            n++;
+        }
+        gt_server_stats before;
+        gt_server_get_stats(node.server, &before);
+        const int commits_before = node.commits;
+        CHECK(gt_engine_submit(engine, ops, n, &error) == n);
+        gt_completion done[WRITES + 1];
+        CHECK(await(engine, done, n, 10000) == n);
+        int accepted = 0;
+        for (int i = 0; i < n; i++)
+        {
+            const int32_t status = status_of(done, n, ops[i].user_data);
+            if (s == 0 && ops[i].user_data == 6)
+            {
+                CHECK(status == GT_ACCESS_DENIED);
+                CHECK(node.segment[ops[i].remote_offset] == 0 &&
+                    node.segment[ops[i].remote_offset + BYTES - 1] == 0); /* nothing moved */
+                continue;
+            }
+            CHECK(status == GT_OK);
+            CHECK(memcmp(node.segment + ops[i].remote_offset, data + ops[i].local_offset, ops[i].length) == 0);
+            accepted++;
+        }
+        gt_server_stats after;
+        gt_server_get_stats(node.server, &after);
+        CHECK(after.write_vectors - before.write_vectors == shapes[s][1]);
+        CHECK(after.requests - before.requests == (uint64_t)n);
+        CHECK(node.commits - commits_before == accepted);
+        gt_engine_destroy(engine);
+    }
+    free(data);
+    node_stop(&node);
+}
+
+/* A WRITEV built by hand: table (headers, then records) and values, with the header's fields as given. */
+typedef struct raw_writev
+{
+    uint32_t count;
+    gt_header entries[4];
+    uint8_t records[4][40];
+    uint8_t values[4][100];
+} raw_writev;
+
+static size_t raw_writev_encode(const raw_writev *v, uint8_t *out, gt_header *h)
+{
+    size_t at = GT_HEADER_LENGTH;
+    for (uint32_t i = 0; i < v->count; i++, at += GT_HEADER_LENGTH)
+    {
+        gt_header_encode(out + at, &v->entries[i]);
+    }
+    for (uint32_t i = 0; i < v->count; i++)
+    {
+        memcpy(out + at, v->records[i], v->entries[i].flags);
+        at += v->entries[i].flags;
+    }
+    const size_t table = at - GT_HEADER_LENGTH;
+    for (uint32_t i = 0; i < v->count; i++)
+    {
+        memcpy(out + at, v->values[i], v->entries[i].length);
+        at += v->entries[i].length;
+    }
+    if (h->opcode == 0)
+    {
+        h->opcode = GT_OPC_WRITEV;
+        h->flags = (uint16_t)v->count;
+        h->offset = table;
+        h->length = (uint32_t)(at - GT_HEADER_LENGTH);
+    }
+    gt_header_encode(out, h);
+    return GT_HEADER_LENGTH + h->length;
+}
+
+static raw_writev raw_writev_of(const uint32_t count, const uint64_t at)
+{
+    raw_writev v;
+    memset(&v, 0, sizeof(v));
+    v.count = count;
+    for (uint32_t i = 0; i < count; i++)
+    {
+        gt_header *e = &v.entries[i];
+        e->opcode = GT_OPC_WRITE_COMMIT;
+        e->request_id = i;
+        e->segment_id = SEGMENT_ID;
+        e->offset = at + i * 200u; /* a gap behind each value */
+        e->length = 60 + 10 * i;
+        e->flags = 40;
+        v.records[i][0] = 1;
+        gt_put_u64(v.records[i] + 8, e->length);
+        memset(v.values[i], 0x30 + (int)i, e->length);
+    }
+    return v;
+}
+
+/* Sends a frame and reads the answer's header and statuses (count of them when its length says so). */
+static int raw_exchange(const int fd, const uint8_t *frame, const size_t length, gt_header *answer, int32_t *statuses)
+{
+    uint8_t header[GT_HEADER_LENGTH];
+    if (send(fd, frame, length, MSG_NOSIGNAL) != (ssize_t)length ||
+        recv(fd, header, sizeof(header), MSG_WAITALL) != sizeof(header) ||
+        gt_header_decode(header, 1u << 20, answer) != GT_DECODE_OK || answer->length > 16)
+    {
+        return 0;
+    }
+    uint8_t bytes[16];
+    if (answer->length > 0 && recv(fd, bytes, answer->length, MSG_WAITALL) != (ssize_t)answer->length)
+    {
+        return 0;
+    }
+    for (uint32_t i = 0; i < answer->length / 4; i++)
+    {
+        statuses[i] = (int32_t)gt_get_u32(bytes + 4 * i);
+    }
+    return 1;
+}
+
+/* A PING on the connection is answered: the stream is still in sync. */
+static int raw_ping(const int fd)
+{
+    gt_header h;
+    memset(&h, 0, sizeof(h));
+    h.opcode = GT_OPC_PING;
+    h.request_id = 777;
+    uint8_t frame[GT_HEADER_LENGTH];
+    gt_header_encode(frame, &h);
+    gt_header answer;
+    int32_t none[4];
+    return raw_exchange(fd, frame, sizeof(frame), &answer, none) &&
+        answer.opcode == (GT_OPC_PING | GT_OPC_RESPONSE_BIT) && answer.request_id == 777;
+}
+
+/*
+ * WRITEV frames on the server, by hand: a good one answered once with a status per entry, bytes in place and a record
+ * committed each; entries refused alone (range, segment) with nothing moved; every whole-vector refusal answered
+ * header-only with INVALID_PARAMS, its bytes consumed, nothing moved or committed, the connection still usable.
+ */
+static void writev_frames_are_checked(void)
+{
+    test_node node;
+    CHECK(node_start(&node));
+    const int fd = raw_connect(gt_server_port(node.server));
+    CHECK(fd >= 0);
+    uint8_t frame[GT_HEADER_LENGTH + 4 * (GT_HEADER_LENGTH + 40 + 100)];
+    gt_header answer;
+    int32_t statuses[4];
+
+    raw_writev good = raw_writev_of(3, 8192);
+    gt_header h;
+    memset(&h, 0, sizeof(h));
+    h.request_id = 41;
+    size_t length = raw_writev_encode(&good, frame, &h);
+    CHECK(raw_exchange(fd, frame, length, &answer, statuses));
+    CHECK(answer.opcode == (GT_OPC_WRITEV | GT_OPC_RESPONSE_BIT) && answer.request_id == 41 && answer.status == 0 &&
+        answer.segment_id == 0 && answer.offset == 0 && answer.length == 12);
+    CHECK(statuses[0] == GT_OK && statuses[1] == GT_OK && statuses[2] == GT_OK);
+    for (uint32_t i = 0; i < 3; i++)
+    {
+        CHECK(memcmp(node.segment + good.entries[i].offset, good.values[i], good.entries[i].length) == 0);
+        CHECK(node.segment[good.entries[i].offset + good.entries[i].length] == 0);
+    }
+    CHECK(node.commits == 3 && node.last_commit_length == 40 && memcmp(node.last_commit, good.records[2], 40) == 0);
+
+    raw_writev mixed = raw_writev_of(3, 16384);
+    mixed.entries[1].offset = SEGMENT_BYTES - 10; /* beyond the segment */
+    mixed.entries[2].segment_id = SEGMENT_ID + 1;  /* no such segment */
+    memset(&h, 0, sizeof(h));
+    h.request_id = 42;
+    length = raw_writev_encode(&mixed, frame, &h);
+    CHECK(raw_exchange(fd, frame, length, &answer, statuses));
+    CHECK(answer.request_id == 42 && answer.status == 0 && answer.length == 12);
+    CHECK(statuses[0] == GT_OK && statuses[1] == GT_INVALID_PARAMS && statuses[2] == GT_SEGMENT_NOT_FOUND);
+    CHECK(memcmp(node.segment + 16384, mixed.values[0], mixed.entries[0].length) == 0);
+    CHECK(node.segment[SEGMENT_BYTES - 10] == 0 && node.commits == 4);
+
+    /* refused whole: the header's own fields, then a table that cannot be trusted */
+    for (int kind = 0; kind < 7; kind++)
+    {
+        raw_writev bad = raw_writev_of(3, 32768);
+        memset(&h, 0, sizeof(h));
+        h.request_id = 50 + (uint64_t)kind;
+        raw_writev_encode(&bad, frame, &h); /* h now holds the right fields */
+        switch (kind)
+        {
+            case 0: h.status = GT_INVALID_PARAMS; break;             /* a request with a status */
+            case 1: h.flags = 0; break;                              /* no entries */
+            case 2: h.offset = 2 * GT_HEADER_LENGTH; break;          /* a table too short for its headers */
+            case 3: h.offset = h.length + 1; break;                  /* a table longer than the frame */
+            case 4: bad.entries[1].opcode = GT_OPC_READ; break;      /* an entry that is no WRITE_COMMIT */
+            case 5: bad.entries[2].flags = 0; bad.entries[0].flags = 80; break; /* records moved: R of 0 */
+            default: bad.entries[0].length += 1; break;              /* values do not add up to the frame */
+        }
+        if (kind >= 4)
+        {
+            gt_header keep = h;
+            raw_writev_encode(&bad, frame, &keep); /* entries re-encoded, the header as it was */
+        }
+        else
+        {
+            gt_header_encode(frame, &h);
+        }
+        /* the frame's own length says what the node consumes */
+        length = GT_HEADER_LENGTH + h.length;
+        CHECK(raw_exchange(fd, frame, length, &answer, statuses));
+        CHECK(answer.opcode == (GT_OPC_WRITEV | GT_OPC_RESPONSE_BIT) && answer.request_id == 50 + (uint64_t)kind &&
+            answer.status == GT_INVALID_PARAMS && answer.length == 0);
+        CHECK(node.segment[32768] == 0 && node.commits == 4);
+        CHECK(raw_ping(fd));
+    }
+    close(fd);
+    node_stop(&node);
+}
+
 /* Batches of small READs against the native server: vectors formed by count and bytes, every byte and status right. */
 static void small_reads_leave_as_vectors(void)
 {
@@ -2808,14 +3083,14 @@ static int read_vector(scripted_peer *p, const uint32_t count, uint64_t *request
 }
 
 /* A READV_RESPONSE: header fields as given, then statuses and payload. */
-static int answer_vector(scripted_peer *p, const uint64_t request_id, const uint32_t segment_id, const int32_t status,
-    const uint64_t offset, const uint32_t length, const int32_t *statuses, const uint32_t count,
+static int answer_vector_as(scripted_peer *p, const int opcode, const uint64_t request_id, const uint32_t segment_id,
+    const int32_t status, const uint64_t offset, const uint32_t length, const int32_t *statuses, const uint32_t count,
     const uint8_t *payload, const uint32_t payload_length)
 {
     uint8_t out[GT_HEADER_LENGTH + 4 * 64 + 64 * 64];
     gt_header h;
     memset(&h, 0, sizeof(h));
-    h.opcode = GT_OPC_READV | GT_OPC_RESPONSE_BIT;
+    h.opcode = (uint8_t)(opcode | GT_OPC_RESPONSE_BIT);
     h.request_id = request_id;
     h.segment_id = segment_id;
     h.status = status;
@@ -2833,6 +3108,14 @@ static int answer_vector(scripted_peer *p, const uint64_t request_id, const uint
         at += payload_length;
     }
     return send(p->fd, out, at, MSG_NOSIGNAL) == (ssize_t)at;
+}
+
+static int answer_vector(scripted_peer *p, const uint64_t request_id, const uint32_t segment_id, const int32_t status,
+    const uint64_t offset, const uint32_t length, const int32_t *statuses, const uint32_t count,
+    const uint8_t *payload, const uint32_t payload_length)
+{
+    return answer_vector_as(p, GT_OPC_READV, request_id, segment_id, status, offset, length, statuses, count, payload,
+        payload_length);
 }
 
 /* The connection is closed by the engine (1) or still open (0) within a short wait. */
@@ -2984,6 +3267,84 @@ static void vector_answers_are_checked(void)
         {
             CHECK(lane_closed(&p));
         }
+        gt_engine_destroy(engine);
+        close(p.fd);
+        close(p.listener.fd);
+    }
+}
+
+/*
+ * The engine's side of a WRITEV answer: statuses per entry, a header-only refusal for all of them, and an answer
+ * whose length is not four bytes per entry fails them all and closes the lane.
+ */
+static void write_vector_answers_are_checked(void)
+{
+    enum { COUNT = 6, BYTES = 100 };
+    for (int kind = 0; kind < 3; kind++)
+    {
+        scripted_peer p;
+        CHECK(silent_start(&p.listener));
+        gt_engine *engine = engine_with(1, 256, 5000);
+        CHECK(engine != NULL);
+        uint32_t peer;
+        gt_error error;
+        CHECK(gt_engine_connect(engine, "127.0.0.1", p.listener.port, &peer, &error) == GT_OK);
+        uint8_t out[COUNT * BYTES];
+        fill_pattern(out, sizeof(out), 3);
+        uint32_t region;
+        CHECK(gt_engine_register_memory(engine, out, sizeof(out), &region, &error) == GT_OK);
+        uint8_t record[40] = { 1 };
+        gt_put_u64(record + 8, BYTES);
+        gt_op ops[COUNT];
+        for (int i = 0; i < COUNT; i++)
+        {
+            ops[i] = op_of((uint64_t)i + 1, peer, GT_OP_WRITE, region, (uint64_t)i * BYTES, BYTES, 1000u * (uint64_t)i);
+            ops[i].commit = record;
+            ops[i].commit_length = sizeof(record);
+        }
+        CHECK(gt_engine_submit(engine, ops, COUNT, &error) == COUNT);
+        drive(engine, 4);
+        CHECK(accept_lane(&p));
+        /* the frame as the protocol says: table of headers and records, then the values in entry order */
+        uint8_t bytes[GT_HEADER_LENGTH + COUNT * (GT_HEADER_LENGTH + 40 + BYTES)];
+        gt_header h;
+        CHECK(recv(p.fd, bytes, GT_HEADER_LENGTH, MSG_WAITALL) == GT_HEADER_LENGTH);
+        CHECK(gt_header_decode(bytes, GT_MAX_FRAME_LENGTH_LIMIT, &h) == GT_DECODE_OK && h.opcode == GT_OPC_WRITEV &&
+            h.flags == COUNT && h.offset == COUNT * (GT_HEADER_LENGTH + 40) &&
+            h.length == COUNT * (GT_HEADER_LENGTH + 40 + BYTES) && h.segment_id == 0 && h.status == 0);
+        CHECK(recv(p.fd, bytes, h.length, MSG_WAITALL) == (ssize_t)h.length);
+        for (int i = 0; i < COUNT; i++)
+        {
+            gt_header e;
+            CHECK(gt_header_decode(bytes + i * GT_HEADER_LENGTH, GT_MAX_FRAME_LENGTH_LIMIT, &e) == GT_DECODE_OK &&
+                e.opcode == GT_OPC_WRITE_COMMIT && e.request_id == (uint64_t)i && e.flags == 40 &&
+                e.offset == 1000u * (uint64_t)i && e.length == BYTES);
+            CHECK(memcmp(bytes + COUNT * GT_HEADER_LENGTH + i * 40, record, 40) == 0);
+            CHECK(memcmp(bytes + h.offset + i * BYTES, out + i * BYTES, BYTES) == 0);
+        }
+        int32_t statuses[COUNT] = { 0, GT_SEGMENT_NOT_FOUND, 0, 0, GT_INVALID_PARAMS, 0 };
+        if (kind == 0)
+        {
+            CHECK(answer_vector_as(&p, GT_OPC_WRITEV, h.request_id, 0, 0, 0, COUNT * 4, statuses, COUNT, NULL, 0));
+        }
+        else if (kind == 1)
+        {
+            CHECK(answer_vector_as(&p, GT_OPC_WRITEV, h.request_id, 0, GT_INVALID_PARAMS, 0, 0, NULL, 0, NULL, 0));
+        }
+        else
+        {
+            /* one status short: no way to tell where the stream goes on */
+            CHECK(answer_vector_as(&p, GT_OPC_WRITEV, h.request_id, 0, 0, 0, COUNT * 4 - 4, statuses, COUNT - 1,
+                NULL, 0));
+        }
+        gt_completion done[COUNT];
+        CHECK(await(engine, done, COUNT, 5000) == COUNT);
+        for (int i = 0; i < COUNT; i++)
+        {
+            const int32_t expected = kind == 0 ? statuses[i] : kind == 1 ? GT_INVALID_PARAMS : GT_TRANSFER_FAIL;
+            CHECK(status_of(done, COUNT, (uint64_t)i + 1) == expected);
+        }
+        CHECK(lane_closed(&p) == (kind == 2));
         gt_engine_destroy(engine);
         close(p.fd);
         close(p.listener.fd);
@@ -3439,9 +3800,12 @@ int main(void)
     RUN(timeouts_and_admission_complete_without_answers);
     RUN(stale_idle_connection_is_replaced_once);
     RUN(small_reads_leave_as_vectors);
+    RUN(small_writes_leave_as_vectors);
+    RUN(writev_frames_are_checked);
     RUN(only_big_frames_spread_over_the_lanes);
     RUN(a_call_reading_several_big_values_keeps_to_one_lane);
     RUN(vector_answers_are_checked);
+    RUN(write_vector_answers_are_checked);
     RUN(sliced_write_commits_behind_its_last_unanswered_slice);
     RUN(several_loops_serve_many_connections);
     RUN(soak_with_mixed_sizes);
