@@ -30,10 +30,16 @@ public final class FrameDescriptor
     public static final int TOKEN_MAC_OFFSET = 48;       // 16 bytes
     public static final int TOKEN_MAC_LENGTH = 16;
 
-    /** Most entries one READV frame may carry (each a 64-byte READ header). */
+    /** Most entries one READV or WRITEV frame may carry (each a 64-byte READ or WRITE_COMMIT header). */
     public static final int MAX_VECTOR_ENTRIES = 1024;
-    /** Bytes of one READV status in the response (int32, an ErrorCode number). */
+    /** Bytes of one READV or WRITEV status in the response (int32, an ErrorCode number). */
     public static final int VECTOR_STATUS_LENGTH = 4;
+    /**
+     * Longest table a WRITEV may carry: its {@code offset} field, 64 bytes per entry (a WRITE_COMMIT request header)
+     * plus the sum of the entries' commit-record lengths. Longer tables refuse the whole vector (docs/protocol.md,
+     * "WRITEV"); a node buffers at most this much of a WRITEV besides segment memory.
+     */
+    public static final int MAX_WRITEV_TABLE = 1 << 20;
 
     /**
      * An access token as the master hands it out ({@code Replica.access_token}): the expiry and the MAC, i.e.

@@ -58,7 +58,10 @@ public final class FrameHeader
         return tokenExpirySec != 0;
     }
 
-    /** True when {@link #length} payload bytes follow this header on the wire (a WRITE_COMMIT: {@link #flags} more). */
+    /**
+     * True when payload bytes follow this header on the wire: {@link #length} of them (a WRITE_COMMIT: {@link #flags}
+     * more; a WRITEV's {@code length} includes its table).
+     */
     public boolean hasPayload()
     {
         return carriesPayload(opcode, status);
@@ -67,7 +70,8 @@ public final class FrameHeader
     public static boolean carriesPayload(final int opcode, final int status)
     {
         return opcode == Opcode.WRITE || opcode == Opcode.COMMIT || opcode == Opcode.READV || opcode == Opcode.WRITE_COMMIT ||
-            opcode == Opcode.RDMA_CONNECT || ((opcode == Opcode.READ_RESPONSE || opcode == Opcode.READV_RESPONSE ||
+            opcode == Opcode.WRITEV || opcode == Opcode.RDMA_CONNECT || ((opcode == Opcode.READ_RESPONSE ||
+            opcode == Opcode.READV_RESPONSE || opcode == Opcode.WRITEV_RESPONSE ||
             opcode == Opcode.RDMA_CONNECT_RESPONSE || opcode == Opcode.LOCAL_CONNECT_RESPONSE) && status == 0);
     }
 

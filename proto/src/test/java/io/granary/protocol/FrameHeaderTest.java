@@ -202,6 +202,32 @@ class FrameHeaderTest
         assertThat(FrameHeader.carriesPayload(Opcode.LOCAL_CONNECT_RESPONSE, 0)).isTrue();
         assertThat(FrameHeader.carriesPayload(Opcode.LOCAL_CONNECT_RESPONSE, -1010)).isFalse();
         assertThat(Opcode.isRequest(Opcode.LOCAL_CONNECT) && Opcode.isResponse(Opcode.LOCAL_CONNECT_RESPONSE)).isTrue();
+        assertThat(FrameHeader.carriesPayload(Opcode.WRITEV, 0)).isTrue();
+        assertThat(FrameHeader.carriesPayload(Opcode.WRITEV_RESPONSE, 0)).isTrue();
+        assertThat(FrameHeader.carriesPayload(Opcode.WRITEV_RESPONSE, -600)).isFalse();
+    }
+
+    @Test
+    void shouldKnowWritevAndItsResponse()
+    {
+        assertThat(Opcode.WRITEV).isEqualTo(0x11);
+        assertThat(Opcode.WRITEV_RESPONSE).isEqualTo(0x91);
+        assertThat(Opcode.isRequest(Opcode.WRITEV)).isTrue();
+        assertThat(Opcode.isResponse(Opcode.WRITEV)).isFalse();
+        assertThat(Opcode.isResponse(Opcode.WRITEV_RESPONSE)).isTrue();
+        assertThat(Opcode.isRequest(Opcode.WRITEV_RESPONSE)).isFalse();
+        assertThat(Opcode.name(Opcode.WRITEV)).isEqualTo("WRITEV");
+        assertThat(Opcode.name(Opcode.WRITEV_RESPONSE)).isEqualTo("WRITEV_RESPONSE");
+        final FrameHeader header = new FrameHeader();
+        header.set(Opcode.WRITEV, 9, 0, 64 + 40, 64 + 40 + 100).flags = 1;
+        buffer.clear();
+        header.encode(buffer);
+        final FrameHeader read = new FrameHeader();
+        assertThat(read.decode(buffer, Integer.MAX_VALUE)).isEqualTo(FrameHeader.DECODE_OK);
+        assertThat(read.opcode).isEqualTo(Opcode.WRITEV);
+        assertThat(read.flags).isEqualTo(1);
+        assertThat(read.offset).isEqualTo(104);
+        assertThat(read.length).isEqualTo(204);
     }
 
     @Test
