@@ -31,9 +31,10 @@ import static io.granary.proto.ErrorCode.UNAVAILABLE_IN_CURRENT_STATUS_VALUE;
  * access token, segment and range before any byte moves, streams WRITE payloads straight into segment memory and
  * sends READ payloads from it without copying. A WRITE first removes the ledger entries its range overlaps; a
  * COMMIT (checked like a WRITE of its extent, token included) records its extent in the segment's ledger unless a
- * WRITE of that extent failed on this connection. An RDMA_CONNECT is checked and answered UNAVAILABLE: this server
- * has no RDMA transport (the native server's answer where no device exists), and a LOCAL_CONNECT likewise (same-host
- * copies are the native server's). Runs on the connection's event loop only.
+ * WRITE of that extent failed on this connection. A WRITE_COMMIT is a WRITE and its COMMIT in one frame, a READV many
+ * READs and a WRITEV many WRITE_COMMITs, each answered once. An RDMA_CONNECT is checked and answered UNAVAILABLE:
+ * this server has no RDMA transport (the native server's answer where no device exists), and a LOCAL_CONNECT likewise
+ * (same-host copies are the native server's). Runs on the connection's event loop only.
  */
 final class FrameHandler extends ChannelInboundHandlerAdapter implements InPlaceReceiveAllocator.Receiver
 {
@@ -96,6 +97,19 @@ final class FrameHandler extends ChannelInboundHandlerAdapter implements InPlace
     private long vectorRequestId;
     private ByteBuf vectorEntries;
     private final boolean receiveInPlace;
+
+    // The WRITEV whose payload is arriving (docs/protocol.md, "WRITEV"): first its table, collected in writevTable
+    // (null: the vector is refused whole and writevRemaining bytes are discarded), then its values one by one as
+    // WRITE payloads (writeAddress, writeRemaining) while writevStatuses is set.
+    private long writevRequestId;
+    private long writevRemaining;
+    private ByteBuf writevTable;
+    private int writevCount;
+    private long writevValueBytes;
+    private int[] writevStatuses;
+    private long[] writevAddresses;
+    private long[] writevLengths;
+    private int writevNext;
 
     // The RDMA_CONNECT whose record is arriving; rdmaRecord null means discard (not a 64-byte record).
     private long rdmaRemaining;
@@ -162,6 +176,11 @@ final class FrameHandler extends ChannelInboundHandlerAdapter implements InPlace
             vectorEntries.release();
             vectorEntries = null;
         }
+        if (writevTable != null)
+        {
+            writevTable.release();
+            writevTable = null;
+        }
     }
 
     @Override
@@ -196,6 +215,11 @@ final class FrameHandler extends ChannelInboundHandlerAdapter implements InPlace
                 if (vectorRemaining > 0)
                 {
                     consumeVectorEntries(ctx, in);
+                    continue;
+                }
+                if (writevRemaining > 0)
+                {
+                    consumeWritevBytes(ctx, in);
                     continue;
                 }
                 if (rdmaRemaining > 0)
@@ -234,9 +258,9 @@ final class FrameHandler extends ChannelInboundHandlerAdapter implements InPlace
 
     private void onRequest(final ChannelHandlerContext ctx)
     {
-        if (header.opcode != Opcode.READV)
+        if (header.opcode != Opcode.READV && header.opcode != Opcode.WRITEV)
         {
-            server.onRequest(); // a READV counts its entries once they are in
+            server.onRequest(); // a READV or WRITEV counts its entries once they are in
         }
         switch (header.opcode)
         {
@@ -262,6 +286,10 @@ final class FrameHandler extends ChannelInboundHandlerAdapter implements InPlace
 
             case Opcode.WRITE_COMMIT:
                 onWriteCommit(ctx);
+                break;
+
+            case Opcode.WRITEV:
+                onWritev(ctx);
                 break;
 
             case Opcode.LOCAL_CONNECT:
@@ -342,14 +370,7 @@ final class FrameHandler extends ChannelInboundHandlerAdapter implements InPlace
         }
         else
         {
-            final int opcode = header.opcode;
-            header.opcode = Opcode.WRITE;
-            writeStatus = check(segment, header);
-            header.opcode = opcode;
-        }
-        if (writeStatus == 0)
-        {
-            writeStatus = invalidateLedger(segment);
+            writeStatus = admitWrite(segment, header);
         }
         writeAddress = writeStatus == 0 ? segment.address() + header.offset : 0;
         writeRemaining = header.length;
@@ -365,8 +386,23 @@ final class FrameHandler extends ChannelInboundHandlerAdapter implements InPlace
     }
 
     /**
-     * Validation of one request (a READ, a WRITE or a READV entry) before any byte moves: status 0, then access
-     * token, then segment known, then range non-empty and inside it.
+     * The WRITE part of a WRITE, WRITE_COMMIT or WRITEV entry before any of its bytes move: the checks of a WRITE
+     * (the token as a WRITE token, whatever the request's opcode), then the ledger forgets what the range held.
+     *
+     * @return 0 when the bytes may go to {@code segment}'s memory, else the status to answer.
+     */
+    private int admitWrite(final Segment segment, final FrameHeader request)
+    {
+        final int opcode = request.opcode;
+        request.opcode = Opcode.WRITE;
+        final int status = check(segment, request);
+        request.opcode = opcode;
+        return status == 0 ? invalidateLedger(segment, request) : status;
+    }
+
+    /**
+     * Validation of one request (a READ, a WRITE, a READV or WRITEV entry) before any byte moves: status 0, then
+     * access token, then segment known, then range non-empty and inside it.
      */
     private int check(final Segment segment, final FrameHeader request)
     {
@@ -496,6 +532,204 @@ final class FrameHandler extends ChannelInboundHandlerAdapter implements InPlace
         }
     }
 
+    /**
+     * A WRITEV header (docs/protocol.md, "WRITEV"): what the header alone shows is checked first (status 0, 1..1024
+     * entries in {@code flags}, a table length in {@code offset} that holds their headers and fits both
+     * {@link FrameDescriptor#MAX_WRITEV_TABLE} and the frame); then the table is collected, or the whole payload
+     * discarded and the vector refused.
+     */
+    private void onWritev(final ChannelHandlerContext ctx)
+    {
+        lastWriteLarge = false;
+        writeStartNs = System.nanoTime();
+        writevRequestId = header.requestId;
+        final int n = header.flags;
+        final long table = header.offset;
+        final long length = header.length;
+        final boolean wellFormed = header.status == 0 && n >= 1 && n <= FrameDescriptor.MAX_VECTOR_ENTRIES &&
+            table >= (long)n * FrameDescriptor.HEADER_LENGTH && table <= FrameDescriptor.MAX_WRITEV_TABLE &&
+            table <= length;
+        writevRemaining = wellFormed ? table : length;
+        if (!wellFormed)
+        {
+            if (writevRemaining == 0)
+            {
+                refuseWritev(ctx);
+            }
+            return;
+        }
+        writevCount = n;
+        writevValueBytes = length - table;
+        writevTable = ctx.alloc().buffer((int)table, (int)table);
+    }
+
+    /** Bytes of a WRITEV's table (collected), or of a refused WRITEV (discarded). */
+    private void consumeWritevBytes(final ChannelHandlerContext ctx, final ByteBuf in)
+    {
+        final int count = (int)Math.min(writevRemaining, in.readableBytes());
+        if (writevTable != null)
+        {
+            writevTable.writeBytes(in, in.readerIndex(), count);
+        }
+        in.skipBytes(count);
+        writevRemaining -= count;
+        if (writevRemaining == 0)
+        {
+            if (writevTable != null)
+            {
+                startWritevValues(ctx);
+            }
+            else
+            {
+                refuseWritev(ctx);
+            }
+        }
+    }
+
+    /**
+     * A WRITEV's table is in: if it is well formed, every entry's WRITE part is checked (and the ledger forgets its
+     * range) before any value byte moves, then the values arrive in entry order; else the values are discarded and the
+     * vector refused whole.
+     */
+    private void startWritevValues(final ChannelHandlerContext ctx)
+    {
+        final ByteBuf table = writevTable;
+        final int n = writevCount;
+        if (!writevTableValid(table, n, writevValueBytes))
+        {
+            table.release();
+            writevTable = null;
+            writevRemaining = writevValueBytes;
+            if (writevRemaining == 0)
+            {
+                refuseWritev(ctx);
+            }
+            return;
+        }
+        final int[] statuses = new int[n];
+        final long[] addresses = new long[n];
+        final long[] lengths = new long[n];
+        for (int i = 0; i < n; i++)
+        {
+            server.onRequest();
+            decodeWritevEntry(table, i);
+            final Segment segment = registry.get(entry.segmentId);
+            statuses[i] = admitWrite(segment, entry);
+            addresses[i] = statuses[i] == 0 ? segment.address() + entry.offset : 0;
+            lengths[i] = entry.length;
+        }
+        writevStatuses = statuses;
+        writevAddresses = addresses;
+        writevLengths = lengths;
+        writevNext = 0;
+        nextWritevValue(ctx);
+    }
+
+    /**
+     * The whole-vector checks of a WRITEV's table: every entry decodes as a WRITE_COMMIT with a record of 1..16 KiB
+     * and a value of at least one byte, the records fill the table after the headers exactly, and the values the
+     * {@code valueBytes} after it.
+     */
+    private boolean writevTableValid(final ByteBuf table, final int n, final long valueBytes)
+    {
+        long recordBytes = 0;
+        long values = 0;
+        for (int i = 0; i < n; i++)
+        {
+            if (decodeWritevEntry(table, i) != FrameHeader.DECODE_OK || entry.opcode != Opcode.WRITE_COMMIT ||
+                entry.flags == 0 || entry.flags > FrameDescriptor.MAX_COMMIT_PAYLOAD || entry.length == 0)
+            {
+                return false;
+            }
+            recordBytes += entry.flags;
+            values += entry.length;
+        }
+        return (long)n * FrameDescriptor.HEADER_LENGTH + recordBytes == table.writerIndex() && values == valueBytes;
+    }
+
+    /** Decodes entry {@code index} of a WRITEV's table into {@link #entry}. */
+    private int decodeWritevEntry(final ByteBuf table, final int index)
+    {
+        table.readerIndex(index * FrameDescriptor.HEADER_LENGTH);
+        return entry.decode(table, maxFrameBytes);
+    }
+
+    /**
+     * The next WRITEV value is received as a WRITE payload (into segment memory, or discarded when its entry was
+     * refused); after the last one, the records.
+     */
+    private void nextWritevValue(final ChannelHandlerContext ctx)
+    {
+        if (writevNext < writevCount)
+        {
+            final int i = writevNext++;
+            writeAddress = writevAddresses[i];
+            writeRemaining = writevLengths[i];
+            return;
+        }
+        finishWritev(ctx);
+    }
+
+    /**
+     * Every value of a WRITEV is in: each accepted entry's record is checked and recorded as its WRITE_COMMIT's would
+     * be (its token as the WRITE token of the committed extent, the record, the ledger's budget), in entry order; then
+     * one answer carries every entry's status.
+     */
+    private void finishWritev(final ChannelHandlerContext ctx)
+    {
+        final ByteBuf table = writevTable;
+        final int[] statuses = writevStatuses;
+        final int n = writevCount;
+        writevTable = null;
+        writevStatuses = null;
+        writevAddresses = null;
+        writevLengths = null;
+        try
+        {
+            int recordAt = n * FrameDescriptor.HEADER_LENGTH;
+            for (int i = 0; i < n; i++)
+            {
+                decodeWritevEntry(table, i);
+                final int recordLength = entry.flags;
+                if (statuses[i] == 0)
+                {
+                    final byte[] record = new byte[recordLength];
+                    table.getBytes(recordAt, record);
+                    final int segmentId = entry.segmentId;
+                    final long offset = entry.offset;
+                    // Checked as a COMMIT of the extent: the entry's header as a WRITE, its token and grant.
+                    entry.opcode = Opcode.WRITE;
+                    entry.flags = 0;
+                    statuses[i] = commitStatus(entry, record, tokens, 0, registry, segmentId, offset, 0);
+                    if (statuses[i] != 0)
+                    {
+                        server.onErrorResponse();
+                    }
+                }
+                recordAt += recordLength;
+            }
+        }
+        finally
+        {
+            table.release();
+        }
+        final ByteBuf answer = ctx.alloc().buffer(n * FrameDescriptor.VECTOR_STATUS_LENGTH);
+        for (final int status : statuses)
+        {
+            answer.writeInt(status);
+        }
+        respond(ctx, Opcode.WRITEV_RESPONSE, writevRequestId, 0, 0, 0, answer.readableBytes());
+        ctx.write(answer, ctx.voidPromise());
+        server.onBytesOut(n * FrameDescriptor.VECTOR_STATUS_LENGTH);
+    }
+
+    /** A WRITEV refused whole, its payload consumed: a header-only INVALID_PARAMS answer. */
+    private void refuseWritev(final ChannelHandlerContext ctx)
+    {
+        server.onErrorResponse();
+        respond(ctx, Opcode.WRITEV_RESPONSE, writevRequestId, 0, INVALID_PARAMS_VALUE, 0, 0);
+    }
+
     /** An RDMA_CONNECT header: its payload (a QP-information record) is collected, then answered. */
     private void onRdmaConnect(final ChannelHandlerContext ctx)
     {
@@ -615,6 +849,12 @@ final class FrameHandler extends ChannelInboundHandlerAdapter implements InPlace
     {
         server.metrics().recordWrite(System.nanoTime() - writeStartNs);
         writeAddress = 0;
+        if (writevStatuses != null)
+        {
+            // A WRITEV entry's value is in (or discarded): the next one, or the records once the last is in.
+            nextWritevValue(ctx);
+            return;
+        }
         if (writeCommit)
         {
             // A refused WRITE_COMMIT is not remembered as a failed WRITE: its COMMIT went with it.
@@ -638,9 +878,9 @@ final class FrameHandler extends ChannelInboundHandlerAdapter implements InPlace
     }
 
     /** Before a WRITE moves bytes: the ledger forgets what the range held (or the segment was re-keyed). */
-    private int invalidateLedger(final Segment segment)
+    private int invalidateLedger(final Segment segment, final FrameHeader request)
     {
-        if (segment.ledger().beforeWrite(header.segmentId, header.offset, header.length))
+        if (segment.ledger().beforeWrite(request.segmentId, request.offset, request.length))
         {
             return 0;
         }

@@ -354,7 +354,7 @@ public final class TransferServer implements AutoCloseable
         return withNative(bytesOut, NativeTransferServer.Stats::bytesOut);
     }
 
-    /** Requests served (READ, WRITE, PING frames and every entry of a READV), including rejected ones. */
+    /** Requests served (READ, WRITE, PING frames and every entry of a READV or WRITEV), including rejected ones. */
     public long requests()
     {
         return withNative(requests, NativeTransferServer.Stats::requests);

@@ -412,17 +412,17 @@ class TransferServerFuzzTest
     }
 
     /**
-     * Any byte but COMMIT, RDMA_CONNECT, WRITE_COMMIT, LOCAL_CONNECT and READV, whose payloads or answers a random
-     * opcode would not give (TransferServerTest covers malformed vectors, TransferServerCommitTest malformed COMMITs,
-     * RdmaConnectTest malformed exchanges, LocalConnectTest same-host exchanges; WRITE_COMMITs come from validFrame,
-     * mutated like the others).
+     * Any byte but COMMIT, RDMA_CONNECT, WRITE_COMMIT, LOCAL_CONNECT, READV and WRITEV, whose payloads or answers a
+     * random opcode would not give (TransferServerTest covers malformed READVs, TransferServerWritevTest malformed
+     * WRITEVs, TransferServerCommitTest malformed COMMITs, RdmaConnectTest malformed exchanges, LocalConnectTest
+     * same-host exchanges; WRITE_COMMITs come from validFrame, mutated like the others).
      */
     private int randomOpcodeButReadv()
     {
-        final int opcode = random.nextInt(251); // 256 values less the five skipped
-        // COMMIT, RDMA_CONNECT, WRITE_COMMIT and LOCAL_CONNECT are adjacent (0x04 .. 0x07)
+        final int opcode = random.nextInt(250); // 256 values less the six skipped
+        // COMMIT, RDMA_CONNECT, WRITE_COMMIT and LOCAL_CONNECT are adjacent (0x04 .. 0x07), READV and WRITEV too
         final int skipCommit = opcode >= Opcode.COMMIT ? opcode + 4 : opcode;
-        return skipCommit >= Opcode.READV ? skipCommit + 1 : skipCommit;
+        return skipCommit >= Opcode.READV ? skipCommit + 2 : skipCommit;
     }
 
     private long mutatedOffset(final long length)
