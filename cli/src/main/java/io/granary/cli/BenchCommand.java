@@ -11,6 +11,7 @@ import io.granary.client.OpResult;
 import io.granary.client.PutOptions;
 import io.granary.common.Units;
 import io.granary.node.segment.HugePages;
+import io.granary.protocol.FrameDescriptor;
 import io.granary.transfer.TransferConfig;
 import io.granary.transfer.TransferEngines;
 import io.granary.transfer.TransportKind;
@@ -192,6 +193,12 @@ final class BenchCommand implements Callable<Integer>
     @Option(names = "--lanes-per-peer", paramLabel = "N", defaultValue = "" + TransferConfig.DEFAULT_LANES_PER_PEER,
         description = "The client's lanesPerPeer: transfer connections per storage node (1..64).")
     private int lanesPerPeer;
+
+    @Option(names = "--max-vector-entries", paramLabel = "N",
+        defaultValue = "" + TransferConfig.DEFAULT_MAX_VECTOR_ENTRIES,
+        description = "The client's maxVectorEntries: most small reads (READV) and, with the native transport, small "
+            + "writes (WRITEV) in one frame (1..1024; 1 sends each in a frame of its own).")
+    private int maxVectorEntries;
 
     @Option(names = "--slice-bytes", paramLabel = "SIZE", defaultValue = "" + TransferConfig.DEFAULT_SLICE_BYTES,
         converter = Converters.SizeConverter.class,
@@ -400,6 +407,8 @@ final class BenchCommand implements Callable<Integer>
         require(replicas >= 1, "--replicas must be positive, was " + replicas);
         require(lanesPerPeer >= 1 && lanesPerPeer <= TransferConfig.MAX_LANES_PER_PEER,
             "--lanes-per-peer must be in 1.." + TransferConfig.MAX_LANES_PER_PEER + ", was " + lanesPerPeer);
+        require(maxVectorEntries >= 1 && maxVectorEntries <= FrameDescriptor.MAX_VECTOR_ENTRIES,
+            "--max-vector-entries must be in 1.." + FrameDescriptor.MAX_VECTOR_ENTRIES + ", was " + maxVectorEntries);
         require(sliceBytes >= MIN_SLICE_BYTES && sliceBytes <= MAX_SLICE_BYTES,
             "--slice-bytes must be in " + MIN_SLICE_BYTES + ".." + MAX_SLICE_BYTES + ", was " + sliceBytes);
         require(local || tlsClientAuth == io.granary.common.tls.TlsSettings.ClientAuth.NONE,
@@ -423,11 +432,15 @@ final class BenchCommand implements Callable<Integer>
             "--data-tokens applies to --local clusters; a running master has its own --data-tokens");
     }
 
-    /** The client settings of the shared flags plus --checksums, --caller-driven, --lanes-per-peer, --slice-bytes. */
+    /**
+     * The client settings of the shared flags plus --checksums, --caller-driven, --lanes-per-peer, --slice-bytes,
+     * --max-vector-entries.
+     */
     private ClientConfig clientConfig(final String masterAddress)
     {
         final ClientConfig.Builder builder = clientOptions.config(spec.commandLine(), masterAddress).toBuilder()
             .checksums(checksums).callerDriven(callerDriven).lanesPerPeer(lanesPerPeer).sliceBytes((int)sliceBytes)
+            .maxVectorEntries(maxVectorEntries)
             .localTransfers(localTransfers);
         final boolean localSizes = localTransfers && clientOptions.transport != TransportKind.JAVA &&
             sizes.stream().anyMatch(size -> size >= TransferConfig.DEFAULT_LOCAL_MIN_BYTES);
