@@ -66,6 +66,7 @@ public final class NativeTransferServer implements AutoCloseable
         long bytesOut,
         long requests,
         long readVectors,
+        long writeVectors,
         long errorResponses,
         long protocolErrors,
         long connectionsOpened,
@@ -75,7 +76,7 @@ public final class NativeTransferServer implements AutoCloseable
         long tokensInvalid,
         long tokensExpired)
     {
-        static final int COUNT = 12;
+        static final int COUNT = 13;
     }
 
     /** Most event loops a server runs. */
@@ -205,7 +206,7 @@ public final class NativeTransferServer implements AutoCloseable
         {
             NativeTransferJni.serverStats(handle, v);
         }
-        return new Stats(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11]);
+        return new Stats(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11], v[12]);
     }
 
     /** True once every event-loop thread returned: no byte of segment memory is touched by them any more. */

@@ -521,6 +521,59 @@ class NativeTransferEngineTest
         assertThat(engine.drivenTransfers()).isEqualTo(6);
     }
 
+    /**
+     * The small writes (with their records) of one driven call leave as WRITEVs of the configured size: every value in
+     * the segment, every record committed once, with vectors off one WRITE_COMMIT each.
+     */
+    @Test
+    void shouldSendTheSmallWritesOfADrivenCallAsVectorsOfTheConfiguredSize() throws Exception
+    {
+        final NativeTransferServer server = server();
+        final String endpoint = "127.0.0.1:" + server.port();
+        final int pages = 128;
+        final byte[] content = new byte[pages * 4096];
+        new Random(29).nextBytes(content);
+        // entries per vector, and the WRITEVs one call of 128 small writes becomes (on one lane in a driver)
+        final int[][] shapes = {{256, 1}, {32, 4}, {1, 0}};
+        for (final int[] shape : shapes)
+        {
+            segment.clear();
+            segment.put(new byte[SEGMENT_BYTES]).clear();
+            commits.clear();
+            final NativeTransferEngine engine = engine(new TransferConfig().maxVectorEntries(shape[0]));
+            final long vectorsBefore = server.stats().writeVectors();
+            final long requestsBefore = server.stats().requests();
+            final ByteBuffer from = ByteBuffer.allocateDirect(content.length).put(content).flip();
+            final List<CompletableFuture<Integer>> writes = new ArrayList<>();
+            try (TransferEngine.Driver driver = engine.openDriver())
+            {
+                for (int p = 0; p < pages; p++)
+                {
+                    writes.add(engine.submit(new TransferRequest(TransferRequest.Op.WRITE, endpoint, SEGMENT_ID,
+                        p * 8192L, from.duplicate().position(p * 4096).limit((p + 1) * 4096).slice(), 4096, null,
+                        new byte[] {7, (byte)p})));
+                }
+                drive(driver);
+            }
+            for (int p = 0; p < pages; p++)
+            {
+                assertThat(writes.get(p).getNow(-1)).as("write %d", p).isZero();
+                final byte[] landed = new byte[4096];
+                segment.get(p * 8192, landed);
+                assertThat(landed).as("bytes of write %d", p)
+                    .isEqualTo(java.util.Arrays.copyOfRange(content, p * 4096, (p + 1) * 4096));
+            }
+            assertThat(commits).hasSize(pages);
+            for (int p = 0; p < pages; p++)
+            {
+                assertThat(commits.get(p)).as("record %d", p).containsExactly(7, (byte)p);
+            }
+            assertThat(server.stats().writeVectors() - vectorsBefore).as("WRITEVs with %d entries each", shape[0])
+                .isEqualTo(shape[1]);
+            assertThat(server.stats().requests() - requestsBefore).isEqualTo(pages);
+        }
+    }
+
     @Test
     void shouldSendTheSmallReadsOfADrivenCallAsVectorsOfTheConfiguredSize() throws Exception
     {
