@@ -226,6 +226,16 @@ typedef struct gt_server_callbacks
     void (*on_latencies)(void *context, const uint64_t *samples, int count);
     /* The clock tokens expire by (epoch ms); NULL = CLOCK_REALTIME. */
     uint64_t (*now_epoch_ms)(void *context);
+    /*
+     * The entries of one WRITEV at once (optional, each; without it on_write / on_commit is called per entry).
+     * on_writes: the WRITE parts that passed their checks, before any byte moves: statuses[i] out, as on_write
+     * returns it. on_commits: the entries whose bytes landed: entry i's COMMIT header (GT_HEADER_LENGTH bytes at
+     * headers + i * 64), record and token status as on_commit takes them (no refused WRITE to inherit); statuses[i] out.
+     */
+    void (*on_writes)(void *context, uint32_t count, const uint32_t *segment_ids, const uint64_t *offsets,
+        const uint32_t *lengths, int32_t *statuses);
+    void (*on_commits)(void *context, uint32_t count, const uint8_t *headers, const uint8_t *const *records,
+        const uint32_t *record_lengths, const int32_t *token_statuses, int32_t *statuses);
 } gt_server_callbacks;
 
 typedef struct gt_server_config

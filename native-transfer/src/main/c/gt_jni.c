@@ -446,6 +446,12 @@ typedef struct server_context
     jmethodID on_close;
     jmethodID epoch_millis;
     jmethodID on_latencies;
+    jmethodID on_write_vector;
+    jmethodID on_commit_vector;
+    /* the loop's scratch memory for a WRITEV's entries, and a direct ByteBuffer over it (a global reference) */
+    uint8_t *scratch;
+    size_t scratch_capacity;
+    jobject scratch_buffer;
 } server_context;
 
 static int java_failed(JNIEnv *env)
@@ -492,6 +498,123 @@ static int on_commit(void *context, const uint8_t *header, const uint8_t *payloa
         (*env)->DeleteLocalRef(env, payload_array);
     }
     return failed ? GT_INTERNAL_ERROR : status;
+}
+
+/* The loop's scratch buffer with room for `need` bytes (a new direct ByteBuffer when it grows), or NULL. */
+static jobject scratch_for(server_context *c, const size_t need)
+{
+    JNIEnv *env = c->env;
+    if (c->scratch_buffer != NULL && c->scratch_capacity >= need)
+    {
+        return c->scratch_buffer;
+    }
+    size_t capacity = c->scratch_capacity == 0 ? 64u << 10 : c->scratch_capacity;
+    while (capacity < need)
+    {
+        capacity *= 2;
+    }
+    if (c->scratch_buffer != NULL)
+    {
+        (*env)->DeleteGlobalRef(env, c->scratch_buffer);
+        c->scratch_buffer = NULL;
+    }
+    free(c->scratch);
+    c->scratch_capacity = 0;
+    c->scratch = malloc(capacity);
+    if (c->scratch == NULL)
+    {
+        return NULL;
+    }
+    jobject local = (*env)->NewDirectByteBuffer(env, c->scratch, (jlong)capacity);
+    c->scratch_buffer = local == NULL ? NULL : (*env)->NewGlobalRef(env, local);
+    if (local != NULL)
+    {
+        (*env)->DeleteLocalRef(env, local);
+    }
+    if (c->scratch_buffer == NULL)
+    {
+        java_failed(env);
+        free(c->scratch);
+        c->scratch = NULL;
+        return NULL;
+    }
+    c->scratch_capacity = capacity;
+    return c->scratch_buffer;
+}
+
+/*
+ * A WRITEV's WRITE parts in one call (NativeTransferServer.Handler.onWriteVector): count entries of 16 bytes
+ * (big-endian segment id, length, offset), then the count statuses Java writes.
+ */
+static void on_writes(void *context, const uint32_t count, const uint32_t *segment_ids, const uint64_t *offsets,
+    const uint32_t *lengths, int32_t *statuses)
+{
+    server_context *c = context;
+    jobject buffer = scratch_for(c, (size_t)count * 20u);
+    if (buffer == NULL)
+    {
+        for (uint32_t i = 0; i < count; i++)
+        {
+            statuses[i] = on_write(c, segment_ids[i], offsets[i], lengths[i]);
+        }
+        return;
+    }
+    for (uint32_t i = 0; i < count; i++)
+    {
+        uint8_t *entry = c->scratch + (size_t)i * 16u;
+        gt_put_u32(entry, segment_ids[i]);
+        gt_put_u32(entry + 4, lengths[i]);
+        gt_put_u64(entry + 8, offsets[i]);
+        gt_put_u32(c->scratch + (size_t)count * 16u + (size_t)i * 4u, (uint32_t)GT_INTERNAL_ERROR);
+    }
+    (*c->env)->CallVoidMethod(c->env, c->handler, c->on_write_vector, buffer, (jint)count);
+    const int failed = java_failed(c->env);
+    for (uint32_t i = 0; i < count; i++)
+    {
+        statuses[i] = failed ? GT_INTERNAL_ERROR :
+            (int32_t)gt_get_u32(c->scratch + (size_t)count * 16u + (size_t)i * 4u);
+    }
+}
+
+/*
+ * A WRITEV's COMMITs in one call (NativeTransferServer.Handler.onCommitVector): count statuses Java writes, then per
+ * entry its 64-byte COMMIT header, its token status, its record's length (big-endian int32 each) and the record.
+ */
+static void on_commits(void *context, const uint32_t count, const uint8_t *headers, const uint8_t *const *records,
+    const uint32_t *record_lengths, const int32_t *token_statuses, int32_t *statuses)
+{
+    server_context *c = context;
+    size_t need = (size_t)count * 4u;
+    for (uint32_t i = 0; i < count; i++)
+    {
+        need += GT_HEADER_LENGTH + 8u + record_lengths[i];
+    }
+    jobject buffer = scratch_for(c, need);
+    if (buffer == NULL)
+    {
+        for (uint32_t i = 0; i < count; i++)
+        {
+            statuses[i] = on_commit(c, headers + (size_t)i * GT_HEADER_LENGTH, records[i], record_lengths[i], 0,
+                token_statuses[i]);
+        }
+        return;
+    }
+    size_t at = (size_t)count * 4u;
+    for (uint32_t i = 0; i < count; i++)
+    {
+        gt_put_u32(c->scratch + (size_t)i * 4u, (uint32_t)GT_INTERNAL_ERROR);
+        memcpy(c->scratch + at, headers + (size_t)i * GT_HEADER_LENGTH, GT_HEADER_LENGTH);
+        gt_put_u32(c->scratch + at + GT_HEADER_LENGTH, (uint32_t)token_statuses[i]);
+        gt_put_u32(c->scratch + at + GT_HEADER_LENGTH + 4, record_lengths[i]);
+        memcpy(c->scratch + at + GT_HEADER_LENGTH + 8, records[i], record_lengths[i]);
+        at += GT_HEADER_LENGTH + 8u + record_lengths[i];
+    }
+    (*c->env)->CallVoidMethod(c->env, c->handler, c->on_commit_vector, buffer, (jint)count);
+    const int failed = java_failed(c->env);
+    for (uint32_t i = 0; i < count; i++)
+    {
+        statuses[i] = failed ? GT_INTERNAL_ERROR : (int32_t)gt_get_u32(c->scratch + (size_t)i * 4u);
+    }
 }
 
 static void on_close(void *context, const char *peer, const char *reason)
@@ -573,6 +696,36 @@ static void holder_on_latencies(void *context, const uint64_t *samples, int coun
     }
 }
 
+static void holder_on_writes(void *context, const uint32_t count, const uint32_t *segment_ids,
+    const uint64_t *offsets, const uint32_t *lengths, int32_t *statuses)
+{
+    (void)context;
+    if (loop_context == NULL)
+    {
+        for (uint32_t i = 0; i < count; i++)
+        {
+            statuses[i] = GT_INTERNAL_ERROR;
+        }
+        return;
+    }
+    on_writes(loop_context, count, segment_ids, offsets, lengths, statuses);
+}
+
+static void holder_on_commits(void *context, const uint32_t count, const uint8_t *headers,
+    const uint8_t *const *records, const uint32_t *record_lengths, const int32_t *token_statuses, int32_t *statuses)
+{
+    (void)context;
+    if (loop_context == NULL)
+    {
+        for (uint32_t i = 0; i < count; i++)
+        {
+            statuses[i] = GT_INTERNAL_ERROR;
+        }
+        return;
+    }
+    on_commits(loop_context, count, headers, records, record_lengths, token_statuses, statuses);
+}
+
 static void holder_on_close(void *context, const char *peer, const char *reason)
 {
     (void)context;
@@ -605,6 +758,7 @@ JNIEXPORT jlong JNICALL JNI_NAME(serverCreate)(JNIEnv *env, jclass type, jstring
         .io_threads = (uint32_t)io_threads, .local_transfers = local_transfers ? 1 : 0 };
     gt_server_callbacks callbacks = { .context = holder, .on_write = holder_on_write,
         .on_commit = holder_on_commit, .on_close = holder_on_close, .on_latencies = holder_on_latencies,
+        .on_writes = holder_on_writes, .on_commits = holder_on_commits,
         .now_epoch_ms = own_clock ? holder_now_epoch_ms : NULL };
     const int result = gt_server_create(&config, &callbacks, &holder->server, &error);
     if (text != NULL)
@@ -699,6 +853,7 @@ JNIEXPORT jint JNICALL JNI_NAME(serverRun)(JNIEnv *env, jclass type, jlong serve
     server_holder *holder = handle(server);
     jclass handler_type = (*env)->GetObjectClass(env, handler);
     server_context context;
+    memset(&context, 0, sizeof(context));
     context.env = env;
     context.handler = handler;
     context.on_write = (*env)->GetMethodID(env, handler_type, "onWrite", "(IJI)I");
@@ -706,8 +861,11 @@ JNIEXPORT jint JNICALL JNI_NAME(serverRun)(JNIEnv *env, jclass type, jlong serve
     context.on_close = (*env)->GetMethodID(env, handler_type, "onClose", "(Ljava/lang/String;Ljava/lang/String;)V");
     context.epoch_millis = (*env)->GetMethodID(env, handler_type, "epochMillis", "()J");
     context.on_latencies = (*env)->GetMethodID(env, handler_type, "onLatencies", "([J)V");
+    context.on_write_vector = (*env)->GetMethodID(env, handler_type, "onWriteVector", "(Ljava/nio/ByteBuffer;I)V");
+    context.on_commit_vector = (*env)->GetMethodID(env, handler_type, "onCommitVector", "(Ljava/nio/ByteBuffer;I)V");
     if (context.on_write == NULL || context.on_commit == NULL || context.on_close == NULL ||
-        context.epoch_millis == NULL || context.on_latencies == NULL)
+        context.epoch_millis == NULL || context.on_latencies == NULL || context.on_write_vector == NULL ||
+        context.on_commit_vector == NULL)
     {
         return GT_INVALID_PARAMS; /* NoSuchMethodError is pending for the caller */
     }
@@ -715,6 +873,11 @@ JNIEXPORT jint JNICALL JNI_NAME(serverRun)(JNIEnv *env, jclass type, jlong serve
     gt_error error = { 0, "" };
     const int result = gt_server_run_loop(holder->server, (uint32_t)loop, &error);
     loop_context = NULL;
+    if (context.scratch_buffer != NULL)
+    {
+        (*env)->DeleteGlobalRef(env, context.scratch_buffer);
+    }
+    free(context.scratch);
     return result;
 }
 

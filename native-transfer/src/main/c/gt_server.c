@@ -1007,6 +1007,122 @@ static writev_entry *writev_parse(gt_server *server, const gt_header *h, const u
 static void finish_writev(gt_server *server, connection *c);
 
 /*
+ * The ledger of every entry that passed its checks (`passed` of the n) forgets what its range held: one on_writes call
+ * for all of them, or on_write per entry (also when the arrays cannot be had).
+ */
+static void writev_before_write(gt_server *server, writev_entry *entries, const uint32_t n, const uint32_t passed)
+{
+    const gt_server_callbacks *cb = &server->callbacks;
+    uint8_t *arrays = cb->on_writes != NULL ? malloc((size_t)passed * (4 + 8 + 4 + 4)) : NULL;
+    if (arrays == NULL)
+    {
+        for (uint32_t i = 0; i < n; i++)
+        {
+            writev_entry *e = &entries[i];
+            if (e->status == GT_OK)
+            {
+                e->status = cb->on_write(cb->context, e->header.segment_id, e->header.offset, e->header.length);
+            }
+        }
+        return;
+    }
+    uint64_t *offsets = (uint64_t *)arrays;
+    uint32_t *segment_ids = (uint32_t *)(arrays + (size_t)passed * 8);
+    uint32_t *lengths = segment_ids + passed;
+    int32_t *statuses = (int32_t *)(lengths + passed);
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < n; i++)
+    {
+        if (entries[i].status == GT_OK)
+        {
+            segment_ids[k] = entries[i].header.segment_id;
+            offsets[k] = entries[i].header.offset;
+            lengths[k] = entries[i].header.length;
+            statuses[k] = GT_INTERNAL_ERROR;
+            k++;
+        }
+    }
+    cb->on_writes(cb->context, passed, segment_ids, offsets, lengths, statuses);
+    k = 0;
+    for (uint32_t i = 0; i < n; i++)
+    {
+        if (entries[i].status == GT_OK)
+        {
+            entries[i].status = statuses[k++];
+        }
+    }
+    free(arrays);
+}
+
+/* The COMMIT header of a WRITEV entry: its WRITE_COMMIT header as a COMMIT of its record. */
+static void writev_commit_header(const writev_entry *e, gt_header *commit)
+{
+    *commit = e->header;
+    commit->opcode = GT_OPC_COMMIT;
+    commit->flags = 0;
+    commit->length = e->header.flags;
+}
+
+/*
+ * Every entry whose bytes landed (status 0; `landed` of the n) has its record checked and recorded: one on_commits
+ * call for all of them, or on_commit per entry. Each entry's status becomes the outcome.
+ */
+static void writev_commit(gt_server *server, connection *c, writev_entry *entries, const uint32_t n,
+    const uint32_t landed)
+{
+    const gt_server_callbacks *cb = &server->callbacks;
+    const size_t per_entry = GT_HEADER_LENGTH + sizeof(uint8_t *) + 4 + 4 + 4;
+    uint8_t *arrays = cb->on_commits != NULL ? malloc((size_t)landed * per_entry) : NULL;
+    if (arrays == NULL)
+    {
+        for (uint32_t i = 0; i < n; i++)
+        {
+            writev_entry *e = &entries[i];
+            if (e->status == GT_OK)
+            {
+                gt_header commit;
+                writev_commit_header(e, &commit);
+                gt_header_encode(c->request_bytes, &commit);
+                const int token_status = commit_token_status(c->loop, &commit, e->record, commit.length, c->verified);
+                e->status = cb->on_commit(cb->context, c->request_bytes, e->record, commit.length, 0, token_status);
+            }
+        }
+        return;
+    }
+    const uint8_t **records = (const uint8_t **)arrays;
+    uint8_t *headers = arrays + (size_t)landed * sizeof(uint8_t *);
+    uint32_t *record_lengths = (uint32_t *)(headers + (size_t)landed * GT_HEADER_LENGTH);
+    int32_t *token_statuses = (int32_t *)(record_lengths + landed);
+    int32_t *statuses = token_statuses + landed;
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < n; i++)
+    {
+        const writev_entry *e = &entries[i];
+        if (e->status == GT_OK)
+        {
+            gt_header commit;
+            writev_commit_header(e, &commit);
+            gt_header_encode(headers + (size_t)k * GT_HEADER_LENGTH, &commit);
+            records[k] = e->record;
+            record_lengths[k] = commit.length;
+            token_statuses[k] = commit_token_status(c->loop, &commit, e->record, commit.length, c->verified);
+            statuses[k] = GT_INTERNAL_ERROR;
+            k++;
+        }
+    }
+    cb->on_commits(cb->context, landed, headers, records, record_lengths, token_statuses, statuses);
+    k = 0;
+    for (uint32_t i = 0; i < n; i++)
+    {
+        if (entries[i].status == GT_OK)
+        {
+            entries[i].status = statuses[k++];
+        }
+    }
+    free(arrays);
+}
+
+/*
  * A WRITEV's table is in (buffer NULL: the header was refused, or no memory, and the bytes were discarded): every
  * entry's WRITE part is checked as a WRITE_COMMIT's (token, segment, range; the ledger forgets what the range held)
  * before any value byte moves, then the values are received. A refused vector has the rest of its bytes discarded.
@@ -1022,6 +1138,7 @@ static void finish_writev_table(gt_server *server, connection *c)
     c->state = RECEIVE_WRITEV_VALUES;
     /* a header refused before its table was read had every byte of the frame discarded already */
     c->remaining = writev_header_ok(h) ? h->length - h->offset : 0;
+    uint32_t passed = 0;
     for (uint32_t i = 0; c->wv != NULL && i < h->flags; i++)
     {
         writev_entry *e = &c->wv[i];
@@ -1030,14 +1147,17 @@ static void finish_writev_table(gt_server *server, connection *c)
         as_write.opcode = GT_OPC_WRITE;
         as_write.flags = 0;
         e->status = check_request(c->loop, &as_write, &e->at, c->verified);
-        if (e->status == GT_OK)
+        passed += e->status == GT_OK;
+    }
+    if (passed > 0)
+    {
+        writev_before_write(server, c->wv, h->flags, passed);
+    }
+    for (uint32_t i = 0; c->wv != NULL && i < h->flags; i++)
+    {
+        if (c->wv[i].status != GT_OK)
         {
-            e->status = server->callbacks.on_write(server->callbacks.context, e->header.segment_id,
-                e->header.offset, e->header.length);
-        }
-        if (e->status != GT_OK)
-        {
-            e->at = NULL;
+            c->wv[i].at = NULL;
         }
     }
     if (c->remaining == 0)
@@ -1160,21 +1280,18 @@ static void finish_writev(gt_server *server, connection *c)
         respond(server, c, GT_OPC_WRITEV | GT_OPC_RESPONSE_BIT, h->request_id, 0, GT_INVALID_PARAMS, 0, 0);
         return;
     }
+    uint32_t landed = 0;
     for (uint32_t i = 0; i < n; i++)
     {
-        const writev_entry *e = &entries[i];
-        int32_t status = e->status;
-        if (status == GT_OK)
-        {
-            gt_header commit = e->header;
-            commit.opcode = GT_OPC_COMMIT;
-            commit.flags = 0;
-            commit.length = e->header.flags;
-            gt_header_encode(c->request_bytes, &commit);
-            const int token_status = commit_token_status(c->loop, &commit, e->record, commit.length, c->verified);
-            status = server->callbacks.on_commit(server->callbacks.context, c->request_bytes, e->record,
-                commit.length, 0, token_status);
-        }
+        landed += entries[i].status == GT_OK;
+    }
+    if (landed > 0)
+    {
+        writev_commit(server, c, entries, n, landed);
+    }
+    for (uint32_t i = 0; i < n; i++)
+    {
+        const int32_t status = entries[i].status;
         if (status != GT_OK)
         {
             STAT_ADD(server, error_responses, 1);

@@ -3,6 +3,7 @@ package io.granary.transfer.natives;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import java.nio.ByteBuffer;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.function.IntFunction;
@@ -26,6 +27,10 @@ public final class NativeTransferServer implements AutoCloseable
     {
         /** {@link #onCommit}'s token status when the server did not check the token (GT_COMMIT_TOKEN_UNCHECKED). */
         int COMMIT_TOKEN_UNCHECKED = 1;
+        /** Bytes of one entry of {@link #onWriteVector}. */
+        int VECTOR_WRITE_ENTRY = 16;
+        /** Bytes of an entry's COMMIT header in {@link #onCommitVector}. */
+        int VECTOR_COMMIT_HEADER = 64;
 
         /**
          * A WRITE passed decode, status, token, segment and range checks: forget the ledger entries its range
@@ -44,6 +49,43 @@ public final class NativeTransferServer implements AutoCloseable
 
         /** A connection ended: {@code reason} says why it was closed for a protocol error, null for a normal end. */
         void onClose(String peer, String reason);
+
+        /**
+         * The WRITE parts of one WRITEV that passed their checks, in one call before any of their bytes move
+         * (docs/protocol.md, "WRITEV"): {@code count} entries of 16 bytes from index 0 (segment id, length as an
+         * unsigned int, offset; big-endian), then {@code count} int32 statuses to write, each as {@link #onWrite}
+         * returns it. The buffer is valid during the call only. By default {@link #onWrite} per entry.
+         */
+        default void onWriteVector(final ByteBuffer entries, final int count)
+        {
+            for (int i = 0; i < count; i++)
+            {
+                final int at = i * VECTOR_WRITE_ENTRY;
+                entries.putInt(count * VECTOR_WRITE_ENTRY + i * 4,
+                    onWrite(entries.getInt(at), entries.getLong(at + 8), entries.getInt(at + 4)));
+            }
+        }
+
+        /**
+         * The COMMITs of one WRITEV whose bytes landed, in one call: {@code count} int32 statuses to write from index
+         * 0, each as {@link #onCommit} returns it; then per entry its 64-byte COMMIT header, its token status (as
+         * {@link #onCommit} takes it), its record's length (int32 each, big-endian) and the record. No refused WRITE
+         * precedes any of them. The buffer is valid during the call only. By default {@link #onCommit} per entry.
+         */
+        default void onCommitVector(final ByteBuffer entries, final int count)
+        {
+            int at = count * 4;
+            for (int i = 0; i < count; i++)
+            {
+                final byte[] header = new byte[VECTOR_COMMIT_HEADER];
+                entries.get(at, header);
+                final int tokenStatus = entries.getInt(at + VECTOR_COMMIT_HEADER);
+                final byte[] record = new byte[entries.getInt(at + VECTOR_COMMIT_HEADER + 4)];
+                entries.get(at + VECTOR_COMMIT_HEADER + 8, record);
+                at += VECTOR_COMMIT_HEADER + 8 + record.length;
+                entries.putInt(i * 4, onCommit(header, record, 0, tokenStatus));
+            }
+        }
 
         /**
          * Service times, batched: each sample is {@code (op << 62) | nanoseconds} with op 1 for a READ (header to

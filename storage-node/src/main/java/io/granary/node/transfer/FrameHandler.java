@@ -1035,11 +1035,27 @@ final class FrameHandler extends ChannelInboundHandlerAdapter implements InPlace
         final long offset,
         final int failedWriteStatus)
     {
+        return commitStatus(commitHeader, payload, payload == null ? 0 : payload.length, tokens, checkedTokenStatus,
+            registry, segmentId, offset, failedWriteStatus);
+    }
+
+    /** {@link #commitStatus} of a record in the first {@code payloadLength} bytes of {@code payload}. */
+    static int commitStatus(
+        final FrameHeader commitHeader,
+        final byte[] payload,
+        final int payloadLength,
+        final AccessTokenVerifier.Checker tokens,
+        final int checkedTokenStatus,
+        final SegmentRegistry registry,
+        final int segmentId,
+        final long offset,
+        final int failedWriteStatus)
+    {
         if (commitHeader.status != 0)
         {
             return INVALID_PARAMS_VALUE;
         }
-        final CommitRecord record = payload == null ? null : CommitRecord.decode(payload, 0, payload.length);
+        final CommitRecord record = payload == null ? null : CommitRecord.decode(payload, 0, payloadLength);
         if (record == null)
         {
             return INVALID_PARAMS_VALUE;
