@@ -230,7 +230,8 @@ typedef struct gt_server_callbacks
      * The entries of one WRITEV at once (optional, each; without it on_write / on_commit is called per entry).
      * on_writes: the WRITE parts that passed their checks, before any byte moves: statuses[i] out, as on_write
      * returns it. on_commits: the entries whose bytes landed: entry i's COMMIT header (GT_HEADER_LENGTH bytes at
-     * headers + i * 64), record and token status as on_commit takes them (no refused WRITE to inherit); statuses[i] out.
+     * headers + i * 64), record and token status as on_commit takes them (no refused WRITE to inherit);
+     * statuses[i] out.
      */
     void (*on_writes)(void *context, uint32_t count, const uint32_t *segment_ids, const uint64_t *offsets,
         const uint32_t *lengths, int32_t *statuses);

@@ -145,6 +145,16 @@ struct frame
     uint8_t *statuses;       /* where the answer's statuses go, inside vector_bytes */
 };
 
+/* Small frames waiting on a lane to leave together as one vector frame when it is next flushed (linked by next). */
+typedef struct pending_vector
+{
+    frame *head;
+    frame *tail;
+    uint32_t count;
+    uint64_t bytes;          /* the entries' ranges */
+    uint64_t table;          /* WRITEV: their headers' and records' bytes */
+} pending_vector;
+
 struct lane
 {
     peer *peer;
@@ -178,17 +188,8 @@ struct lane
     uint32_t rx_status_fill; /* bytes of its status block in */
     uint32_t rx_entry;       /* the entry whose bytes arrive now */
     uint32_t rx_entry_fill;
-    /* small READs waiting to leave together as one READV when the lane is next flushed (linked by next) */
-    frame *vector_head;
-    frame *vector_tail;
-    uint32_t vector_count;
-    uint64_t vector_bytes;
-    /* small WRITE_COMMITs waiting to leave together as one WRITEV when the lane is next flushed (linked by next) */
-    frame *wvector_head;
-    frame *wvector_tail;
-    uint32_t wvector_count;
-    uint64_t wvector_values; /* their values' bytes */
-    uint64_t wvector_table;  /* their headers' and records' bytes */
+    pending_vector reads;    /* small READs waiting to leave together as one READV when the lane is next flushed */
+    pending_vector writes;   /* small WRITE_COMMITs waiting to leave together as one WRITEV */
     lane *dirty_next;
     int in_dirty_list;
 };
@@ -1026,28 +1027,26 @@ static void frame_free(frame *f)
 }
 
 /*
- * Queues a small READ to leave with the others handed to the lane before its next flush as one READV (sealed when
- * the connection can take it: reads gather while it connects).
+ * Queues a small frame in p, to leave with the others handed to the lane before its next flush as one vector frame
+ * (sealed when the connection can take it: they gather while it connects). table: the bytes it adds to a WRITEV's
+ * table.
  */
-static void lane_add_read(gt_engine *engine, lane *l, frame *f)
+static void pending_push(gt_engine *engine, lane *l, pending_vector *p, frame *f, const uint64_t table)
 {
-    if (l->vector_count == engine->config.max_vector_entries || l->vector_bytes + f->length > MAX_VECTOR_BYTES)
-    {
-        lane_seal_vector(engine, l);
-    }
     f->next = NULL;
     f->prev = NULL;
-    if (l->vector_tail == NULL)
+    if (p->tail == NULL)
     {
-        l->vector_head = f;
+        p->head = f;
     }
     else
     {
-        l->vector_tail->next = f;
+        p->tail->next = f;
     }
-    l->vector_tail = f;
-    l->vector_count++;
-    l->vector_bytes += f->length;
+    p->tail = f;
+    p->count++;
+    p->bytes += f->length;
+    p->table += table;
     f->transfer->in_lanes++;
     if (l->fd < 0 && l->doomed == 0 && lane_open(engine, l) != GT_OK)
     {
@@ -1057,27 +1056,20 @@ static void lane_add_read(gt_engine *engine, lane *l, frame *f)
 }
 
 /*
- * The small READs waiting on the lane become frames: one alone goes as a READ, more as one READV whose payload is
- * their READ request headers (each its own token; request id = its index). Out of memory, they go one by one.
+ * The frames waiting in p (emptied) as the entries of a new vector frame with vector_bytes of memory, their headers
+ * copied to its start with request id = their index; NULL when they went on as they are instead (one alone, or out
+ * of memory).
  */
-static void lane_seal_vector(gt_engine *engine, lane *l)
+static frame *pending_take(gt_engine *engine, lane *l, pending_vector *p, const size_t vector_bytes)
 {
-    const uint32_t n = l->vector_count;
-    frame *head = l->vector_head;
-    if (n == 0)
-    {
-        return;
-    }
-    l->vector_head = NULL;
-    l->vector_tail = NULL;
-    l->vector_count = 0;
-    const uint64_t bytes = l->vector_bytes;
-    l->vector_bytes = 0;
+    const uint32_t n = p->count;
+    frame *head = p->head;
+    memset(p, 0, sizeof(*p));
     frame *v = n > 1 ? calloc(1, sizeof(frame)) : NULL;
     if (v != NULL)
     {
         v->entries = malloc((size_t)n * sizeof(frame *));
-        v->vector_bytes = malloc((size_t)n * (GT_HEADER_LENGTH + VECTOR_STATUS_LENGTH));
+        v->vector_bytes = malloc(vector_bytes);
     }
     if (v == NULL || v->entries == NULL || v->vector_bytes == NULL)
     {
@@ -1089,22 +1081,48 @@ static void lane_seal_vector(gt_engine *engine, lane *l)
             lane_enqueue(engine, l, head);
             head = next;
         }
-        return;
+        return NULL;
     }
     uint32_t i = 0;
-    for (frame *e = head; e != NULL; e = e->next, i++)
+    for (frame *e = head; e != NULL; i++)
     {
+        frame *next = e->next;
         v->entries[i] = e;
         gt_put_u64(e->header + 8, i);
         memcpy(v->vector_bytes + (size_t)i * GT_HEADER_LENGTH, e->header, GT_HEADER_LENGTH);
+        e->next = NULL;
+        e = next;
     }
-    for (i = 0; i < n; i++)
+    v->entry_count = n;
+    return v;
+}
+
+/* Queues a small READ to leave with the others as one READV (a full vector is sealed first). */
+static void lane_add_read(gt_engine *engine, lane *l, frame *f)
+{
+    if (l->reads.count == engine->config.max_vector_entries || l->reads.bytes + f->length > MAX_VECTOR_BYTES)
     {
-        v->entries[i]->next = NULL;
+        lane_seal_vector(engine, l);
+    }
+    pending_push(engine, l, &l->reads, f, 0);
+}
+
+/*
+ * The small READs waiting on the lane become frames: one alone goes as a READ, more as one READV whose payload is
+ * their READ request headers (each its own token; request id = its index). Out of memory, they go one by one.
+ */
+static void lane_seal_vector(gt_engine *engine, lane *l)
+{
+    const uint32_t n = l->reads.count;
+    const uint64_t bytes = l->reads.bytes;
+    frame *v = n == 0 ? NULL :
+        pending_take(engine, l, &l->reads, (size_t)n * (GT_HEADER_LENGTH + VECTOR_STATUS_LENGTH));
+    if (v == NULL)
+    {
+        return;
     }
     v->opcode = GT_OPC_READV;
     v->statuses = v->vector_bytes + (size_t)n * GT_HEADER_LENGTH;
-    v->entry_count = n;
     v->entry_bytes = bytes;
     v->length = n * GT_HEADER_LENGTH;
     v->payload_out = v->length;
@@ -1118,95 +1136,43 @@ static void lane_seal_vector(gt_engine *engine, lane *l)
 }
 
 /*
- * Queues a small WRITE_COMMIT to leave with the others handed to the lane before its next flush as one WRITEV (sealed
- * when the connection can take it, or when the vector is full: maxVectorEntries, MAX_VECTOR_BYTES of values,
- * GT_MAX_WRITEV_TABLE of headers and records).
+ * Queues a small WRITE_COMMIT to leave with the others as one WRITEV (a full vector is sealed first: maxVectorEntries,
+ * MAX_VECTOR_BYTES of values, GT_MAX_WRITEV_TABLE of headers and records).
  */
 static void lane_add_write(gt_engine *engine, lane *l, frame *f)
 {
     const uint64_t table = GT_HEADER_LENGTH + (uint64_t)f->prefix_length;
-    if (l->wvector_count == engine->config.max_vector_entries || l->wvector_values + f->length > MAX_VECTOR_BYTES ||
-        l->wvector_table + table > GT_MAX_WRITEV_TABLE)
+    if (l->writes.count == engine->config.max_vector_entries || l->writes.bytes + f->length > MAX_VECTOR_BYTES ||
+        l->writes.table + table > GT_MAX_WRITEV_TABLE)
     {
         lane_seal_writes(engine, l);
     }
-    f->next = NULL;
-    f->prev = NULL;
-    if (l->wvector_tail == NULL)
-    {
-        l->wvector_head = f;
-    }
-    else
-    {
-        l->wvector_tail->next = f;
-    }
-    l->wvector_tail = f;
-    l->wvector_count++;
-    l->wvector_values += f->length;
-    l->wvector_table += table;
-    f->transfer->in_lanes++;
-    if (l->fd < 0 && l->doomed == 0 && lane_open(engine, l) != GT_OK)
-    {
-        l->doomed = GT_TRANSFER_FAIL;
-    }
-    mark_dirty(engine, l);
+    pending_push(engine, l, &l->writes, f, table);
 }
 
 /*
- * The small WRITE_COMMITs waiting on the lane become frames: one alone goes as it is, more as one WRITEV (docs/protocol.md
- * "WRITEV"): its table holds their headers (each its own token; request id = its index), then their records; its
- * values are sent straight from the callers' memory. Out of memory, they go one by one.
+ * The small WRITE_COMMITs waiting on the lane become frames: one alone goes as it is, more as one WRITEV
+ * (docs/protocol.md "WRITEV"): its table holds their headers (each its own token; request id = its index), then their
+ * records; its values are sent straight from the callers' memory. Out of memory, they go one by one.
  */
 static void lane_seal_writes(gt_engine *engine, lane *l)
 {
-    const uint32_t n = l->wvector_count;
-    frame *head = l->wvector_head;
-    if (n == 0)
+    const uint32_t n = l->writes.count;
+    const uint64_t table = l->writes.table;
+    const uint64_t values = l->writes.bytes;
+    frame *v = n == 0 ? NULL : pending_take(engine, l, &l->writes, (size_t)table + (size_t)n * VECTOR_STATUS_LENGTH);
+    if (v == NULL)
     {
         return;
     }
-    const uint64_t table = l->wvector_table;
-    const uint64_t values = l->wvector_values;
-    l->wvector_head = NULL;
-    l->wvector_tail = NULL;
-    l->wvector_count = 0;
-    l->wvector_values = 0;
-    l->wvector_table = 0;
-    frame *v = n > 1 ? calloc(1, sizeof(frame)) : NULL;
-    if (v != NULL)
-    {
-        v->entries = malloc((size_t)n * sizeof(frame *));
-        v->vector_bytes = malloc((size_t)table + (size_t)n * VECTOR_STATUS_LENGTH);
-    }
-    if (v == NULL || v->entries == NULL || v->vector_bytes == NULL)
-    {
-        frame_free(v);
-        while (head != NULL)
-        {
-            frame *next = head->next;
-            head->transfer->in_lanes--; /* lane_enqueue counts it again */
-            lane_enqueue(engine, l, head);
-            head = next;
-        }
-        return;
-    }
-    uint32_t i = 0;
     size_t record_at = (size_t)n * GT_HEADER_LENGTH;
-    for (frame *e = head; e != NULL; e = e->next, i++)
+    for (uint32_t i = 0; i < n; i++)
     {
-        v->entries[i] = e;
-        gt_put_u64(e->header + 8, i);
-        memcpy(v->vector_bytes + (size_t)i * GT_HEADER_LENGTH, e->header, GT_HEADER_LENGTH);
-        memcpy(v->vector_bytes + record_at, e->prefix, e->prefix_length);
-        record_at += e->prefix_length;
-    }
-    for (i = 0; i < n; i++)
-    {
-        v->entries[i]->next = NULL;
+        memcpy(v->vector_bytes + record_at, v->entries[i]->prefix, v->entries[i]->prefix_length);
+        record_at += v->entries[i]->prefix_length;
     }
     v->opcode = GT_OPC_WRITEV;
     v->statuses = v->vector_bytes + table;
-    v->entry_count = n;
     v->entry_bytes = 0; /* the answer carries no bytes of the entries */
     v->prefix = v->vector_bytes;
     v->prefix_length = (uint32_t)table;
@@ -3039,8 +3005,8 @@ void gt_engine_destroy(gt_engine *engine)
             }
             /* the frames on the lane, the one being received, and the small READs and WRITE_COMMITs not sealed into a
              * vector yet */
-            frame *lists[4] = { l->head, l->receiving != NULL ? l->receiving : l->rx_vector, l->vector_head,
-                l->wvector_head };
+            frame *lists[4] = { l->head, l->receiving != NULL ? l->receiving : l->rx_vector, l->reads.head,
+                l->writes.head };
             if (lists[1] != NULL)
             {
                 lists[1]->next = NULL;

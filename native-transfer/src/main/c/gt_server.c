@@ -958,6 +958,26 @@ static void finish_readv(gt_server *server, connection *c)
     free(lengths);
 }
 
+/*
+ * The outcome of a socket read inside a frame's payload: 1 when bytes came (counted); 0 when none are there now, or the
+ * peer closed or the socket broke mid-frame (the connection then closes).
+ */
+static int payload_read(gt_server *server, connection *c, const ssize_t received)
+{
+    if (received > 0)
+    {
+        STAT_ADD(server, bytes_in, (uint64_t)received);
+        return 1;
+    }
+    if (received < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+    {
+        return 0;
+    }
+    c->closing = 1;
+    c->close_reason = "connection closed inside a frame (truncated frame)";
+    return 0;
+}
+
 /* What a WRITEV header says can be checked before its payload: status 0, 1..1024 entries, a table that holds their
  * headers, fits GT_MAX_WRITEV_TABLE and the frame (docs/protocol.md "WRITEV"). */
 static int writev_header_ok(const gt_header *h)
@@ -1243,17 +1263,10 @@ static int receive_writev_values(gt_server *server, connection *c)
     message.msg_iov = iov;
     message.msg_iovlen = (size_t)n;
     const ssize_t received = recvmsg(c->fd, &message, MSG_DONTWAIT);
-    if (received <= 0)
+    if (!payload_read(server, c, received))
     {
-        if (received < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
-        {
-            return 0;
-        }
-        c->closing = 1;
-        c->close_reason = "connection closed inside a frame (truncated frame)";
         return 0;
     }
-    STAT_ADD(server, bytes_in, (uint64_t)received);
     writev_received(server, c, (uint64_t)received);
     return 1;
 }
@@ -1698,17 +1711,10 @@ static int receive_payload(gt_server *server, connection *c)
     else
     {
         const ssize_t received = recv(c->fd, into, cap, MSG_DONTWAIT);
-        if (received <= 0)
+        if (!payload_read(server, c, received))
         {
-            if (received < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
-            {
-                return 0;
-            }
-            c->closing = 1;
-            c->close_reason = "connection closed inside a frame (truncated frame)";
             return 0;
         }
-        STAT_ADD(server, bytes_in, (uint64_t)received);
         got = (uint64_t)received;
     }
     c->remaining -= got;
