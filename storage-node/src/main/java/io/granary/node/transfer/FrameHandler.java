@@ -447,15 +447,24 @@ final class FrameHandler extends ChannelInboundHandlerAdapter implements InPlace
         }
     }
 
-    private void consumeVectorEntries(final ChannelHandlerContext ctx, final ByteBuf in)
+    /**
+     * Takes up to {@code remaining} of {@code in}'s readable bytes into {@code into}, or discards them when it is null.
+     * @return how many were taken.
+     */
+    private static int collect(final ByteBuf in, final ByteBuf into, final long remaining)
     {
-        final int count = (int)Math.min(vectorRemaining, in.readableBytes());
-        if (vectorEntries != null)
+        final int count = (int)Math.min(remaining, in.readableBytes());
+        if (into != null)
         {
-            vectorEntries.writeBytes(in, in.readerIndex(), count);
+            into.writeBytes(in, in.readerIndex(), count);
         }
         in.skipBytes(count);
-        vectorRemaining -= count;
+        return count;
+    }
+
+    private void consumeVectorEntries(final ChannelHandlerContext ctx, final ByteBuf in)
+    {
+        vectorRemaining -= collect(in, vectorEntries, vectorRemaining);
         if (vectorRemaining == 0)
         {
             finishReadv(ctx);
@@ -566,13 +575,7 @@ final class FrameHandler extends ChannelInboundHandlerAdapter implements InPlace
     /** Bytes of a WRITEV's table (collected), or of a refused WRITEV (discarded). */
     private void consumeWritevBytes(final ChannelHandlerContext ctx, final ByteBuf in)
     {
-        final int count = (int)Math.min(writevRemaining, in.readableBytes());
-        if (writevTable != null)
-        {
-            writevTable.writeBytes(in, in.readerIndex(), count);
-        }
-        in.skipBytes(count);
-        writevRemaining -= count;
+        writevRemaining -= collect(in, writevTable, writevRemaining);
         if (writevRemaining == 0)
         {
             if (writevTable != null)
