@@ -71,7 +71,8 @@ public final class TransferConfig
 
     /**
      * Most small READs (up to 64 KiB each) that one READV frame carries when they are queued for a lane together,
-     * as the reads of a batch are; 1 sends every READ as a frame of its own. At most
+     * as the reads of a batch are, and likewise most small WRITE_COMMITs (values up to 64 KiB) that one WRITEV frame
+     * carries; 1 sends every READ and WRITE_COMMIT as a frame of its own. At most
      * {@link io.granary.protocol.FrameDescriptor#MAX_VECTOR_ENTRIES}.
      */
     public int maxVectorEntries()

@@ -28,8 +28,9 @@ import static io.granary.proto.ErrorCode.TRANSFER_FAIL_VALUE;
  * One non-blocking connection of a {@link CallerLoop} to a storage node, driven by the loop's thread: frames are
  * pipelined with request ids and written with gathering writes straight from the caller's buffers; answers are read
  * into a small staging buffer, except payloads big enough to be worth a system call of their own, which the socket
- * reads straight into the caller's buffers (one scattering read for the entries of a READV answer). Answers are
- * matched by id and checked exactly as the Netty engine checks them. Confined to the thread driving its loop.
+ * reads straight into the caller's buffers (one scattering read for the entries of a READV answer). Small READs
+ * queued together leave as one READV, small WRITE_COMMITs as one WRITEV. Answers are matched by id and checked
+ * exactly as the Netty engine checks them. Confined to the thread driving its loop.
  */
 final class DirectConnection
 {
@@ -46,7 +47,7 @@ final class DirectConnection
 
     private enum ReadState
     {
-        HEADER, PAYLOAD, VECTOR_STATUS, VECTOR_DATA, DISCARD
+        HEADER, PAYLOAD, VECTOR_STATUS, VECTOR_DATA, WRITE_VECTOR_STATUS, DISCARD
     }
 
     final String endpoint;
@@ -74,6 +75,9 @@ final class DirectConnection
     private long queuedPayloadBytes;
     private final ArrayList<DirectFrame.Slice> pendingReads = new ArrayList<>();
     private long pendingReadBytes;
+    private final ArrayList<DirectFrame.Slice> pendingWrites = new ArrayList<>();
+    private long pendingWriteBytes;
+    private long pendingWriteTable;
 
     // Frames sent and not answered, by id; and in send order, for timeouts (deadlines grow with the order).
     private final LongObjectHashMap<DirectFrame> inflight = new LongObjectHashMap<>();
@@ -90,6 +94,7 @@ final class DirectConnection
     private long payloadLeft;
     private DirectFrame.Slice payloadSlice;
     private DirectFrame.Vector vector;
+    private DirectFrame.WriteVector writeVector;
     private byte[] vectorStatuses;
     private int vectorStatusFill;
     private int vectorEntry;
@@ -145,8 +150,8 @@ final class DirectConnection
     /** Nothing sent and unanswered, nothing queued: the connection may serve another call. */
     boolean isIdle()
     {
-        return inflight.isEmpty() && out.isEmpty() && pendingReads.isEmpty() && readState == ReadState.HEADER &&
-            !in.hasRemaining();
+        return inflight.isEmpty() && out.isEmpty() && pendingReads.isEmpty() && pendingWrites.isEmpty() &&
+            readState == ReadState.HEADER && !in.hasRemaining();
     }
 
     /** True when it may go back to the pool: healthy, idle, and no request on it ever timed out. */
@@ -190,7 +195,10 @@ final class DirectConnection
         return false;
     }
 
-    /** Queues a frame of a transfer; small READs wait to leave together as a READV. */
+    /**
+     * Queues a frame of a transfer; small READs wait to leave together as a READV, small WRITE_COMMITs as a WRITEV
+     * (a full vector leaves first).
+     */
     void enqueue(final DirectFrame.Slice slice)
     {
         if (broken)
@@ -209,7 +217,26 @@ final class DirectConnection
             pendingReadBytes += slice.length;
             return;
         }
+        if (maxVectorEntries > 1 && DirectFrame.WriteVector.fits(slice))
+        {
+            final long table = DirectFrame.WriteVector.tableBytes(slice);
+            if (pendingWrites.size() == maxVectorEntries ||
+                pendingWriteBytes + slice.length > VectorRead.MAX_VECTOR_BYTES ||
+                pendingWriteTable + table > FrameDescriptor.MAX_WRITEV_TABLE)
+            {
+                sendPendingWrites();
+                if (queuedPayloadBytes >= EAGER_WRITE_BYTES)
+                {
+                    flush();
+                }
+            }
+            pendingWrites.add(slice);
+            pendingWriteBytes += slice.length;
+            pendingWriteTable += table;
+            return;
+        }
         sendPendingReads(); // keep the wire order of what the caller queued
+        sendPendingWrites();
         send(slice);
         if (slice.carriesPayload())
         {
@@ -221,10 +248,11 @@ final class DirectConnection
         }
     }
 
-    /** Writes whatever the socket takes of the queued frames (pending READs first become frames). */
+    /** Writes whatever the socket takes of the queued frames (pending READs and WRITE_COMMITs first become frames). */
     void flush()
     {
         sendPendingReads();
+        sendPendingWrites();
         if (!open || broken || out.isEmpty())
         {
             return;
@@ -333,7 +361,7 @@ final class DirectConnection
             timedOut = true;
             head.finish(RPC_TIMEOUT_VALUE);
             if (!out.isEmpty() && (head.opcode() == Opcode.WRITE || head.opcode() == Opcode.COMMIT ||
-                head.opcode() == Opcode.WRITE_COMMIT))
+                head.opcode() == Opcode.WRITE_COMMIT || head.opcode() == Opcode.WRITEV))
             {
                 // Its payload may still be queued, and the caller gets its buffer back now: drop the connection.
                 fail(TRANSFER_FAIL_VALUE, "write to " + endpoint + " stalled");
@@ -351,10 +379,10 @@ final class DirectConnection
             return;
         }
         broken = true;
-        if (!inflight.isEmpty() || !pendingReads.isEmpty())
+        if (!inflight.isEmpty() || !pendingReads.isEmpty() || !pendingWrites.isEmpty())
         {
             LOG.debug("direct connection to {} failed with {} pending: {}", endpoint,
-                inflight.size() + pendingReads.size(), reason);
+                inflight.size() + pendingReads.size() + pendingWrites.size(), reason);
         }
         key.cancel();
         try
@@ -378,15 +406,22 @@ final class DirectConnection
                     final DirectFrame.Vector v = (DirectFrame.Vector)frame;
                     again.addAll(java.util.Arrays.asList(v.slices).subList(0, v.count));
                 }
+                else if (!frame.done && frame instanceof DirectFrame.WriteVector)
+                {
+                    final DirectFrame.WriteVector v = (DirectFrame.WriteVector)frame;
+                    again.addAll(java.util.Arrays.asList(v.slices).subList(0, v.count));
+                }
                 else if (!frame.done)
                 {
                     again.add((DirectFrame.Slice)frame);
                 }
             }
             again.addAll(pendingReads);
+            again.addAll(pendingWrites);
             inflight.clear();
             sent.clear();
             pendingReads.clear();
+            clearPendingWrites();
             LOG.debug("pooled connection to {} had gone stale ({}); sending {} frames again", endpoint, reason,
                 again.size());
             loop.resend(endpoint, lane, again);
@@ -404,6 +439,11 @@ final class DirectConnection
             slice.finish(status);
         }
         pendingReads.clear();
+        for (final DirectFrame.Slice slice : pendingWrites)
+        {
+            slice.finish(status);
+        }
+        clearPendingWrites();
         if (payloadSlice != null)
         {
             payloadSlice.finish(status); // answered, its payload cut short
@@ -413,6 +453,11 @@ final class DirectConnection
         {
             vector.finish(status);
             vector = null;
+        }
+        if (writeVector != null)
+        {
+            writeVector.finish(status); // its answer cut short
+            writeVector = null;
         }
     }
 
@@ -444,6 +489,37 @@ final class DirectConnection
         pendingReadBytes = 0;
     }
 
+    /**
+     * The small WRITE_COMMITs waiting on the connection become frames: one alone goes as it is, more as one WRITEV
+     * whose values are sent straight from the callers' buffers.
+     */
+    private void sendPendingWrites()
+    {
+        final int count = pendingWrites.size();
+        if (count == 0)
+        {
+            return;
+        }
+        if (count == 1)
+        {
+            send(pendingWrites.get(0));
+        }
+        else
+        {
+            send(new DirectFrame.WriteVector(pendingWrites.toArray(new DirectFrame.Slice[0]), count,
+                pendingWriteBytes, pendingWriteTable));
+        }
+        queuedPayloadBytes += pendingWriteBytes;
+        clearPendingWrites();
+    }
+
+    private void clearPendingWrites()
+    {
+        pendingWrites.clear();
+        pendingWriteBytes = 0;
+        pendingWriteTable = 0;
+    }
+
     private void send(final DirectFrame frame)
     {
         frame.requestId = nextRequestId++;
@@ -459,6 +535,14 @@ final class DirectConnection
                 out.add(slice.record.duplicate());
             }
             out.add(slice.local.duplicate());
+        }
+        else if (frame instanceof DirectFrame.WriteVector)
+        {
+            final DirectFrame.WriteVector v = (DirectFrame.WriteVector)frame;
+            for (int i = 0; i < v.count; i++)
+            {
+                out.add(v.slices[i].local.duplicate()); // the table went with the header
+            }
         }
     }
 
@@ -523,6 +607,12 @@ final class DirectConnection
                         break;
                     case VECTOR_DATA:
                         if (!readVectorData())
+                        {
+                            return;
+                        }
+                        break;
+                    case WRITE_VECTOR_STATUS:
+                        if (!readWriteVectorStatuses())
                         {
                             return;
                         }
@@ -633,6 +723,13 @@ final class DirectConnection
             vectorStatusFill = 0;
             readState = ReadState.VECTOR_STATUS;
         }
+        else if (frame instanceof DirectFrame.WriteVector)
+        {
+            writeVector = (DirectFrame.WriteVector)frame;
+            vectorStatuses = new byte[writeVector.count * FrameDescriptor.VECTOR_STATUS_LENGTH];
+            vectorStatusFill = 0;
+            readState = ReadState.WRITE_VECTOR_STATUS;
+        }
         else
         {
             readState = ReadState.DISCARD; // the request timed out: skip its bytes
@@ -644,6 +741,10 @@ final class DirectConnection
         if (frame instanceof DirectFrame.Vector)
         {
             return ((DirectFrame.Vector)frame).acceptsPayload(length);
+        }
+        if (frame instanceof DirectFrame.WriteVector)
+        {
+            return ((DirectFrame.WriteVector)frame).acceptsPayload(length);
         }
         return frame.opcode() == Opcode.READ && length == ((DirectFrame.Slice)frame).length;
     }
@@ -707,9 +808,14 @@ final class DirectConnection
         return count;
     }
 
-    private boolean readVectorStatuses() throws IOException
+    /**
+     * Moves a vector answer's status bytes from the staging buffer (reading more when it is empty) into
+     * {@link #vectorStatuses}.
+     *
+     * @return false when the socket had nothing for now.
+     */
+    private boolean takeStatuses() throws IOException
     {
-        final DirectFrame.Vector v = vector;
         if (!in.hasRemaining() && !fill(0))
         {
             return false;
@@ -718,6 +824,16 @@ final class DirectConnection
         in.get(vectorStatuses, vectorStatusFill, n);
         vectorStatusFill += n;
         payloadLeft -= n;
+        return true;
+    }
+
+    private boolean readVectorStatuses() throws IOException
+    {
+        final DirectFrame.Vector v = vector;
+        if (!takeStatuses())
+        {
+            return false;
+        }
         if (vectorStatusFill < vectorStatuses.length)
         {
             return true;
@@ -766,6 +882,41 @@ final class DirectConnection
         {
             readState = ReadState.VECTOR_DATA;
         }
+        return true;
+    }
+
+    /**
+     * A WRITEV answer's statuses (its whole payload): once all are in, each entry completes with its own; a status
+     * that is no ErrorCode number closes the connection (every entry fails with TRANSFER_FAIL).
+     */
+    private boolean readWriteVectorStatuses() throws IOException
+    {
+        final DirectFrame.WriteVector v = writeVector;
+        if (!takeStatuses())
+        {
+            return false;
+        }
+        if (vectorStatusFill < vectorStatuses.length)
+        {
+            return true;
+        }
+        for (int i = 0; i < v.count; i++)
+        {
+            final int status = vectorStatus(i);
+            if (status > 0 || (status < 0 && ErrorCode.forNumber(status) == null))
+            {
+                protocolError("WRITEV answer carries an unknown status " + status); // fails writeVector too
+                return false;
+            }
+        }
+        writeVector = null;
+        readState = ReadState.HEADER;
+        for (int i = 0; i < v.count; i++)
+        {
+            v.slices[i].finish(vectorStatus(i)); // a vector that timed out meanwhile has finished its entries
+        }
+        vectorStatuses = null;
+        v.finish(TRANSFER_FAIL_VALUE); // every entry is answered by now; this only marks the vector done
         return true;
     }
 

@@ -9,8 +9,8 @@ import java.nio.ByteBuffer;
 
 /**
  * A request frame of a {@link DirectConnection} from the moment it is queued until its answer (or failure): a
- * {@link Slice} of a transfer (READ, WRITE or COMMIT), or a {@link Vector} of small READ slices sent as one READV.
- * Confined to the loop's thread.
+ * {@link Slice} of a transfer (READ, WRITE, COMMIT or WRITE_COMMIT), a {@link Vector} of small READ slices sent as one
+ * READV, or a {@link WriteVector} of small WRITE_COMMIT slices sent as one WRITEV. Confined to the loop's thread.
  */
 abstract class DirectFrame
 {
@@ -197,6 +197,102 @@ abstract class DirectFrame
         public String toString()
         {
             return "READV{id=" + requestId + ", reads=" + count + ", bytes=" + bytes + '}';
+        }
+    }
+
+    /**
+     * Small WRITE_COMMIT slices to one peer in one WRITEV frame (docs/protocol.md, "WRITEV"): the request carries a
+     * table (each slice's WRITE_COMMIT header, then their records) and then the values straight from the callers'
+     * buffers; the answer is a status per entry.
+     */
+    static final class WriteVector extends DirectFrame
+    {
+        final Slice[] slices;
+        final int count;
+        /** The values' bytes. */
+        final long bytes;
+        /** The table's bytes: 64 per entry and the records. */
+        final long table;
+
+        WriteVector(final Slice[] slices, final int count, final long bytes, final long table)
+        {
+            this.slices = slices;
+            this.count = count;
+            this.bytes = bytes;
+            this.table = table;
+        }
+
+        /** True for a slice that may be an entry: a WRITE_COMMIT of 1 byte to a READV entry's bound. */
+        static boolean fits(final Slice slice)
+        {
+            return slice.opcode == Opcode.WRITE_COMMIT && slice.record != null && slice.length > 0 &&
+                slice.length <= VectorRead.MAX_ENTRY_BYTES;
+        }
+
+        /** The bytes {@code slice} adds to a WRITEV's table: its header and its record. */
+        static long tableBytes(final Slice slice)
+        {
+            return FrameDescriptor.HEADER_LENGTH + slice.record.remaining();
+        }
+
+        @Override
+        int opcode()
+        {
+            return Opcode.WRITEV;
+        }
+
+        /** A WRITEV answer echoes only the id; a refusal of the whole vector carries no payload. */
+        @Override
+        boolean echoedBy(final FrameHeader response)
+        {
+            return response.segmentId == 0 && response.offset == 0 && (response.status == 0 || response.length == 0);
+        }
+
+        /** Exactly a status per entry. */
+        boolean acceptsPayload(final long announced)
+        {
+            return announced == (long)count * FrameDescriptor.VECTOR_STATUS_LENGTH;
+        }
+
+        @Override
+        void finish(final int status)
+        {
+            if (done)
+            {
+                return;
+            }
+            done = true;
+            for (int i = 0; i < count; i++)
+            {
+                slices[i].finish(status); // entries already answered ignore it
+            }
+        }
+
+        /** The WRITEV header, then the table: each entry's WRITE_COMMIT header (request id = its index), the records. */
+        @Override
+        void encode(final ByteBuf out)
+        {
+            FrameHeader.encode(out, Opcode.WRITEV, count, requestId, 0, 0, table, table + bytes, 0, null);
+            for (int i = 0; i < count; i++)
+            {
+                slices[i].encodeWithId(out, i); // the WRITE_COMMIT it would have been alone, token included
+            }
+            for (int i = 0; i < count; i++)
+            {
+                out.writeBytes(slices[i].record.duplicate());
+            }
+        }
+
+        @Override
+        int headerBytes()
+        {
+            return FrameDescriptor.HEADER_LENGTH + (int)table;
+        }
+
+        @Override
+        public String toString()
+        {
+            return "WRITEV{id=" + requestId + ", writes=" + count + ", bytes=" + bytes + '}';
         }
     }
 }

@@ -7,7 +7,8 @@ import java.util.concurrent.ScheduledFuture;
 
 /**
  * A request frame a lane has sent and waits an answer for: a single slice of a transfer, or a vector of small
- * READs. Owned by the lane's event loop from send to completion; {@link #run()} is its timeout.
+ * READs or of small WRITE_COMMITs. Owned by the lane's event loop from send to completion; {@link #run()} is its
+ * timeout.
  */
 abstract class InflightFrame implements Runnable
 {
@@ -47,6 +48,15 @@ abstract class InflightFrame implements Runnable
 
     /** The whole payload arrived. */
     abstract void payloadComplete();
+
+    /**
+     * Why the payload received so far cannot be the answer to this request (the stream is then out of sync and the
+     * lane is closed), or null while it can.
+     */
+    String mismatch()
+    {
+        return null;
+    }
 
     /** True for a WRITE whose payload may still sit in the outbound buffer (a timeout must then drop the lane). */
     boolean payloadPending()

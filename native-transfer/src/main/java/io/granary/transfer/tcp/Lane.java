@@ -25,8 +25,9 @@ import static io.granary.proto.ErrorCode.TRANSFER_FAIL_VALUE;
 /**
  * One persistent connection to a peer on which frames are pipelined, each with a request id unique
  * on this lane. Any thread may {@link #enqueue} slices; everything else runs on the lane's single event
- * loop, which writes queued frames in batches with one flush per batch. A lane that fails is dead for
- * good: its pending slices complete with TRANSFER_FAIL and the peer replaces it on the next submit.
+ * loop, which writes queued frames in batches with one flush per batch (a batch's small READs as READVs, its small
+ * WRITE_COMMITs as WRITEVs). A lane that fails is dead for good: its pending slices complete with TRANSFER_FAIL and
+ * the peer replaces it on the next submit.
  */
 final class Lane
 {
@@ -171,6 +172,7 @@ final class Lane
         final Channel ch = channel;
         int frames = 0;
         VectorRead vector = null;
+        VectorWrite writes = null;
         TransferSlice slice;
         while ((slice = submitted.poll()) != null)
         {
@@ -195,12 +197,41 @@ final class Lane
                 vector.add(slice);
                 continue;
             }
+            if (maxVectorEntries > 1 && VectorWrite.fits(slice))
+            {
+                // Small WRITE_COMMITs queued together travel as one WRITEV frame.
+                if (writes == null)
+                {
+                    writes = new VectorWrite(maxVectorEntries);
+                }
+                if (writes.add(slice))
+                {
+                    continue;
+                }
+                sendWrites(ch, writes);
+                frames++;
+                writes = new VectorWrite(maxVectorEntries);
+                writes.add(slice);
+                continue;
+            }
+            if (writes != null)
+            {
+                // Whatever else was queued behind them leaves behind them, as it was queued.
+                sendWrites(ch, writes);
+                frames++;
+                writes = null;
+            }
             send(ch, slice);
             frames++;
         }
         if (vector != null)
         {
             sendVector(ch, vector);
+            frames++;
+        }
+        if (writes != null)
+        {
+            sendWrites(ch, writes);
             frames++;
         }
         if (frames > 0)
@@ -221,6 +252,30 @@ final class Lane
         final ByteBuf frame = ch.alloc().directBuffer(bytes, bytes);
         vector.encode(frame, requestId);
         ch.write(frame, ch.voidPromise());
+    }
+
+    /**
+     * Sends queued small WRITE_COMMITs: one alone as it is, more as one WRITEV whose header and table leave in one
+     * buffer and whose values follow as zero-copy views of the callers' buffers.
+     */
+    private void sendWrites(final Channel ch, final VectorWrite vector)
+    {
+        if (vector.size() == 1)
+        {
+            send(ch, vector.only());
+            return;
+        }
+        final long requestId = track(vector);
+        final int bytes = vector.headerBytes();
+        final ByteBuf frame = ch.alloc().directBuffer(bytes, bytes);
+        vector.encode(frame, requestId);
+        ch.write(frame, ch.voidPromise());
+        final int last = vector.size() - 1;
+        for (int i = 0; i < last; i++)
+        {
+            ch.write(vector.entry(i).payload(), ch.voidPromise());
+        }
+        ch.write(vector.entry(last).payload(), ch.newPromise().addListener(vector));
     }
 
     /** Gives {@code frame} the next request id, registers it as waiting for an answer and starts its timeout. */

@@ -102,7 +102,7 @@ final class ResponseDecoder extends ChannelInboundHandlerAdapter implements InPl
             {
                 if (payloadRemaining > 0)
                 {
-                    readPayload(in);
+                    readPayload(ctx, in);
                     continue;
                 }
 
@@ -194,13 +194,18 @@ final class ResponseDecoder extends ChannelInboundHandlerAdapter implements InPl
         }
     }
 
-    private void readPayload(final ByteBuf in)
+    private void readPayload(final ChannelHandlerContext ctx, final ByteBuf in)
     {
         final int count = (int)Math.min(payloadRemaining, in.readableBytes());
         final InflightFrame target = payloadTarget;
         if (target != null && !target.isDone())
         {
             target.receive(in, count);
+            if (target.mismatch() != null)
+            {
+                protocolError(ctx, target.mismatch() + " (" + target + ")");
+                return;
+            }
         }
         in.skipBytes(count);
         payloadRemaining -= count;

@@ -118,6 +118,18 @@ final class TransferSlice extends InflightFrame implements ChannelFutureListener
         return record == null ? null : Unpooled.wrappedBuffer(record.duplicate());
     }
 
+    /** The length of a WRITE_COMMIT's record; 0 for other frames. */
+    int recordLength()
+    {
+        return record == null ? 0 : record.remaining();
+    }
+
+    /** Copies a WRITE_COMMIT's record to {@code out} at its writer index (a WRITEV's table). */
+    void writeRecord(final ByteBuf out)
+    {
+        out.writeBytes(record.duplicate());
+    }
+
     /** The WRITE payload: a zero-copy view of the caller's range. */
     ByteBuf payload()
     {

@@ -31,7 +31,8 @@ import java.util.concurrent.atomic.AtomicInteger;
 /**
  * A scripted storage node on blocking sockets for engine tests: records request headers as they arrive
  * and answers them (or not) according to its mode, in order per connection. READ responses carry bytes
- * whose value is the low byte of their remote offset, so tests can check where every byte landed.
+ * whose value is the low byte of their remote offset, so tests can check where every byte landed. A READV or WRITEV
+ * is recorded entry by entry and answered as one frame, every entry OK.
  */
 final class FakeNode implements AutoCloseable
 {
@@ -50,6 +51,8 @@ final class FakeNode implements AutoCloseable
     private static final FrameHeader END_OF_STREAM = new FrameHeader();
     /** The READ entries of each READV header being answered (the header itself is what the responder queues). */
     private final Map<FrameHeader, List<FrameHeader>> vectors = new ConcurrentHashMap<>();
+    /** Every WRITEV header received, with its connection (its entries are recorded as WRITE_COMMIT requests). */
+    private final Queue<Received> writeVectors = new ConcurrentLinkedQueue<>();
 
     /** A request header and the number of the connection it came on (1 = first accepted). */
     record Received(int connection, FrameHeader header)
@@ -123,6 +126,12 @@ final class FakeNode implements AutoCloseable
     Queue<Received> received()
     {
         return received;
+    }
+
+    /** Every WRITEV header in arrival order, with its connection; {@link #received} holds its entries. */
+    Queue<Received> writeVectors()
+    {
+        return writeVectors;
     }
 
     /** Every request header answered so far (recorded just before its response is written), with its connection. */
@@ -208,6 +217,23 @@ final class FakeNode implements AutoCloseable
                     toAnswer.add(header);
                     continue;
                 }
+                if (header.opcode == Opcode.WRITEV)
+                {
+                    // Record each WRITE_COMMIT entry as a request of its own; answer the vector as one frame.
+                    writeVectors.add(new Received(number, header));
+                    for (int i = 0; i < header.flags; i++)
+                    {
+                        in.readFully(headerBytes);
+                        headerBuf.setIndex(0, headerBytes.length);
+                        final FrameHeader entry = new FrameHeader();
+                        entry.decode(headerBuf, FrameDescriptor.MAX_FRAME_LENGTH_LIMIT);
+                        requests.add(entry);
+                        received.add(new Received(number, entry));
+                    }
+                    in.skipNBytes(header.length - (long)header.flags * FrameDescriptor.HEADER_LENGTH);
+                    toAnswer.add(header);
+                    continue;
+                }
                 requests.add(header);
                 received.add(new Received(number, header));
                 if (header.hasPayload())
@@ -258,6 +284,11 @@ final class FakeNode implements AutoCloseable
             respondToVector(out, request, entries);
             return;
         }
+        if (request.opcode == Opcode.WRITEV)
+        {
+            respondToWriteVector(out, request);
+            return;
+        }
         final int responseOpcode = request.opcode | Opcode.RESPONSE_BIT;
         final boolean payload = request.opcode == Opcode.READ;
         final ByteBuf frame = Unpooled.buffer(FrameDescriptor.HEADER_LENGTH + (payload ? (int)request.length : 0));
@@ -305,6 +336,24 @@ final class FakeNode implements AutoCloseable
                     frame.writeByte((int)(entry.offset + i));
                 }
             }
+            out.write(frame.array(), frame.arrayOffset(), frame.readableBytes());
+            out.flush();
+        }
+        finally
+        {
+            frame.release();
+        }
+    }
+
+    /** Every entry succeeds: a status 0 per entry. */
+    private static void respondToWriteVector(final OutputStream out, final FrameHeader request) throws IOException
+    {
+        final int statuses = request.flags * FrameDescriptor.VECTOR_STATUS_LENGTH;
+        final ByteBuf frame = Unpooled.buffer(FrameDescriptor.HEADER_LENGTH + statuses);
+        try
+        {
+            FrameHeader.encode(frame, Opcode.WRITEV_RESPONSE, 0, request.requestId, 0, 0, 0, statuses, 0, null);
+            frame.writeZero(statuses);
             out.write(frame.array(), frame.arrayOffset(), frame.readableBytes());
             out.flush();
         }

@@ -6,6 +6,8 @@ import io.granary.transfer.TransferRequest;
 import io.granary.transfer.TransportKind;
 import io.granary.transfer.natives.NativeTransferEngine;
 
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
@@ -129,6 +131,34 @@ enum TestEngines
             }
             LockSupport.unpark(thread);
             return result;
+        }
+
+        /**
+         * Submits every request from one task of the driving thread, so that all of them are queued before it drives
+         * again: they leave together, as the transfers of one batch call do.
+         */
+        List<CompletableFuture<Integer>> submitAll(final List<TransferRequest> requests)
+        {
+            final List<CompletableFuture<Integer>> results = new ArrayList<>();
+            for (int i = 0; i < requests.size(); i++)
+            {
+                results.add(new CompletableFuture<>());
+            }
+            submits.add(() ->
+            {
+                for (int i = 0; i < requests.size(); i++)
+                {
+                    final CompletableFuture<Integer> result = results.get(i);
+                    engine.submit(requests.get(i)).whenComplete((code, ex) -> result.complete(code));
+                }
+            });
+            final Driver d = driver;
+            if (d != null)
+            {
+                d.wakeup();
+            }
+            LockSupport.unpark(thread);
+            return results;
         }
 
         @Override
