@@ -683,6 +683,7 @@ final class FrameHandler extends ChannelInboundHandlerAdapter implements InPlace
         final ByteBuf table = writevTable;
         final int[] statuses = writevStatuses;
         final int n = writevCount;
+        server.onWriteVector();
         writevTable = null;
         writevStatuses = null;
         writevAddresses = null;
@@ -729,6 +730,7 @@ final class FrameHandler extends ChannelInboundHandlerAdapter implements InPlace
     /** A WRITEV refused whole, its payload consumed: a header-only INVALID_PARAMS answer. */
     private void refuseWritev(final ChannelHandlerContext ctx)
     {
+        server.onWriteVector();
         server.onErrorResponse();
         respond(ctx, Opcode.WRITEV_RESPONSE, writevRequestId, 0, INVALID_PARAMS_VALUE, 0, 0);
     }

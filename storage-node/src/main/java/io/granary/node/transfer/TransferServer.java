@@ -72,6 +72,7 @@ public final class TransferServer implements AutoCloseable
     private final LongAdder bytesOut = new LongAdder();
     private final LongAdder requests = new LongAdder();
     private final LongAdder readVectors = new LongAdder();
+    private final LongAdder writeVectors = new LongAdder();
     private final LongAdder errorResponses = new LongAdder();
     private final LongAdder protocolErrors = new LongAdder();
     private final LongAdder connectionsOpened = new LongAdder();
@@ -366,6 +367,12 @@ public final class TransferServer implements AutoCloseable
         return withNative(readVectors, NativeTransferServer.Stats::readVectors);
     }
 
+    /** WRITEV frames served (each also counts its entries as requests). */
+    public long writeVectors()
+    {
+        return withNative(writeVectors, NativeTransferServer.Stats::writeVectors);
+    }
+
     /** Requests answered with a non-OK status. */
     public long errorResponses()
     {
@@ -430,6 +437,11 @@ public final class TransferServer implements AutoCloseable
     void onReadVector()
     {
         readVectors.increment();
+    }
+
+    void onWriteVector()
+    {
+        writeVectors.increment();
     }
 
     void onRequest()
