@@ -12,17 +12,13 @@ import static io.granary.proto.ErrorCode.TRANSFER_FAIL_VALUE;
  * the answer a status per slice and then the bytes of the good ones in order, which this frame hands out to its
  * slices as they stream in. Saves a frame, a timeout and a flush entry per small page. Event-loop confined.
  */
-final class VectorRead extends InflightFrame
+final class VectorRead extends VectorFrame
 {
     /** Slices of at most this many bytes are worth batching; bigger ones go alone (and may land in place). */
     static final int MAX_ENTRY_BYTES = 64 << 10;
     /** Most payload bytes one vector asks for, so that its answer stays well inside a node's frame limit. */
     static final int MAX_VECTOR_BYTES = 4 << 20;
 
-    private final TransferSlice[] slices;
-    private int count;
-    private long bytes;
-    private boolean done;
 
     // Receiving the answer: the status block first, then the payload of each good slice in order.
     private byte[] statusBlock;
@@ -33,7 +29,7 @@ final class VectorRead extends InflightFrame
 
     VectorRead(final int maxEntries)
     {
-        slices = new TransferSlice[maxEntries];
+        super(maxEntries);
     }
 
     static boolean fits(final TransferSlice slice)
@@ -53,15 +49,6 @@ final class VectorRead extends InflightFrame
         return true;
     }
 
-    int size()
-    {
-        return count;
-    }
-
-    TransferSlice only()
-    {
-        return slices[0];
-    }
 
     /** The READV request: its header, then one READ header per slice. */
     void encode(final ByteBuf out, final long id)
@@ -79,36 +66,6 @@ final class VectorRead extends InflightFrame
         return Opcode.READV;
     }
 
-    @Override
-    boolean isDone()
-    {
-        return done;
-    }
-
-    @Override
-    void complete(final int status)
-    {
-        if (done)
-        {
-            return;
-        }
-        done = true;
-        cancelTimeout();
-        for (int i = 0; i < count; i++)
-        {
-            slices[i].complete(status); // slices already answered ignore it
-        }
-    }
-
-    /**
-     * A READV answer echoes only the request id: segment and offset are 0, and a refusal of the whole vector carries
-     * no payload (length 0); the length of an answer with entries is checked by {@link #acceptsPayload}.
-     */
-    @Override
-    boolean echoedBy(final FrameHeader response)
-    {
-        return response.segmentId == 0 && response.offset == 0 && (response.status == 0 || response.length == 0);
-    }
 
     @Override
     boolean acceptsPayload(final long announced)

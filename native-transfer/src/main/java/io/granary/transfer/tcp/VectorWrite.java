@@ -16,13 +16,9 @@ import static io.granary.proto.ErrorCode.TRANSFER_FAIL_VALUE;
  * callers' buffers; the answer is a status per slice. Saves a frame, an answer and a timeout per small value.
  * Event-loop confined.
  */
-final class VectorWrite extends InflightFrame implements ChannelFutureListener
+final class VectorWrite extends VectorFrame implements ChannelFutureListener
 {
-    private final TransferSlice[] slices;
-    private int count;
-    private long bytes;
     private long table;
-    private boolean done;
     private boolean payloadWritten;
     private String mismatch;
 
@@ -32,7 +28,7 @@ final class VectorWrite extends InflightFrame implements ChannelFutureListener
 
     VectorWrite(final int maxEntries)
     {
-        slices = new TransferSlice[maxEntries];
+        super(maxEntries);
     }
 
     /** True for a slice that may be an entry: a WRITE_COMMIT of 1 byte to a READV entry's bound. */
@@ -60,15 +56,6 @@ final class VectorWrite extends InflightFrame implements ChannelFutureListener
         return true;
     }
 
-    int size()
-    {
-        return count;
-    }
-
-    TransferSlice only()
-    {
-        return slices[0];
-    }
 
     /** Slice {@code i}, in entry order. */
     TransferSlice entry(final int i)
@@ -102,36 +89,6 @@ final class VectorWrite extends InflightFrame implements ChannelFutureListener
         return Opcode.WRITEV;
     }
 
-    @Override
-    boolean isDone()
-    {
-        return done;
-    }
-
-    @Override
-    void complete(final int status)
-    {
-        if (done)
-        {
-            return;
-        }
-        done = true;
-        cancelTimeout();
-        for (int i = 0; i < count; i++)
-        {
-            slices[i].complete(status); // slices already answered ignore it
-        }
-    }
-
-    /**
-     * A WRITEV answer echoes only the request id: segment and offset are 0, and a refusal of the whole vector carries
-     * no payload (length 0); the length of an answer with statuses is checked by {@link #acceptsPayload}.
-     */
-    @Override
-    boolean echoedBy(final FrameHeader response)
-    {
-        return response.segmentId == 0 && response.offset == 0 && (response.status == 0 || response.length == 0);
-    }
 
     /** Exactly a status per slice. */
     @Override
