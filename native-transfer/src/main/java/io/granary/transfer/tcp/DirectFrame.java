@@ -126,40 +126,29 @@ abstract class DirectFrame
     }
 
     /**
-     * Small READ slices to one peer in one READV frame (docs/protocol.md, "READV"): the answer is a status per entry,
-     * then the bytes of the good entries in order, which land straight in the slices' buffers.
+     * Small slices to one peer in one vector frame (READV or WRITEV): the entries in order, and what both answers
+     * share (an echo of only the id; a refusal of the whole vector without payload; finishing every entry not
+     * answered yet).
      */
-    static final class Vector extends DirectFrame
+    abstract static class Entries extends DirectFrame
     {
         final Slice[] slices;
         final int count;
+        /** The entries' range bytes. */
         final long bytes;
 
-        Vector(final Slice[] slices, final int count, final long bytes)
+        Entries(final Slice[] slices, final int count, final long bytes)
         {
             this.slices = slices;
             this.count = count;
             this.bytes = bytes;
         }
 
-        @Override
-        int opcode()
-        {
-            return Opcode.READV;
-        }
-
-        /** A READV answer echoes only the id; a refusal of the whole vector carries no payload. */
+        /** A vector's answer echoes only the id; a refusal of the whole vector carries no payload. */
         @Override
         boolean echoedBy(final FrameHeader response)
         {
             return response.segmentId == 0 && response.offset == 0 && (response.status == 0 || response.length == 0);
-        }
-
-        /** The status block plus at most every byte asked for. */
-        boolean acceptsPayload(final long announced)
-        {
-            final long statusLength = (long)count * FrameDescriptor.VECTOR_STATUS_LENGTH;
-            return announced >= statusLength && announced <= statusLength + bytes;
         }
 
         @Override
@@ -174,6 +163,31 @@ abstract class DirectFrame
             {
                 slices[i].finish(status); // entries already answered ignore it
             }
+        }
+    }
+
+    /**
+     * Small READ slices to one peer in one READV frame (docs/protocol.md, "READV"): the answer is a status per entry,
+     * then the bytes of the good entries in order, which land straight in the slices' buffers.
+     */
+    static final class Vector extends Entries
+    {
+        Vector(final Slice[] slices, final int count, final long bytes)
+        {
+            super(slices, count, bytes);
+        }
+
+        @Override
+        int opcode()
+        {
+            return Opcode.READV;
+        }
+
+        /** The status block plus at most every byte asked for. */
+        boolean acceptsPayload(final long announced)
+        {
+            final long statusLength = (long)count * FrameDescriptor.VECTOR_STATUS_LENGTH;
+            return announced >= statusLength && announced <= statusLength + bytes;
         }
 
         @Override
@@ -205,20 +219,14 @@ abstract class DirectFrame
      * table (each slice's WRITE_COMMIT header, then their records) and then the values straight from the callers'
      * buffers; the answer is a status per entry.
      */
-    static final class WriteVector extends DirectFrame
+    static final class WriteVector extends Entries
     {
-        final Slice[] slices;
-        final int count;
-        /** The values' bytes. */
-        final long bytes;
         /** The table's bytes: 64 per entry and the records. */
         final long table;
 
         WriteVector(final Slice[] slices, final int count, final long bytes, final long table)
         {
-            this.slices = slices;
-            this.count = count;
-            this.bytes = bytes;
+            super(slices, count, bytes);
             this.table = table;
         }
 
@@ -241,31 +249,10 @@ abstract class DirectFrame
             return Opcode.WRITEV;
         }
 
-        /** A WRITEV answer echoes only the id; a refusal of the whole vector carries no payload. */
-        @Override
-        boolean echoedBy(final FrameHeader response)
-        {
-            return response.segmentId == 0 && response.offset == 0 && (response.status == 0 || response.length == 0);
-        }
-
         /** Exactly a status per entry. */
         boolean acceptsPayload(final long announced)
         {
             return announced == (long)count * FrameDescriptor.VECTOR_STATUS_LENGTH;
-        }
-
-        @Override
-        void finish(final int status)
-        {
-            if (done)
-            {
-                return;
-            }
-            done = true;
-            for (int i = 0; i < count; i++)
-            {
-                slices[i].finish(status); // entries already answered ignore it
-            }
         }
 
         /** The WRITEV header, then the table: each entry's WRITE_COMMIT header (request id = its index), the records. */
