@@ -53,6 +53,7 @@
 #define RDMA_RETRY_MS 5000        /* after a refusal or a failure, TCP only for that segment for this long */
 #define LOCAL_MAX_PATHS 16        /* segments per same-host peer with a local path */
 #define LOCAL_RETRY_MS 5000       /* after a refusal or a failure, TCP only for that segment for this long */
+#define LOCAL_EXCHANGE_MS 500     /* a node on this host answers LOCAL_CONNECT at once: wait at most this long */
 #define LOCAL_CRC_CHUNK (256u << 10) /* a local READ with a CRC copies this much, then folds it in while cached */
 #define LOCAL_GROUP_MAX 1024      /* small transfers to one segment moved by one local_batch copy (then the next) */
 
@@ -2215,15 +2216,14 @@ static void rdma_path_break(gt_engine *engine, rdma_path *path, const int32_t st
     }
 }
 
-/* A blocking connection to the peer for the exchange, with the connect timeout on every call; -1 on failure. */
-static int control_connect(gt_engine *engine, const peer *p)
+/* A blocking connection to the peer for an exchange, with ms as the timeout of every call on it; -1 on failure. */
+static int control_connect(const peer *p, const uint64_t ms)
 {
     const int fd = socket(p->address.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
     {
         return -1;
     }
-    const uint64_t ms = engine->config.connect_timeout_ms;
     struct timeval timeout = { .tv_sec = (time_t)(ms / 1000), .tv_usec = (suseconds_t)(ms % 1000) * 1000 };
     const int one = 1;
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
@@ -2279,7 +2279,7 @@ static rdma_path *rdma_path_get(gt_engine *engine, peer *p, const uint32_t segme
     }
     path->retry_at_ms = now + RDMA_RETRY_MS; /* unless it comes up below */
     gt_qp_info local;
-    path->fd = control_connect(engine, p);
+    path->fd = control_connect(p, engine->config.connect_timeout_ms);
     if (path->fd < 0 || gt_rdma_link_open(engine->rdma_device, RDMA_QUEUE_DEPTH, &path->link, &local, &error) != GT_OK ||
         gt_rdma_exchange(path->fd, ++engine->rdma_request_id, segment_id, &local, &path->remote, &error) != GT_OK ||
         gt_rdma_link_connect(path->link, &path->remote, &error) != GT_OK)
@@ -2540,7 +2540,10 @@ static local_path *local_path_get(gt_engine *engine, peer *p, const uint32_t seg
         return NULL;
     }
     gt_error error;
-    const int fd = control_connect(engine, p);
+    /* a node that accepts and never answers costs the caller this wait, then TCP for LOCAL_RETRY_MS */
+    const uint64_t wait_ms = engine->config.connect_timeout_ms < LOCAL_EXCHANGE_MS ?
+        engine->config.connect_timeout_ms : LOCAL_EXCHANGE_MS;
+    const int fd = control_connect(p, wait_ms);
     if (fd < 0 || gt_local_exchange(fd, ++engine->rdma_request_id, segment_id, &path->info, &error) != GT_OK ||
         gt_local_verify(&path->info, &error) != GT_OK)
     {

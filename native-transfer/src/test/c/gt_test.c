@@ -3351,6 +3351,51 @@ static void write_vector_answers_are_checked(void)
     }
 }
 
+/*
+ * A node on this host that accepts the LOCAL_CONNECT exchange and never answers holds the caller for a short wait,
+ * not for its connect timeout (20 s here): the READ then goes over TCP on the next connection.
+ */
+static void a_silent_same_host_node_holds_the_caller_briefly(void)
+{
+    silent_server silent;
+    CHECK(silent_start(&silent));
+    gt_engine_config config;
+    gt_engine_config_defaults(&config);
+    config.local_transfers = 1;
+    config.connect_timeout_ms = 20000;
+    config.transfer_timeout_ms = 30000;
+    gt_engine *engine = NULL;
+    gt_error error;
+    CHECK(gt_engine_create(&config, &engine, &error) == GT_OK);
+    uint32_t peer;
+    CHECK(gt_engine_connect(engine, "127.0.0.1", silent.port, &peer, &error) == GT_OK);
+    uint8_t data[4096];
+    uint32_t region;
+    CHECK(gt_engine_register_memory(engine, data, sizeof(data), &region, &error) == GT_OK);
+    const uint64_t start = gt_now_ms();
+    gt_op read = op_of(1, peer, GT_OP_READ, region, 0, sizeof(data), 4096);
+    CHECK(gt_engine_submit(engine, &read, 1, &error) == 1);
+    drive(engine, 3);
+    scripted_peer p;
+    p.listener = silent;
+    uint8_t bytes[GT_HEADER_LENGTH];
+    gt_header h;
+    /* the first connection carried the exchange, left unanswered */
+    CHECK(accept_lane(&p));
+    CHECK(recv(p.fd, bytes, sizeof(bytes), MSG_WAITALL) == GT_HEADER_LENGTH);
+    CHECK(gt_header_decode(bytes, GT_MAX_FRAME_LENGTH_LIMIT, &h) == GT_DECODE_OK && h.opcode == GT_OPC_LOCAL_CONNECT);
+    close(p.fd);
+    /* the next one carries the READ */
+    CHECK(accept_lane(&p));
+    CHECK(recv(p.fd, bytes, sizeof(bytes), MSG_WAITALL) == GT_HEADER_LENGTH);
+    CHECK(gt_header_decode(bytes, GT_MAX_FRAME_LENGTH_LIMIT, &h) == GT_DECODE_OK && h.opcode == GT_OPC_READ &&
+        h.offset == 4096);
+    CHECK(gt_now_ms() - start < 5000); /* far below the 20 s connect timeout the exchange used to wait out */
+    gt_engine_destroy(engine);
+    close(p.fd);
+    close(silent.fd);
+}
+
 /* Reads one frame of opcode (header, then its payload into payload, at most capacity bytes); 0 if it is not that. */
 static int read_frame(scripted_peer *p, const uint8_t opcode, gt_header *h, uint8_t *payload, const uint32_t capacity)
 {
@@ -3798,6 +3843,7 @@ int main(void)
     RUN(rdma_moves_every_byte_over_fake_verbs);
     RUN(engine_reads_one_sided_over_fake_verbs);
     RUN(timeouts_and_admission_complete_without_answers);
+    RUN(a_silent_same_host_node_holds_the_caller_briefly);
     RUN(stale_idle_connection_is_replaced_once);
     RUN(small_reads_leave_as_vectors);
     RUN(small_writes_leave_as_vectors);
