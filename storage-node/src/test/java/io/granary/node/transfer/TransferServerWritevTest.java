@@ -273,6 +273,118 @@ class TransferServerWritevTest
         }
     }
 
+    /**
+     * Randomly damaged WRITEVs (1 to 3 bytes changed in the header's flags, segment, status or table offset, or
+     * anywhere in the table; the frame's length kept, so the stream stays framed): every one is answered, either refused
+     * whole with INVALID_PARAMS or with a status per entry its header announces; every entry answered 0 has the bytes
+     * the damaged frame carried for it at the offset its damaged header names, and a ledger entry there; a PING after
+     * each is answered.
+     */
+    @Test
+    void shouldAnswerEveryDamagedVectorAndStayInStep() throws Exception
+    {
+        final Random damage = new Random(20261207);
+        int refused = 0;
+        int accepted = 0;
+        try (RawClient client = new RawClient(server.port()))
+        {
+            for (int round = 0; round < 300; round++)
+            {
+                final int n = 1 + damage.nextInt(6);
+                final List<Entry> entries = new ArrayList<>();
+                for (int i = 0; i < n; i++)
+                {
+                    final long slot = damage.nextInt((int)(SEGMENT_BYTES / 8192));
+                    entries.add(entry(segment.id(), slot * 8192, randomValue(1 + damage.nextInt(4000)),
+                        "f" + round + "-" + i, round * 10L + i + 1));
+                }
+                final byte[] frame = writev(1000 + round, entries);
+                final FrameHeader truth = vectorHeader(1000 + round, entries);
+                for (int k = 1 + damage.nextInt(3); k > 0; k--)
+                {
+                    final int where = damage.nextInt(4);
+                    final int at = where == 0 ? 6 + damage.nextInt(2) // flags: the entry count
+                        : where == 1 ? 16 + damage.nextInt(8) // segment id, status
+                        : where == 2 ? 24 + damage.nextInt(8) // offset: the table's length
+                        : FrameDescriptor.HEADER_LENGTH + damage.nextInt((int)truth.offset); // the table
+                    frame[at] ^= (byte)(1 + damage.nextInt(255));
+                }
+                client.send(frame);
+                final FrameHeader sent = new FrameHeader();
+                sent.decode(io.netty.buffer.Unpooled.wrappedBuffer(frame), MAX_FRAME_BYTES);
+                final FrameHeader answer = client.readHeader();
+                assertThat(answer.opcode).isEqualTo(Opcode.WRITEV_RESPONSE);
+                assertThat(answer.requestId).isEqualTo(1000L + round);
+                if (answer.status != 0)
+                {
+                    assertThat(answer.status).isEqualTo(INVALID_PARAMS_VALUE);
+                    assertThat(answer.length).isZero();
+                    refused++;
+                }
+                else
+                {
+                    assertThat(answer.length).isEqualTo(4L * sent.flags);
+                    final DataInputStream in = new DataInputStream(
+                        new ByteArrayInputStream(client.readPayload(4 * sent.flags)));
+                    accepted += checkLanded(frame, sent, in);
+                }
+                assertPingAnswered(client, 5000 + round);
+            }
+        }
+        assertThat(refused).as("vectors refused whole").isPositive();
+        assertThat(accepted).as("entries that landed").isPositive();
+    }
+
+    /**
+     * The entries of a damaged WRITEV the server answered entry by entry (their statuses in {@code statuses}): each
+     * answered 0 and not overwritten by a later one of the same frame has its bytes and its ledger entry. @return how
+     * many were answered 0.
+     */
+    private int checkLanded(final byte[] frame, final FrameHeader sent, final DataInputStream statuses)
+        throws IOException
+    {
+        final int n = sent.flags;
+        final FrameHeader[] headers = new FrameHeader[n];
+        final long[] valueAt = new long[n];
+        final int[] status = new int[n];
+        long value = FrameDescriptor.HEADER_LENGTH + sent.offset;
+        for (int i = 0; i < n; i++)
+        {
+            status[i] = statuses.readInt();
+            headers[i] = new FrameHeader();
+            headers[i].decode(io.netty.buffer.Unpooled.wrappedBuffer(frame, FrameDescriptor.HEADER_LENGTH *
+                (1 + i), FrameDescriptor.HEADER_LENGTH), Integer.MAX_VALUE);
+            valueAt[i] = value;
+            value += headers[i].length;
+        }
+        int landed = 0;
+        final List<SegmentLedger.Entry> ledger = segment.ledger().snapshot();
+        for (int i = 0; i < n; i++)
+        {
+            if (status[i] != 0)
+            {
+                continue;
+            }
+            landed++;
+            final long from = headers[i].offset;
+            final long to = from + headers[i].length;
+            boolean overwritten = false;
+            for (int j = i + 1; j < n; j++)
+            {
+                overwritten |= status[j] == 0 && headers[j].offset < to && headers[j].offset + headers[j].length > from;
+            }
+            if (overwritten)
+            {
+                continue;
+            }
+            assertThat(segmentBytes(from, (int)headers[i].length)).as("entry %d", i)
+                .isEqualTo(Arrays.copyOfRange(frame, (int)valueAt[i], (int)(valueAt[i] + headers[i].length)));
+            assertThat(ledger).as("ledger entry of entry %d", i)
+                .anySatisfy(e -> assertThat(e.offset()).isEqualTo(from));
+        }
+        return landed;
+    }
+
     private static void assertEntry(
         final SegmentLedger.Entry entry, final long offset, final String key, final long length, final long version)
     {
