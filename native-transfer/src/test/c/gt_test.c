@@ -546,6 +546,7 @@ typedef struct test_node
     int last_failed_status;
     int last_token_status;
     int closes_with_reason;
+    int vector_upcalls;      /* on_writes / on_commits calls (nodes made with node_vector_upcalls) */
     pthread_mutex_t mutex;
 } test_node;
 
@@ -577,6 +578,38 @@ static int node_on_commit(void *context, const uint8_t *header, const uint8_t *p
         return failed_write_status;
     }
     return payload == NULL ? GT_INVALID_PARAMS : GT_OK;
+}
+
+/* A WRITEV's WRITE parts at once: each as node_on_write. */
+static void node_on_writes(void *context, const uint32_t count, const uint32_t *segment_ids, const uint64_t *offsets,
+    const uint32_t *lengths, int32_t *statuses)
+{
+    test_node *node = context;
+    pthread_mutex_lock(&node->mutex);
+    node->vector_upcalls++;
+    pthread_mutex_unlock(&node->mutex);
+    for (uint32_t i = 0; i < count; i++)
+    {
+        statuses[i] = node_on_write(context, segment_ids[i], offsets[i], lengths[i]);
+    }
+}
+
+/* A WRITEV's COMMITs at once: each as node_on_commit (its header read, so that ASan sees every one is there). */
+static void node_on_commits(void *context, const uint32_t count, const uint8_t *headers, const uint8_t *const *records,
+    const uint32_t *record_lengths, const int32_t *token_statuses, int32_t *statuses)
+{
+    test_node *node = context;
+    pthread_mutex_lock(&node->mutex);
+    node->vector_upcalls++;
+    pthread_mutex_unlock(&node->mutex);
+    for (uint32_t i = 0; i < count; i++)
+    {
+        gt_header h;
+        const int decoded = gt_header_decode(headers + (size_t)i * GT_HEADER_LENGTH, GT_MAX_FRAME_LENGTH_LIMIT, &h);
+        statuses[i] = decoded != GT_DECODE_OK || h.opcode != GT_OPC_COMMIT || h.length != record_lengths[i] ?
+            GT_INTERNAL_ERROR : node_on_commit(context, headers + (size_t)i * GT_HEADER_LENGTH, records[i],
+            record_lengths[i], 0, token_statuses[i]);
+    }
 }
 
 static void node_on_close(void *context, const char *peer, const char *reason)
@@ -612,6 +645,8 @@ static int node_start_on(test_node *node, const uint16_t port)
 
 /* LOCAL_CONNECT answered by the nodes the next node_start* makes (off unless a same-host test turns it on). */
 static uint32_t node_local_transfers = 0;
+/* The nodes the next node_start* makes take a WRITEV's entries in one on_writes / on_commits call each. */
+static int node_vector_upcalls = 0;
 
 static int node_start_loops(test_node *node, const uint16_t port, const uint32_t loops)
 {
@@ -626,7 +661,8 @@ static int node_start_loops(test_node *node, const uint16_t port, const uint32_t
     gt_server_config config = { .host = "127.0.0.1", .port = port, .max_frame_bytes = 16u << 20,
         .io_threads = loops, .local_transfers = node_local_transfers };
     gt_server_callbacks callbacks = { .context = node, .on_write = node_on_write, .on_commit = node_on_commit,
-        .on_close = node_on_close };
+        .on_close = node_on_close, .on_writes = node_vector_upcalls ? node_on_writes : NULL,
+        .on_commits = node_vector_upcalls ? node_on_commits : NULL };
     gt_error error;
     if (gt_server_create(&config, &callbacks, &node->server, &error) != GT_OK)
     {
@@ -658,6 +694,7 @@ static uint32_t client_local_transfers = 0;
 static void reset_test_switches(void)
 {
     node_local_transfers = 0;
+    node_vector_upcalls = 0;
     client_local_transfers = 0;
 }
 
@@ -2590,8 +2627,23 @@ static void small_writes_leave_as_vectors(void)
         CHECK(node.commits - commits_before == accepted);
         gt_engine_destroy(engine);
     }
+    CHECK(!node_vector_upcalls || node.vector_upcalls > 0);
     free(data);
     node_stop(&node);
+}
+
+static void writev_frames_are_checked(void);
+
+/*
+ * The WRITEV tests against a node whose owner takes a vector's entries in one on_writes and one on_commits call: the
+ * same outcomes, and the calls were made (2 per vector that had entries to pass on).
+ */
+static void writev_entries_reach_the_owner_in_one_call_each(void)
+{
+    node_vector_upcalls = 1;
+    small_writes_leave_as_vectors();
+    writev_frames_are_checked();
+    node_vector_upcalls = 0;
 }
 
 /* A WRITEV built by hand: table (headers, then records) and values, with the header's fields as given. */
@@ -2767,6 +2819,8 @@ static void writev_frames_are_checked(void)
         CHECK(node.segment[32768] == 0 && node.commits == 4);
         CHECK(raw_ping(fd));
     }
+    /* two vectors had entries to pass on, two calls each; the refused ones none */
+    CHECK(node.vector_upcalls == (node_vector_upcalls ? 4 : 0));
     close(fd);
     node_stop(&node);
 }
@@ -3848,6 +3902,7 @@ int main(void)
     RUN(small_reads_leave_as_vectors);
     RUN(small_writes_leave_as_vectors);
     RUN(writev_frames_are_checked);
+    RUN(writev_entries_reach_the_owner_in_one_call_each);
     RUN(only_big_frames_spread_over_the_lanes);
     RUN(a_call_reading_several_big_values_keeps_to_one_lane);
     RUN(vector_answers_are_checked);
