@@ -401,14 +401,9 @@ final class DirectConnection
             final ArrayList<DirectFrame.Slice> again = new ArrayList<>();
             for (final DirectFrame frame : sent)
             {
-                if (!frame.done && frame instanceof DirectFrame.Vector)
+                if (!frame.done && frame instanceof DirectFrame.Entries)
                 {
-                    final DirectFrame.Vector v = (DirectFrame.Vector)frame;
-                    again.addAll(java.util.Arrays.asList(v.slices).subList(0, v.count));
-                }
-                else if (!frame.done && frame instanceof DirectFrame.WriteVector)
-                {
-                    final DirectFrame.WriteVector v = (DirectFrame.WriteVector)frame;
+                    final DirectFrame.Entries v = (DirectFrame.Entries)frame;
                     again.addAll(java.util.Arrays.asList(v.slices).subList(0, v.count));
                 }
                 else if (!frame.done)
@@ -738,13 +733,9 @@ final class DirectConnection
 
     private static boolean acceptsPayload(final DirectFrame frame, final long length)
     {
-        if (frame instanceof DirectFrame.Vector)
+        if (frame instanceof DirectFrame.Entries)
         {
-            return ((DirectFrame.Vector)frame).acceptsPayload(length);
-        }
-        if (frame instanceof DirectFrame.WriteVector)
-        {
-            return ((DirectFrame.WriteVector)frame).acceptsPayload(length);
+            return ((DirectFrame.Entries)frame).acceptsPayload(length);
         }
         return frame.opcode() == Opcode.READ && length == ((DirectFrame.Slice)frame).length;
     }

@@ -144,6 +144,9 @@ abstract class DirectFrame
             this.bytes = bytes;
         }
 
+        /** Whether an answer with statuses may announce {@code announced} payload bytes. */
+        abstract boolean acceptsPayload(long announced);
+
         /** A vector's answer echoes only the id; a refusal of the whole vector carries no payload. */
         @Override
         boolean echoedBy(final FrameHeader response)
@@ -184,6 +187,7 @@ abstract class DirectFrame
         }
 
         /** The status block plus at most every byte asked for. */
+        @Override
         boolean acceptsPayload(final long announced)
         {
             final long statusLength = (long)count * FrameDescriptor.VECTOR_STATUS_LENGTH;
@@ -250,6 +254,7 @@ abstract class DirectFrame
         }
 
         /** Exactly a status per entry. */
+        @Override
         boolean acceptsPayload(final long announced)
         {
             return announced == (long)count * FrameDescriptor.VECTOR_STATUS_LENGTH;

@@ -89,7 +89,6 @@ final class VectorWrite extends VectorFrame implements ChannelFutureListener
         return Opcode.WRITEV;
     }
 
-
     /** Exactly a status per slice. */
     @Override
     boolean acceptsPayload(final long announced)
