@@ -1,11 +1,15 @@
 package io.granary.benchmarks;
 
-import com.google.protobuf.InvalidProtocolBufferException;
+import com.google.protobuf.CodedOutputStream;
+import com.google.protobuf.MessageLite;
 import io.granary.common.Clock;
 import io.granary.master.alloc.SegmentAllocation;
 import io.granary.master.alloc.TlsfExtentAllocator;
 import io.granary.master.meta.BatchProbe;
+import io.granary.master.meta.KeyBatch;
 import io.granary.master.meta.MetadataStore;
+import io.granary.master.rpc.BatchReplicaAnswer;
+import io.granary.master.rpc.LookupServer;
 import io.granary.master.rpc.MasterRequestHandler;
 import io.granary.master.segment.SegmentRegistry;
 import io.granary.master.token.TokenIssuer;
@@ -27,6 +31,7 @@ import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.Warmup;
 
+import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -37,6 +42,7 @@ import java.util.concurrent.TimeUnit;
  * the same for BatchPutEnd, then removing the 128 objects again so that every round puts new keys into a store of
  * {@code backgroundObjects} others. What {@code granary bench --op put} costs the master per batch, minus the socket
  * work and the event loop; the figure divided by 128 is the master's CPU per put that a change to this path moves.
+ * {@code getBatch} is the same for one BatchGetReplicaList of 128 of the background objects.
  */
 @State(Scope.Benchmark)
 @BenchmarkMode(Mode.AverageTime)
@@ -63,6 +69,16 @@ public class PutPathBenchmark
     @Param({"true", "false"})
     public boolean sharedGrants;
 
+    /**
+     * Whether answers with shared grants are written straight to the wire ({@link BatchReplicaAnswer}, as the lookup
+     * port does since 2026-12-07) rather than built as messages and serialized (as gRPC does).
+     */
+    @Param({"true", "false"})
+    public boolean wireAnswer;
+
+    private final BatchReplicaAnswer answer = new BatchReplicaAnswer();
+    private byte[] out = new byte[1 << 16];
+    private KeyBatch[] lookupKeys;
     private MetadataStore store;
     private MasterRequestHandler handler;
     private byte[][] startRequests;
@@ -109,26 +125,81 @@ public class PutPathBenchmark
             startRequests[r] = start.build().toByteArray();
             endRequests[r] = end.build().toByteArray();
         }
+        lookupKeys = new KeyBatch[ROUNDS];
+        final java.util.Random random = new java.util.Random(1);
+        for (int r = 0; r < ROUNDS; r++)
+        {
+            final List<String> keys = new ArrayList<>();
+            for (int i = 0; i < BATCH; i++)
+            {
+                keys.add("background/" + random.nextInt(Math.max(1, backgroundObjects)));
+            }
+            lookupKeys[r] = KeyBatch.of(keys);
+        }
+    }
+
+    /** The answer's bytes as the lookup port writes them (into a reused array here, a pooled buffer there). */
+    private int encode(final Object response) throws IOException
+    {
+        final int size;
+        final CodedOutputStream cos;
+        if (response instanceof LookupServer.WireAnswer)
+        {
+            final LookupServer.WireAnswer wire = (LookupServer.WireAnswer)response;
+            size = wire.serializedSize();
+            cos = CodedOutputStream.newInstance(buffer(size), 0, size);
+            wire.writeTo(cos);
+        }
+        else
+        {
+            final MessageLite message = (MessageLite)response;
+            size = message.getSerializedSize();
+            cos = CodedOutputStream.newInstance(buffer(size), 0, size);
+            message.writeTo(cos);
+        }
+        cos.checkNoSpaceLeft();
+        return size;
+    }
+
+    private byte[] buffer(final int size)
+    {
+        if (out.length < size)
+        {
+            out = new byte[size * 2];
+        }
+        return out;
+    }
+
+    /**
+     * One BatchGetReplicaList of 128 complete objects with shared READ grants (as the Java client's getBatch asks),
+     * answered as the lookup port answers it.
+     */
+    @Benchmark
+    public int getBatch() throws IOException
+    {
+        final int r = round++ & (ROUNDS - 1);
+        return encode(handler.batchGetReplicaList(TENANT, lookupKeys[r], true, wireAnswer ? answer : null));
     }
 
     /** One batch's BatchPutStart and BatchPutEnd as the master's lookup port handles them, then the removal. */
     @Benchmark
-    public int putBatch() throws InvalidProtocolBufferException
+    public int putBatch() throws IOException
     {
         final int r = round++ & (ROUNDS - 1);
-        final BatchPutStartResponse started = handler.batchPutStart(BatchPutStartRequest.parseFrom(startRequests[r]));
-        final byte[] startAnswer = started.toByteArray();
+        final Object started =
+            handler.batchPutStart(BatchPutStartRequest.parseFrom(startRequests[r]), wireAnswer ? answer : null);
+        final int startAnswer = encode(started);
         final BatchCodeResponse ended = handler.batchPutEnd(BatchKeysRequest.parseFrom(endRequests[r]));
-        final byte[] endAnswer = ended.toByteArray();
-        if (started.getResults(BATCH - 1).getCode() != 0 || ended.getCodes(BATCH - 1) != 0)
+        final int endAnswer = encode(ended);
+        if (ended.getCodes(BATCH - 1) != 0 ||
+            started instanceof BatchPutStartResponse && ((BatchPutStartResponse)started).getResults(BATCH - 1).getCode() != 0)
         {
-            throw new IllegalStateException("the batch was refused: " + started.getResults(BATCH - 1).getCode() +
-                " / " + ended.getCodes(BATCH - 1));
+            throw new IllegalStateException("the batch was refused: " + started + " / " + ended.getCodes(BATCH - 1));
         }
         for (final String key : roundKeys.get(r))
         {
             store.remove(TENANT, key, true);
         }
-        return startAnswer.length + endAnswer.length;
+        return startAnswer + endAnswer;
     }
 }

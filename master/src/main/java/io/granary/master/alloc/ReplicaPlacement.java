@@ -5,6 +5,7 @@ import io.granary.master.segment.MountedSegment;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Random;
 import java.util.Set;
 import java.util.concurrent.ThreadLocalRandom;
 
@@ -16,6 +17,21 @@ import java.util.concurrent.ThreadLocalRandom;
  */
 public final class ReplicaPlacement
 {
+    /** Null: each thread's ThreadLocalRandom; else one seeded generator (reproducible choices, for tests). */
+    private final Random seeded;
+
+    /** Random choices from each thread's own generator. */
+    public ReplicaPlacement()
+    {
+        this.seeded = null;
+    }
+
+    /** Choices from one generator seeded with {@code seed}: the same calls place the same way (for tests). */
+    public ReplicaPlacement(final long seed)
+    {
+        this.seeded = new Random(seed);
+    }
+
     /**
      * Allocates up to {@code replicas} extents of {@code lengthBytes}.
      *
@@ -110,9 +126,9 @@ public final class ReplicaPlacement
         return true;
     }
 
-    private static MountedSegment pickEmptierOfTwo(final List<MountedSegment> pool)
+    private MountedSegment pickEmptierOfTwo(final List<MountedSegment> pool)
     {
-        final ThreadLocalRandom random = ThreadLocalRandom.current();
+        final Random random = seeded != null ? seeded : ThreadLocalRandom.current();
         final MountedSegment a = pool.get(random.nextInt(pool.size()));
         if (pool.size() == 1)
         {

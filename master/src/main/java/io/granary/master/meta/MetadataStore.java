@@ -63,6 +63,8 @@ public final class MetadataStore implements SnapshotSource
         public int listKeysLimit = 10_000;
         /** Largest value a put may have (smaller than the protocol's limit when access tokens must cover it). */
         public long maxValueBytes = Limits.MAX_VALUE_BYTES;
+        /** Non-zero: placement draws from one generator with this seed, so the same calls place alike (tests). */
+        public long placementSeed;
     }
 
     /** Outcome of a lookup that may grant a lease. */
@@ -104,7 +106,7 @@ public final class MetadataStore implements SnapshotSource
     private final Settings settings;
     private final Clock clock;
     private final SegmentRegistry registry;
-    private final ReplicaPlacement placement = new ReplicaPlacement();
+    private final ReplicaPlacement placement;
 
     /** Extents whose writers may still be writing; freed when their time comes. Guarded by itself. */
     private final PriorityQueue<PendingRelease> pendingReleases =
@@ -201,6 +203,8 @@ public final class MetadataStore implements SnapshotSource
             shards[i] = new MetadataShard(i);
         }
         this.shardMask = settings.shardCount - 1;
+        this.placement = settings.placementSeed != 0 ? new ReplicaPlacement(settings.placementSeed) :
+            new ReplicaPlacement();
     }
 
     public Settings settings()

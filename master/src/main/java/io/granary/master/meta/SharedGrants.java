@@ -21,13 +21,15 @@ import java.util.List;
  * batch's client, for READ an object this lookup leased), whose own token would grant it until the same second or
  * later.
  *
- * <p>One instance per request, used by one thread: {@link #key} before each key's put or lookup, {@link #sign} once
- * after the last, then {@link #replicasOf} for each key in order.
+ * <p>One instance per request (or {@link #reset} between requests), used by one thread: {@link #key} before each key's
+ * put or lookup, {@link #sign} once after the last, then {@link #replicasOf} for each key in order.
  */
 public final class SharedGrants
 {
     /** Runs kept open at once (one per segment the batch writes to); a further segment closes the oldest. */
     private static final int OPEN_RUNS = 8;
+    /** Entries {@link #reset} keeps arrays for (a few batches' worth); bigger ones are let go. */
+    private static final int RETAINED_CAPACITY = 4096;
 
     private ReplicaRecord[] records = new ReplicaRecord[16];
     private long[] expiries = new long[16];
@@ -57,6 +59,35 @@ public final class SharedGrants
         this.opcode = opcode;
         this.status = opcode == Opcode.WRITE ?
             ReplicaStatus.REPLICA_STATUS_PROCESSING : ReplicaStatus.REPLICA_STATUS_COMPLETE;
+    }
+
+    /** Empties this instance for the next request (its arrays are kept: one instance can serve a connection). */
+    public SharedGrants reset()
+    {
+        if (records.length > RETAINED_CAPACITY || runOffsets.length > RETAINED_CAPACITY)
+        {
+            // A huge batch's arrays are not kept for the connection's life (a batch may have 65,536 keys).
+            records = new ReplicaRecord[16];
+            expiries = new long[16];
+            keys = new int[16];
+            runOf = new int[16];
+            runOffsets = new long[16];
+            runLengths = new long[16];
+            runExpiries = new long[16];
+            runTokens = new byte[16][];
+            runSegments = new MountedSegment[16];
+        }
+        else
+        {
+            Arrays.fill(records, 0, size, null);
+            Arrays.fill(runTokens, 0, runs, null);
+            Arrays.fill(runSegments, 0, runs, null);
+        }
+        size = 0;
+        key = 0;
+        cursor = 0;
+        runs = 0;
+        return this;
     }
 
     /** Every replica recorded from now on belongs to the key at {@code index} of the request. */
@@ -162,6 +193,58 @@ public final class SharedGrants
         return runs++;
     }
 
+    /** The replicas recorded so far (all keys); after {@link #sign}, walked with the accessors below in key order. */
+    public int size()
+    {
+        return size;
+    }
+
+    /** The request index of the key replica {@code k} belongs to (ascending with {@code k}). */
+    public int keyOf(final int k)
+    {
+        return keys[k];
+    }
+
+    /** Replica {@code k}. */
+    public ReplicaRecord record(final int k)
+    {
+        return records[k];
+    }
+
+    /** The status every replica of this batch is reported with (PROCESSING for WRITE, COMPLETE for READ). */
+    public ReplicaStatus status()
+    {
+        return status;
+    }
+
+    /** The token of replica {@code k}'s run after {@link #sign}, or null when no runs were signed (tokens off). */
+    public byte[] token(final int k)
+    {
+        return runs > 0 ? runTokens[runOf[k]] : null;
+    }
+
+    /** Whether replica {@code k}'s run is wider than its extent: its grant is then {@link #grantOffset}/{@link #grantLength}. */
+    public boolean widerGrant(final int k)
+    {
+        if (runs == 0)
+        {
+            return false;
+        }
+        final int run = runOf[k];
+        final ReplicaRecord r = records[k];
+        return runOffsets[run] != r.offset() || runLengths[run] != Math.max(1, r.length());
+    }
+
+    public long grantOffset(final int k)
+    {
+        return runOffsets[runOf[k]];
+    }
+
+    public long grantLength(final int k)
+    {
+        return runLengths[runOf[k]];
+    }
+
     /**
      * Adds the replicas of the key at {@code index} to {@code out}, each with its run's token and, when the run is
      * wider than the extent, the run as its grant. Keys are asked for in ascending order, after {@link #sign}.
@@ -180,7 +263,7 @@ public final class SharedGrants
             {
                 final int run = runOf[cursor];
                 b.setAccessToken(UnsafeByteOperations.unsafeWrap(runTokens[run]));
-                if (runOffsets[run] != r.offset() || runLengths[run] != Math.max(1, r.length()))
+                if (widerGrant(cursor))
                 {
                     b.setGrantOffset(runOffsets[run]).setGrantLength(runLengths[run]);
                 }

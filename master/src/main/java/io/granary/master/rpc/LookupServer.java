@@ -144,6 +144,7 @@ public final class LookupServer implements AutoCloseable
     private final class FrameHandler extends ChannelInboundHandlerAdapter
     {
         private final BatchRequestDecoder decoder = new BatchRequestDecoder();
+        private final BatchReplicaAnswer answer = new BatchReplicaAnswer();
 
         @Override
         public void channelRead(final ChannelHandlerContext ctx, final Object msg)
@@ -175,10 +176,10 @@ public final class LookupServer implements AutoCloseable
                     return;
                 }
                 final long startNs = System.nanoTime();
-                final MessageLite response;
+                final Object response;
                 try
                 {
-                    response = dispatch(method, frame, decoder);
+                    response = dispatch(method, frame, decoder, answer);
                 }
                 catch (final InvalidProtocolBufferException ex)
                 {
@@ -198,11 +199,19 @@ public final class LookupServer implements AutoCloseable
                     decoder.trim();
                 }
                 metrics.record(rpc, startNs, response);
-                final int size = response.getSerializedSize();
+                final WireAnswer wire = response instanceof WireAnswer ? (WireAnswer)response : null;
+                final int size = wire != null ? wire.serializedSize() : ((MessageLite)response).getSerializedSize();
                 final ByteBuf out = ctx.alloc().directBuffer(HEADER_LENGTH + size);
                 writeHeader(out, HEADER_LENGTH - LENGTH_FIELD_LENGTH + size, method, STATUS_OK, requestId);
                 final CodedOutputStream cos = CodedOutputStream.newInstance(out.nioBuffer(HEADER_LENGTH, size));
-                response.writeTo(cos);
+                if (wire != null)
+                {
+                    wire.writeTo(cos);
+                }
+                else
+                {
+                    ((MessageLite)response).writeTo(cos);
+                }
                 cos.flush();
                 out.writerIndex(HEADER_LENGTH + size);
                 ctx.write(out, ctx.voidPromise());
@@ -259,7 +268,22 @@ public final class LookupServer implements AutoCloseable
         }
     }
 
-    private MessageLite dispatch(final int method, final ByteBuf payload, final BatchRequestDecoder decoder)
+    /**
+     * An answer written straight to the wire in protobuf's encoding without a message object ({@link
+     * BatchReplicaAnswer}); its whole-request code is {@link #code}.
+     */
+    public interface WireAnswer
+    {
+        int code();
+
+        int serializedSize();
+
+        void writeTo(CodedOutputStream out) throws IOException;
+    }
+
+    /** The answer: a protobuf message, or a {@link WireAnswer} for the batches the handler writes directly. */
+    private Object dispatch(
+        final int method, final ByteBuf payload, final BatchRequestDecoder decoder, final BatchReplicaAnswer answer)
         throws InvalidProtocolBufferException
     {
         switch (method)
@@ -277,7 +301,7 @@ public final class LookupServer implements AutoCloseable
                 return handler.getReplicaList(KeyRequest.parseFrom(payload.nioBuffer()));
             case METHOD_BATCH_GET_REPLICA_LIST:
                 decoder.decodeBatchKeys(payload);
-                return handler.batchGetReplicaList(decoder.tenant, decoder.keys, decoder.sharedGrants);
+                return handler.batchGetReplicaList(decoder.tenant, decoder.keys, decoder.sharedGrants, answer);
             case METHOD_PUT_START:
                 return handler.putStart(PutStartRequest.parseFrom(payload.nioBuffer()));
             case METHOD_PUT_END:
@@ -285,7 +309,7 @@ public final class LookupServer implements AutoCloseable
             case METHOD_PUT_REVOKE:
                 return handler.putRevoke(PutRevokeRequest.parseFrom(payload.nioBuffer()));
             case METHOD_BATCH_PUT_START:
-                return handler.batchPutStart(BatchPutStartRequest.parseFrom(payload.nioBuffer()));
+                return handler.batchPutStart(BatchPutStartRequest.parseFrom(payload.nioBuffer()), answer);
             case METHOD_BATCH_PUT_END:
                 return handler.batchPutEnd(BatchKeysRequest.parseFrom(payload.nioBuffer()));
             case METHOD_BATCH_PUT_REVOKE:

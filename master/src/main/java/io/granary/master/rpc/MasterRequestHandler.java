@@ -454,6 +454,15 @@ public final class MasterRequestHandler
 
     public BatchPutStartResponse batchPutStart(final BatchPutStartRequest req)
     {
+        return (BatchPutStartResponse)batchPutStart(req, null);
+    }
+
+    /**
+     * BatchPutStart. With {@code wire} and shared grants asked for (the lookup port), the answer is written into
+     * {@code wire}, which is returned, instead of being built as a message; otherwise the BatchPutStartResponse.
+     */
+    public Object batchPutStart(final BatchPutStartRequest req, final BatchReplicaAnswer wire)
+    {
         final BatchPutStartResponse.Builder b = BatchPutStartResponse.newBuilder();
         if (badTenant(req.getTenant()) || badBatch(req.getKeysCount()) || badClientId(req.getClientId()) ||
             req.getKeysCount() != req.getValueLengthsCount() || req.getAvoidNodeIdsCount() > MAX_AVOID_NODES ||
@@ -469,8 +478,14 @@ public final class MasterRequestHandler
         final long[] version = new long[1];
         final int n = req.getKeysCount();
         // With shared grants the keys are placed first and each run of contiguous extents is signed once after.
-        final SharedGrants grants = req.getSharedGrants() ? new SharedGrants(Opcode.WRITE) : null;
-        final PutStartResponse.Builder[] results = new PutStartResponse.Builder[n];
+        final SharedGrants grants = !req.getSharedGrants() ? null :
+            wire != null ? wire.grants(Opcode.WRITE) : new SharedGrants(Opcode.WRITE);
+        final BatchReplicaAnswer direct = grants == null ? null : wire;
+        final PutStartResponse.Builder[] results = direct == null ? new PutStartResponse.Builder[n] : null;
+        if (direct != null)
+        {
+            direct.startPuts();
+        }
         for (int i = 0; i < n; i++)
         {
             replicas.clear();
@@ -481,11 +496,23 @@ public final class MasterRequestHandler
             }
             final int code = store.putStart(tenant, req.getClientId(), req.getKeys(i), req.getValueLengths(i),
                 perKey ? req.getPerKeyOptions(i) : req.getOptions(), avoid, replicas, version, grants);
-            results[i] = PutStartResponse.newBuilder().setCode(code).addAllReplicas(replicas).setVersion(version[0]);
+            if (direct != null)
+            {
+                direct.put(code, version[0]);
+            }
+            else
+            {
+                results[i] = PutStartResponse.newBuilder().setCode(code).addAllReplicas(replicas).setVersion(version[0]);
+            }
         }
         if (grants != null)
         {
             store.signGrants(grants);
+        }
+        if (direct != null)
+        {
+            direct.finish(grants);
+            return direct;
         }
         for (int i = 0; i < n; i++)
         {
@@ -563,6 +590,14 @@ public final class MasterRequestHandler
         final BatchGetReplicaListResponse.Builder b, final int n, final MetadataStore.Lookup out,
         final SharedGrants grants, final IntConsumer lookup)
     {
+        return (BatchGetReplicaListResponse)lookups(b, n, out, grants, lookup, null);
+    }
+
+    /** {@link #lookups}; with {@code wire} and {@code grants}, the answer is written into {@code wire}, returned. */
+    private Object lookups(
+        final BatchGetReplicaListResponse.Builder b, final int n, final MetadataStore.Lookup out,
+        final SharedGrants grants, final IntConsumer lookup, final BatchReplicaAnswer wire)
+    {
         if (grants == null)
         {
             for (int i = 0; i < n; i++)
@@ -571,6 +606,19 @@ public final class MasterRequestHandler
                 b.addResults(answer(out));
             }
             return b.setCode(OK_VALUE).build();
+        }
+        if (wire != null)
+        {
+            wire.startLookups(store.settings().leaseTtlNs / 1_000_000L);
+            for (int i = 0; i < n; i++)
+            {
+                grants.key(i);
+                lookup.accept(i);
+                wire.lookup(out.code, out.sizeBytes, out.hasCrc, out.crc32c);
+            }
+            store.signGrants(grants);
+            wire.finish(grants);
+            return wire;
         }
         final GetReplicaListResponse.Builder[] answers = new GetReplicaListResponse.Builder[n];
         for (int i = 0; i < n; i++)
@@ -604,6 +652,16 @@ public final class MasterRequestHandler
     public BatchGetReplicaListResponse batchGetReplicaList(
         final String tenant, final KeyBatch keys, final boolean sharedGrants)
     {
+        return (BatchGetReplicaListResponse)batchGetReplicaList(tenant, keys, sharedGrants, null);
+    }
+
+    /**
+     * {@link #batchGetReplicaList(String, KeyBatch, boolean)}; with {@code wire} and {@code sharedGrants} (the lookup
+     * port), the answer is written into {@code wire}, which is returned, instead of being built as a message.
+     */
+    public Object batchGetReplicaList(
+        final String tenant, final KeyBatch keys, final boolean sharedGrants, final BatchReplicaAnswer wire)
+    {
         final BatchGetReplicaListResponse.Builder b = BatchGetReplicaListResponse.newBuilder();
         if (badTenant(tenant) || badBatch(keys.size()))
         {
@@ -613,8 +671,10 @@ public final class MasterRequestHandler
         final long tenantMix = MetadataStore.tenantMix(t);
         final MetadataStore.Lookup out = new MetadataStore.Lookup();
         store.touch(t, tenantMix, keys);
-        final SharedGrants grants = sharedGrants ? new SharedGrants(Opcode.READ) : null;
-        return lookups(b, keys.size(), out, grants, i -> store.getReplicaList(t, tenantMix, keys, i, out, grants));
+        final SharedGrants grants = !sharedGrants ? null :
+            wire != null ? wire.grants(Opcode.READ) : new SharedGrants(Opcode.READ);
+        return lookups(b, keys.size(), out, grants, i -> store.getReplicaList(t, tenantMix, keys, i, out, grants),
+            wire);
     }
 
     public ExistKeyResponse existKey(final KeyRequest req)

@@ -98,6 +98,10 @@ public final class RpcMetrics
     static int codeOf(final Object response)
     {
         // Hottest replies first: this runs once per call.
+        if (response instanceof LookupServer.WireAnswer)
+        {
+            return ((LookupServer.WireAnswer)response).code();
+        }
         if (response instanceof BatchExistKeyResponse)
         {
             return ((BatchExistKeyResponse)response).getCode();

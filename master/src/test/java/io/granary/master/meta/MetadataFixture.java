@@ -32,8 +32,15 @@ public final class MetadataFixture
 
     public MetadataFixture(final int shards)
     {
+        this(shards, 0);
+    }
+
+    /** With a non-zero {@code placementSeed}, two fixtures given the same calls place replicas alike. */
+    public MetadataFixture(final int shards, final long placementSeed)
+    {
         final MetadataStore.Settings settings = new MetadataStore.Settings();
         settings.shardCount = shards;
+        settings.placementSeed = placementSeed;
         store = new MetadataStore(settings, clock, registry);
         probe = new BatchProbe(store);
     }

@@ -133,6 +133,50 @@ class SharedGrantsTest
         }
     }
 
+    /** Records a batch: key i has one extent on segment a (i even) or b, 4 KiB each, runs broken every 5 keys. */
+    private void fill(final SharedGrants grants, final int keys)
+    {
+        for (int i = 0; i < keys; i++)
+        {
+            grants.key(i);
+            grants.add(new ReplicaRecord(i % 2 == 0 ? a : b, 4096L * (i + i / 5), 4096), 100 + i % 3);
+        }
+        grants.sign(tokens);
+    }
+
+    private static List<List<Replica>> all(final SharedGrants grants, final int keys)
+    {
+        final List<List<Replica>> out = new ArrayList<>();
+        for (int i = 0; i < keys; i++)
+        {
+            out.add(replicasOf(grants, i));
+        }
+        return out;
+    }
+
+    @Test
+    void shouldAnswerAfterAResetAsAFreshInstanceDoes()
+    {
+        final SharedGrants reused = new SharedGrants(Opcode.READ);
+        // Batches of growing and shrinking size, one past the retained capacity (its arrays are let go).
+        for (final int keys : new int[] {40, 3, 5000, 1, 200, 0, 17})
+        {
+            signed.clear();
+            final SharedGrants fresh = new SharedGrants(Opcode.READ);
+            fill(fresh, keys);
+            final List<String> freshSigned = new ArrayList<>(signed);
+            final List<List<Replica>> expected = all(fresh, keys);
+
+            signed.clear();
+            fill(reused.reset(), keys);
+            assertThat(signed).as("%d keys", keys).isEqualTo(freshSigned);
+            assertThat(reused.runs()).isEqualTo(fresh.runs());
+            assertThat(reused.size()).isEqualTo(keys);
+            // Tokens carry the index of their signature, which restarts with each batch: equal replicas, token too.
+            assertThat(all(reused, keys)).as("%d keys", keys).isEqualTo(expected);
+        }
+    }
+
     @Test
     void shouldRefuseAnOperationOtherThanReadOrWrite()
     {
