@@ -51,11 +51,19 @@ public final class ReplicaPlacement
         final String preferredSegment,
         final Set<String> avoidNodes)
     {
-        final List<ReplicaRecord> placed = new ArrayList<>(replicas);
         if (live.length == 0 || replicas <= 0)
         {
-            return placed;
+            return new ArrayList<>(0);
         }
+        if (replicas == 1 && (preferredSegment == null || preferredSegment.isEmpty()) && avoidNodes.isEmpty())
+        {
+            final ReplicaRecord one = placeOne(live, lengthBytes);
+            if (one != null)
+            {
+                return List.of(one);
+            }
+        }
+        final List<ReplicaRecord> placed = new ArrayList<>(replicas);
         final List<MountedSegment> candidates = new ArrayList<>(live.length);
         MountedSegment preferred = null;
         for (final MountedSegment s : live)
@@ -108,6 +116,26 @@ public final class ReplicaPlacement
             }
         }
         return placed;
+    }
+
+    /**
+     * The common case (one replica, no preference, nothing to avoid) without building candidate lists: two segments
+     * drawn from all live ones, the emptier taken when both are placeable with room. Null when either is not, or the
+     * allocation fails; the caller then places the general way. Drawing two from all and keeping the draw only when
+     * both are eligible picks each pair of eligible segments as often as drawing from the eligible ones does.
+     */
+    private ReplicaRecord placeOne(final MountedSegment[] live, final long lengthBytes)
+    {
+        final Random random = seeded != null ? seeded : ThreadLocalRandom.current();
+        final MountedSegment a = live[random.nextInt(live.length)];
+        final MountedSegment b = live.length == 1 ? a : live[random.nextInt(live.length)];
+        if (!a.isPlaceable() || a.freeBytes() < lengthBytes || !b.isPlaceable() || b.freeBytes() < lengthBytes)
+        {
+            return null;
+        }
+        final MountedSegment chosen = b.freeBytes() > a.freeBytes() ? b : a;
+        final long offset = chosen.allocate(lengthBytes);
+        return offset == ExtentAllocator.NO_SPACE ? null : new ReplicaRecord(chosen, offset, lengthBytes);
     }
 
     private static boolean tryAllocate(

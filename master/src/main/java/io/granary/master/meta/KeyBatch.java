@@ -29,8 +29,7 @@ public final class KeyBatch
         final KeyBatch batch = new KeyBatch(keys.size(), keys.size() * 24);
         for (final String key : keys)
         {
-            final byte[] b = KeyBytes.utf8(key);
-            batch.add(b, 0, b.length);
+            batch.add(key);
         }
         return batch;
     }
@@ -78,6 +77,50 @@ public final class KeyBatch
         lengths[size] = len;
         hashes[size] = KeyBytes.hash(bytes, at, len);
         size++;
+    }
+
+    /** Appends a key given as a String, encoded as UTF-8 straight into the batch (ASCII without a temporary array). */
+    public void add(final String key)
+    {
+        final int n = key.length();
+        int ascii = 0;
+        while (ascii < n && key.charAt(ascii) < 0x80)
+        {
+            ascii++;
+        }
+        if (ascii < n || wrapped)
+        {
+            final byte[] b = KeyBytes.utf8(key);
+            add(b, 0, b.length);
+            return;
+        }
+        final int at = size == 0 ? 0 : offsets[size - 1] + lengths[size - 1];
+        ensure(size + 1, at + n);
+        for (int i = 0; i < n; i++)
+        {
+            bytes[at + i] = (byte)key.charAt(i);
+        }
+        offsets[size] = at;
+        lengths[size] = n;
+        hashes[size] = KeyBytes.hash(bytes, at, n);
+        size++;
+    }
+
+    /**
+     * Empties the batch for reuse; arrays grown past {@code retainedBytes} of keys (or as many keys) are let go, so a
+     * batch kept by a connection does not hold one huge request's memory.
+     */
+    public void reset(final int retainedBytes)
+    {
+        size = 0;
+        if (wrapped || bytes.length > retainedBytes || offsets.length > retainedBytes)
+        {
+            bytes = new byte[Math.min(bytes.length, retainedBytes)];
+            offsets = new int[Math.min(offsets.length, retainedBytes)];
+            lengths = new int[offsets.length];
+            hashes = new long[offsets.length];
+            wrapped = false;
+        }
     }
 
     private void ensure(final int keys, final int byteCount)

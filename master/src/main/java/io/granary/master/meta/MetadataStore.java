@@ -1115,7 +1115,19 @@ public final class MetadataStore implements SnapshotSource
     /** {@link #touch(String, long, KeyBatch)} for keys given as Strings (batch puts). */
     public void touch(final String tenant, final List<String> keys)
     {
-        touch(tenant, tenantMix(tenant), KeyBatch.of(keys));
+        touch(tenant, keys, null);
+    }
+
+    /** {@link #touch(String, List)} encoding the keys into {@code scratch} (emptied first) when it is not null. */
+    public void touch(final String tenant, final List<String> keys, final KeyBatch scratch)
+    {
+        final KeyBatch batch = scratch != null ? scratch : new KeyBatch(keys.size(), keys.size() * 24);
+        batch.clear();
+        for (int i = 0, n = keys.size(); i < n; i++)
+        {
+            batch.add(keys.get(i));
+        }
+        touch(tenant, tenantMix(tenant), batch);
     }
 
     private static void clear(final Lookup out)

@@ -472,7 +472,8 @@ public final class MasterRequestHandler
         }
         final boolean perKey = req.getPerKeyOptionsCount() != 0;
         final String tenant = tenant(req.getTenant());
-        store.touch(tenant, req.getKeysList()); // a batch of new keys still probes cold index slots
+        // A batch of new keys still probes cold index slots.
+        store.touch(tenant, req.getKeysList(), wire == null ? null : wire.touchKeys());
         final Set<String> avoid = avoid(req.getAvoidNodeIdsList());
         final List<Replica> replicas = new ArrayList<>(2);
         final long[] version = new long[1];
