@@ -720,7 +720,30 @@ public final class MetadataStore implements SnapshotSource
         {
             return code;
         }
-        final ObjectMeta m = lockForKey(tenant, key);
+        return putEndLocked(lockForKey(tenant, key), clientId, hasCrc, crc32c);
+    }
+
+    /**
+     * {@link #putEnd(String, String, String, boolean, int)} of key {@code i} of a batch given as bytes (the lookup
+     * port decodes keys without building Strings); {@code tenantMix} is {@link #tenantMix}{@code (tenant)}.
+     */
+    public int putEnd(final String tenant, final long tenantMix, final String clientId, final KeyBatch keys,
+        final int i, final boolean hasCrc, final int crc32c)
+    {
+        final int off = keys.offsets[i];
+        final int len = keys.lengths[i];
+        final int code = KeyBytes.check(keys.bytes, off, len);
+        if (code != OK_VALUE)
+        {
+            return code;
+        }
+        return putEndLocked(
+            lockForKey(tenant, keys.bytes, off, len, combine(keys.hashes[i], tenantMix)), clientId, hasCrc, crc32c);
+    }
+
+    /** The rest of a PutEnd for {@code m} as {@link #lockForKey} returned it (owner shard locked, or null); unlocks. */
+    private int putEndLocked(final ObjectMeta m, final String clientId, final boolean hasCrc, final int crc32c)
+    {
         if (m == null)
         {
             return OBJECT_NOT_FOUND_VALUE;

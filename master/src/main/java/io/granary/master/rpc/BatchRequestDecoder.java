@@ -42,14 +42,19 @@ final class BatchRequestDecoder
     int replicasCount;
     /** BatchKeysRequest.shared_grants or BatchProbeKeyRequest.shared_grants. */
     boolean sharedGrants;
+    /** BatchKeysRequest.client_id ("" when absent or for other requests). */
+    String clientId;
+    /** BatchKeysRequest.crc32c, packed or not, in order: the first {@link #crcCount} entries. */
+    int[] crcs = new int[128];
+    int crcCount;
 
     private byte[] payload = new byte[INITIAL_PAYLOAD_BYTES];
     private int pos;
     private int end;
 
     /**
-     * BatchKeysRequest: 1 tenant, 2 client_id, 3 repeated keys, 4 packed fixed32 crc32c and 5 repeated
-     * SettledReplicas (both unused here), 6 shared_grants.
+     * BatchKeysRequest: 1 tenant, 2 client_id, 3 repeated keys, 4 packed fixed32 crc32c (BatchPutEnd's), 5 repeated
+     * SettledReplicas (BatchPutRevoke's, unused here: checked as protobuf checks it), 6 shared_grants.
      */
     void decodeBatchKeys(final ByteBuf in) throws InvalidProtocolBufferException
     {
@@ -67,7 +72,7 @@ final class BatchRequestDecoder
 
     private void decode(
         final ByteBuf in, final int keysField, final int tenantField, final int modeField, final int sizeField,
-        final int flagField, final int ignoredStringField, final int ignoredFixed32Field, final int ignoredSettledField,
+        final int flagField, final int clientIdField, final int crcField, final int ignoredSettledField,
         final int grantsField)
         throws InvalidProtocolBufferException
     {
@@ -87,6 +92,8 @@ final class BatchRequestDecoder
         replicasFrom = 0;
         replicasCount = 0;
         sharedGrants = false;
+        clientId = "";
+        crcCount = 0;
         while (pos < end)
         {
             final int tag = (int)readVarint(); // a tag is a varint32: higher bits are dropped, as protobuf does
@@ -113,26 +120,39 @@ final class BatchRequestDecoder
                 }
                 pos += len;
             }
-            else if (wire == WIRE_LEN && field == ignoredStringField)
+            else if (wire == WIRE_LEN && field == clientIdField)
             {
-                // Unused here (client_id), but protobuf refuses the message if it is not UTF-8: so must we.
+                // Protobuf refuses the message if it is not UTF-8: so must we.
                 final int len = readLength();
                 if (!validUtf8(payload, pos, len))
                 {
                     throw new InvalidProtocolBufferException("string field " + field + " is not valid UTF-8");
                 }
+                clientId = new String(payload, pos, len, StandardCharsets.UTF_8);
                 pos += len;
             }
-            else if (wire == WIRE_LEN && field == ignoredFixed32Field)
+            else if (wire == WIRE_LEN && field == crcField)
             {
-                // Unused here (the checksums of BatchPutEnd), but protobuf refuses a packed run of fixed32 values
-                // whose length is not a multiple of 4: so must we.
+                // A packed run; protobuf refuses one whose length is not a multiple of 4: so must we.
                 final int len = readLength();
                 if (len % 4 != 0)
                 {
                     throw new InvalidProtocolBufferException("packed fixed32 field " + field + " of " + len + " bytes");
                 }
-                pos += len;
+                for (final int stop = pos + len; pos < stop; pos += 4)
+                {
+                    addCrc(pos);
+                }
+            }
+            else if (wire == WIRE_FIXED32 && field == crcField)
+            {
+                // One value not packed (protobuf accepts a repeated scalar either way).
+                if (end - pos < 4)
+                {
+                    throw new InvalidProtocolBufferException("truncated fixed32 field " + field);
+                }
+                addCrc(pos);
+                pos += 4;
             }
             else if (wire == WIRE_LEN && field == ignoredSettledField)
             {
@@ -173,9 +193,24 @@ final class BatchRequestDecoder
         }
     }
 
+    /** Appends the little-endian fixed32 at {@code at} to {@link #crcs}. */
+    private void addCrc(final int at)
+    {
+        if (crcCount == crcs.length)
+        {
+            crcs = java.util.Arrays.copyOf(crcs, crcCount * 2);
+        }
+        crcs[crcCount++] = (payload[at] & 0xFF) | (payload[at + 1] & 0xFF) << 8 | (payload[at + 2] & 0xFF) << 16 |
+            (payload[at + 3] & 0xFF) << 24;
+    }
+
     /** Lets go of a buffer that one big request grew; call once the decoded batch is no longer used. */
     void trim()
     {
+        if (crcs.length > RETAINED_PAYLOAD_BYTES / 4)
+        {
+            crcs = new int[128];
+        }
         if (payload.length > RETAINED_PAYLOAD_BYTES)
         {
             payload = new byte[INITIAL_PAYLOAD_BYTES];

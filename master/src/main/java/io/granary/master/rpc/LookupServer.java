@@ -311,7 +311,9 @@ public final class LookupServer implements AutoCloseable
             case METHOD_BATCH_PUT_START:
                 return handler.batchPutStart(BatchPutStartRequest.parseFrom(payload.nioBuffer()), answer);
             case METHOD_BATCH_PUT_END:
-                return handler.batchPutEnd(BatchKeysRequest.parseFrom(payload.nioBuffer()));
+                decoder.decodeBatchKeys(payload);
+                return handler.batchPutEnd(decoder.tenant, decoder.clientId, decoder.keys, decoder.crcs,
+                    decoder.crcCount);
             case METHOD_BATCH_PUT_REVOKE:
                 return handler.batchPutRevoke(BatchKeysRequest.parseFrom(payload.nioBuffer()));
             default:

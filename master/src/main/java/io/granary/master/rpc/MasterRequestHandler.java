@@ -540,6 +540,30 @@ public final class MasterRequestHandler
             store.putEnd(tenant(req.getTenant()), req.getClientId(), key, hasCrc, hasCrc ? req.getCrc32C(i) : 0));
     }
 
+    /**
+     * BatchPutEnd over keys given as bytes (the lookup port decodes them without building Strings): {@code crcs} holds
+     * no checksum ({@code crcCount} 0) or one per key.
+     */
+    public BatchCodeResponse batchPutEnd(
+        final String tenant, final String clientId, final KeyBatch keys, final int[] crcs, final int crcCount)
+    {
+        final BatchCodeResponse.Builder b = BatchCodeResponse.newBuilder();
+        final int n = keys.size();
+        if ((crcCount != 0 && crcCount != n) || badTenant(tenant) || badBatch(n) || badClientId(clientId))
+        {
+            return b.setCode(INVALID_PARAMS_VALUE).build();
+        }
+        final String t = tenant(tenant);
+        final long tenantMix = MetadataStore.tenantMix(t);
+        store.touch(t, tenantMix, keys);
+        final boolean hasCrc = crcCount != 0;
+        for (int i = 0; i < n; i++)
+        {
+            b.addCodes(store.putEnd(t, tenantMix, clientId, keys, i, hasCrc, hasCrc ? crcs[i] : 0));
+        }
+        return b.setCode(OK_VALUE).build();
+    }
+
     /** BatchPutRevoke: {@code settled} holds nothing or one entry per key, of at most MAX_REPLICAS replicas each. */
     public BatchCodeResponse batchPutRevoke(final BatchKeysRequest req)
     {

@@ -5,7 +5,9 @@ import com.google.protobuf.MessageLite;
 import io.granary.master.meta.KeyBatch;
 import io.granary.master.meta.MetadataFixture;
 import io.granary.master.meta.MetadataStore;
+import io.granary.proto.BatchCodeResponse;
 import io.granary.proto.BatchGetReplicaListResponse;
+import io.granary.proto.BatchKeysRequest;
 import io.granary.proto.BatchPutStartRequest;
 import io.granary.proto.BatchPutStartResponse;
 import io.granary.proto.PutOptions;
@@ -27,8 +29,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * {@link BatchReplicaAnswer} writes the bytes protobuf-java writes for the message the handler builds for the same
- * answer. Two masters in the same state (same clock, same segments, same deterministic token signer) get the same
- * requests; one answers through the message, the other straight to the wire, and the bytes must be equal.
+ * answer. Two masters in the same state (same clock, same segments, same deterministic token signer and placement) get
+ * the same requests; one answers through the message, the other straight to the wire, and the bytes must be equal.
+ * BatchPutEnd over keys as bytes (the lookup port's decoding) is held to the message path the same way.
  */
 class BatchReplicaAnswerTest
 {
@@ -108,22 +111,40 @@ class BatchReplicaAnswerTest
                 final BatchPutStartResponse started = (BatchPutStartResponse)fromMessage;
                 assertThat(BatchPutStartResponse.parseFrom(bytes(fromWire))).isEqualTo(started);
 
-                // Complete most of the puts (same on both masters), some with a checksum of 0.
+                // Complete most of the puts with one BatchPutEnd: the message path on one master, the bytes path
+                // (what the lookup port decodes) on the other; also keys never started, invalid keys and, now and
+                // then, another client's end of them or a checksum count that does not match.
+                final boolean crc = random.nextBoolean();
+                final BatchKeysRequest.Builder end = BatchKeysRequest.newBuilder().setTenant(put.getTenant())
+                    .setClientId(random.nextInt(10) == 0 ? "someone-else" : MetadataFixture.CLIENT);
                 for (int i = 0; i < n; i++)
                 {
                     final int code = started.getResults(i).getCode();
                     written += code == OK_VALUE ? 1 : 0;
                     refused += code == OK_VALUE ? 0 : 1;
-                    if (code == OK_VALUE && random.nextInt(8) != 0)
+                    if (random.nextInt(8) != 0)
                     {
-                        final boolean crc = random.nextBoolean();
-                        final int value = random.nextInt(4) == 0 ? 0 : random.nextInt();
-                        for (final Master m : new Master[] {built, wired})
+                        end.addKeys(random.nextInt(30) == 0 ? "never-started-" + i : put.getKeys(i));
+                        if (crc)
                         {
-                            assertThat(m.fixture.store.putEnd(tenantOf(put.getTenant()), MetadataFixture.CLIENT,
-                                put.getKeys(i), crc, value)).isEqualTo(OK_VALUE);
+                            end.addCrc32C(random.nextInt(4) == 0 ? 0 : random.nextInt());
                         }
-                        stored.computeIfAbsent(put.getTenant(), t -> new ArrayList<>()).add(put.getKeys(i));
+                    }
+                }
+                if (crc && random.nextInt(20) == 0)
+                {
+                    end.addCrc32C(1); // one checksum too many: the whole batch is refused
+                }
+                final BatchKeysRequest ends = end.build();
+                final BatchCodeResponse ended = built.handler.batchPutEnd(ends);
+                final int[] crcs = ends.getCrc32CList().stream().mapToInt(Integer::intValue).toArray();
+                assertThat(wired.handler.batchPutEnd(ends.getTenant(), ends.getClientId(), KeyBatch.of(ends.getKeysList()),
+                    crcs, crcs.length)).as("BatchPutEnd round %d", round).isEqualTo(ended);
+                for (int i = 0; i < ended.getCodesCount(); i++)
+                {
+                    if (ended.getCodes(i) == OK_VALUE)
+                    {
+                        stored.computeIfAbsent(put.getTenant(), t -> new ArrayList<>()).add(ends.getKeys(i));
                     }
                 }
 

@@ -86,6 +86,49 @@ class BatchRequestDecoderTest
     }
 
     @Test
+    void shouldTakeTheClientIdAndEveryChecksumPackedOrNotAsProtobufDoes() throws java.io.IOException
+    {
+        final BatchRequestDecoder d = new BatchRequestDecoder();
+        final BatchKeysRequest packed = BatchKeysRequest.newBuilder().setTenant("t").setClientId("client-ü")
+            .addKeys("a").addKeys("b").addKeys("c").addCrc32C(0).addCrc32C(-1).addCrc32C(0x12345678).build();
+        d.decodeBatchKeys(Unpooled.wrappedBuffer(packed.toByteArray()));
+        assertThat(d.clientId).isEqualTo("client-ü");
+        assertThat(java.util.Arrays.copyOf(d.crcs, d.crcCount)).containsExactly(0, -1, 0x12345678);
+
+        // The same checksums unpacked (tag 0x25 = field 4, fixed32) and split around a packed run of one: protobuf
+        // reads them in order, and so must the decoder.
+        final java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+        final com.google.protobuf.CodedOutputStream cos = com.google.protobuf.CodedOutputStream.newInstance(out);
+        cos.writeString(3, "a");
+        cos.writeFixed32(4, 7);
+        cos.writeTag(4, 2);
+        cos.writeUInt32NoTag(4);
+        cos.writeFixed32NoTag(8);
+        cos.writeFixed32(4, 9);
+        cos.flush();
+        final byte[] mixed = out.toByteArray();
+        assertThat(BatchKeysRequest.parseFrom(mixed).getCrc32CList()).containsExactly(7, 8, 9);
+        d.decodeBatchKeys(Unpooled.wrappedBuffer(mixed));
+        assertThat(java.util.Arrays.copyOf(d.crcs, d.crcCount)).containsExactly(7, 8, 9);
+        assertThat(d.clientId).as("reset for every request").isEmpty();
+
+        // More checksums than the array holds at first; a truncated unpacked one is refused as protobuf refuses it.
+        final BatchKeysRequest.Builder many = BatchKeysRequest.newBuilder();
+        for (int i = 0; i < 1000; i++)
+        {
+            many.addKeys("k" + i).addCrc32C(i * 31);
+        }
+        d.decodeBatchKeys(Unpooled.wrappedBuffer(many.build().toByteArray()));
+        assertThat(d.crcCount).isEqualTo(1000);
+        assertThat(d.crcs[999]).isEqualTo(999 * 31);
+        final byte[] truncated = {0x25, 1, 2};
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> BatchKeysRequest.parseFrom(truncated))
+            .isInstanceOf(InvalidProtocolBufferException.class);
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> d.decodeBatchKeys(Unpooled.wrappedBuffer(truncated)))
+            .isInstanceOf(InvalidProtocolBufferException.class);
+    }
+
+    @Test
     void shouldRefuseMalformedSettledReplicasAsProtobufDoesAndSkipWellFormedOnes() throws InvalidProtocolBufferException
     {
         // Field 5 (BatchPutRevoke's settled replicas) holding an entry whose node id (field 1 of field 1) is not UTF-8.
