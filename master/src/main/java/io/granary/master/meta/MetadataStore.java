@@ -504,15 +504,63 @@ public final class MetadataStore implements SnapshotSource
         final long[] versionOut,
         final SharedGrants grants)
     {
-        int code = checkKey(key);
+        final int code = checkKey(key);
         if (code != OK_VALUE)
         {
             return code;
         }
+        final byte[] keyBytes = KeyBytes.utf8(key);
+        return putStart(tenant, clientId, keyBytes, hashOf(tenant, keyBytes, 0, keyBytes.length), valueLength, options,
+            avoidNodes, replicasOut, versionOut, grants);
+    }
+
+    /**
+     * {@link #putStart(String, String, String, long, PutOptions, Set, List, long[], SharedGrants)} of key {@code i}
+     * of a batch given as bytes (the lookup port decodes keys without building Strings); {@code tenantMix} is
+     * {@link #tenantMix}{@code (tenant)}.
+     */
+    public int putStart(
+        final String tenant,
+        final long tenantMix,
+        final String clientId,
+        final KeyBatch keys,
+        final int i,
+        final long valueLength,
+        final PutOptions options,
+        final Set<String> avoidNodes,
+        final List<Replica> replicasOut,
+        final long[] versionOut,
+        final SharedGrants grants)
+    {
+        final int off = keys.offsets[i];
+        final int len = keys.lengths[i];
+        final int code = KeyBytes.check(keys.bytes, off, len);
+        if (code != OK_VALUE)
+        {
+            return code;
+        }
+        return putStart(tenant, clientId, Arrays.copyOfRange(keys.bytes, off, off + len),
+            combine(keys.hashes[i], tenantMix), valueLength, options, avoidNodes, replicasOut, versionOut, grants);
+    }
+
+    /** A put of a valid key given as its own UTF-8 bytes (kept by the object) and its {@link #hashOf hash}. */
+    private int putStart(
+        final String tenant,
+        final String clientId,
+        final byte[] keyBytes,
+        final long hash,
+        final long valueLength,
+        final PutOptions options,
+        final Set<String> avoidNodes,
+        final List<Replica> replicasOut,
+        final long[] versionOut,
+        final SharedGrants grants)
+    {
         if (valueLength < 0 || valueLength > settings.maxValueBytes || clientId.isEmpty())
         {
             return INVALID_PARAMS_VALUE;
         }
+        int code;
         final long[] softPinTtl = new long[1];
         code = checkPutOptions(options, softPinTtl);
         if (code != OK_VALUE)
@@ -522,8 +570,6 @@ public final class MetadataStore implements SnapshotSource
         putStarts.increment();
         final long now = clock.nanoTime();
 
-        final byte[] keyBytes = KeyBytes.utf8(key);
-        final long hash = hashOf(tenant, keyBytes, 0, keyBytes.length);
         final ObjectMeta existing = lockForKey(tenant, keyBytes, 0, keyBytes.length, hash);
         if (existing != null)
         {
@@ -560,7 +606,7 @@ public final class MetadataStore implements SnapshotSource
 
         // Linked before placement, so that the eviction this put may trigger never takes its parent as a leaf.
         final byte[][] parentKey = new byte[1][];
-        final Object parentUnit = linkParent(tenant, options.getParentKey(), key, options.getGroupId(), parentKey);
+        final Object parentUnit = linkParent(tenant, options.getParentKey(), keyBytes, options.getGroupId(), parentKey);
         final int wanted = Math.max(1, options.getReplicas());
         List<ReplicaRecord> placed = place(wanted, valueLength, options, avoidNodes);
         if (placed.size() < wanted && releaseDueExtents(clock.nanoTime()) > 0)
@@ -663,9 +709,9 @@ public final class MetadataStore implements SnapshotSource
      */
     /** Links a put to its parent's unit; {@code parentKeyOut[0]} gets the parent's key bytes when linked. */
     private Object linkParent(
-        final String tenant, final String parentKey, final String key, final String groupId, final byte[][] parentKeyOut)
+        final String tenant, final String parentKey, final byte[] key, final String groupId, final byte[][] parentKeyOut)
     {
-        if (parentKey.isEmpty() || parentKey.equals(key))
+        if (parentKey.isEmpty() || Arrays.equals(KeyBytes.utf8(parentKey), key))
         {
             return null;
         }

@@ -2,6 +2,7 @@ package io.granary.master.rpc;
 
 import com.google.protobuf.InvalidProtocolBufferException;
 import io.granary.master.meta.KeyBatch;
+import io.granary.proto.PutOptions;
 import io.granary.proto.SettledReplicas;
 import io.netty.buffer.ByteBuf;
 
@@ -9,9 +10,11 @@ import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
 
 /**
- * Decodes the protobuf wire form of BatchKeysRequest and BatchProbeKeyRequest straight from a
+ * Decodes the protobuf wire form of BatchKeysRequest, BatchProbeKeyRequest and BatchPutStartRequest straight from a
  * frame into a {@link KeyBatch}: the payload is copied once into a reusable array and the keys are
  * ranges of it, hashed but never turned into Strings. Unknown fields are skipped as protobuf
  * requires; anything malformed is an InvalidProtocolBufferException. One instance per connection
@@ -76,15 +79,7 @@ final class BatchRequestDecoder
         final int grantsField)
         throws InvalidProtocolBufferException
     {
-        final int length = in.readableBytes();
-        if (payload.length < length)
-        {
-            payload = new byte[Math.max(length, payload.length * 2)];
-        }
-        in.readBytes(payload, 0, length);
-        pos = 0;
-        end = length;
-        keys.wrap(payload);
+        load(in);
         tenant = "";
         mode = 0;
         candidateSize = 0;
@@ -193,6 +188,138 @@ final class BatchRequestDecoder
         }
     }
 
+    /** Copies the request into {@link #payload} and starts reading it; the key batch wraps it. */
+    private void load(final ByteBuf in)
+    {
+        final int length = in.readableBytes();
+        if (payload.length < length)
+        {
+            payload = new byte[Math.max(length, payload.length * 2)];
+        }
+        in.readBytes(payload, 0, length);
+        pos = 0;
+        end = length;
+        keys.wrap(payload);
+    }
+
+    /** BatchPutStartRequest.value_lengths: the first {@link #lengthCount} entries. */
+    long[] lengths = new long[128];
+    int lengthCount;
+    /** BatchPutStartRequest.options (every occurrence merged, as protobuf merges a repeated singular message). */
+    PutOptions options;
+    /** BatchPutStartRequest.per_key_options and avoid_node_ids, in order. */
+    final List<PutOptions> perKeyOptions = new ArrayList<>();
+    final List<String> avoidNodeIds = new ArrayList<>();
+
+    /**
+     * BatchPutStartRequest: 1 tenant, 2 client_id, 3 repeated keys, 4 repeated uint64 value_lengths (packed or not),
+     * 5 PutOptions options, 6 repeated avoid_node_ids, 7 repeated PutOptions per_key_options, 8 shared_grants. The
+     * options messages (one per batch, or one per key when they differ) are parsed by protobuf; the keys are left as
+     * ranges of the payload.
+     */
+    void decodeBatchPutStart(final ByteBuf in) throws InvalidProtocolBufferException
+    {
+        load(in);
+        tenant = "";
+        clientId = "";
+        sharedGrants = false;
+        lengthCount = 0;
+        options = null;
+        perKeyOptions.clear();
+        avoidNodeIds.clear();
+        while (pos < end)
+        {
+            final int tag = (int)readVarint();
+            final int field = tag >>> 3;
+            final int wire = tag & 7;
+            if (field <= 0)
+            {
+                throw new InvalidProtocolBufferException("invalid field number " + field);
+            }
+            if (wire == WIRE_LEN && (field == 1 || field == 2 || field == 3 || field == 6))
+            {
+                final int len = readLength();
+                if (!validUtf8(payload, pos, len))
+                {
+                    throw new InvalidProtocolBufferException("string field " + field + " is not valid UTF-8");
+                }
+                if (field == 3)
+                {
+                    keys.addRange(pos, len);
+                }
+                else
+                {
+                    final String value = new String(payload, pos, len, StandardCharsets.UTF_8);
+                    if (field == 1)
+                    {
+                        tenant = value;
+                    }
+                    else if (field == 2)
+                    {
+                        clientId = value;
+                    }
+                    else
+                    {
+                        avoidNodeIds.add(value);
+                    }
+                }
+                pos += len;
+            }
+            else if (wire == WIRE_LEN && field == 4)
+            {
+                final int len = readLength();
+                for (final int stop = pos + len; pos < stop; )
+                {
+                    final long value = readVarint();
+                    if (pos > stop)
+                    {
+                        throw new InvalidProtocolBufferException("a packed varint runs past its field");
+                    }
+                    addLength(value);
+                }
+            }
+            else if (wire == WIRE_VARINT && field == 4)
+            {
+                addLength(readVarint());
+            }
+            else if (wire == WIRE_LEN && (field == 5 || field == 7))
+            {
+                final int len = readLength();
+                final PutOptions parsed = PutOptions.parser().parseFrom(payload, pos, len);
+                pos += len;
+                if (field == 7)
+                {
+                    perKeyOptions.add(parsed);
+                }
+                else
+                {
+                    options = options == null ? parsed : options.toBuilder().mergeFrom(parsed).build();
+                }
+            }
+            else if (wire == WIRE_VARINT && field == 8)
+            {
+                sharedGrants = readVarint() != 0;
+            }
+            else
+            {
+                skip(field, wire, 0);
+            }
+        }
+        if (options == null)
+        {
+            options = PutOptions.getDefaultInstance();
+        }
+    }
+
+    private void addLength(final long value)
+    {
+        if (lengthCount == lengths.length)
+        {
+            lengths = java.util.Arrays.copyOf(lengths, lengthCount * 2);
+        }
+        lengths[lengthCount++] = value;
+    }
+
     /** Appends the little-endian fixed32 at {@code at} to {@link #crcs}. */
     private void addCrc(final int at)
     {
@@ -211,6 +338,13 @@ final class BatchRequestDecoder
         {
             crcs = new int[128];
         }
+        if (lengths.length > RETAINED_PAYLOAD_BYTES / 8)
+        {
+            lengths = new long[128];
+        }
+        options = null;
+        perKeyOptions.clear();
+        avoidNodeIds.clear();
         if (payload.length > RETAINED_PAYLOAD_BYTES)
         {
             payload = new byte[INITIAL_PAYLOAD_BYTES];

@@ -309,7 +309,10 @@ public final class LookupServer implements AutoCloseable
             case METHOD_PUT_REVOKE:
                 return handler.putRevoke(PutRevokeRequest.parseFrom(payload.nioBuffer()));
             case METHOD_BATCH_PUT_START:
-                return handler.batchPutStart(BatchPutStartRequest.parseFrom(payload.nioBuffer()), answer);
+                decoder.decodeBatchPutStart(payload);
+                return handler.batchPutStart(decoder.tenant, decoder.clientId, decoder.keys, decoder.lengths,
+                    decoder.lengthCount, decoder.options, decoder.perKeyOptions, decoder.avoidNodeIds,
+                    decoder.sharedGrants, answer);
             case METHOD_BATCH_PUT_END:
                 decoder.decodeBatchKeys(payload);
                 return handler.batchPutEnd(decoder.tenant, decoder.clientId, decoder.keys, decoder.crcs,

@@ -40,6 +40,7 @@ import io.granary.proto.MountSegmentRequest;
 import io.granary.proto.MountSegmentResponse;
 import io.granary.proto.NodeStatus;
 import io.granary.proto.PutEndRequest;
+import io.granary.proto.PutOptions;
 import io.granary.proto.PutRevokeRequest;
 import io.granary.proto.PutStartRequest;
 import io.granary.proto.PutStartResponse;
@@ -463,23 +464,62 @@ public final class MasterRequestHandler
      */
     public Object batchPutStart(final BatchPutStartRequest req, final BatchReplicaAnswer wire)
     {
-        final BatchPutStartResponse.Builder b = BatchPutStartResponse.newBuilder();
         if (badTenant(req.getTenant()) || badBatch(req.getKeysCount()) || badClientId(req.getClientId()) ||
             req.getKeysCount() != req.getValueLengthsCount() || req.getAvoidNodeIdsCount() > MAX_AVOID_NODES ||
             (req.getPerKeyOptionsCount() != 0 && req.getPerKeyOptionsCount() != req.getKeysCount()))
         {
-            return b.setCode(INVALID_PARAMS_VALUE).build();
+            return BatchPutStartResponse.newBuilder().setCode(INVALID_PARAMS_VALUE).build();
         }
         final boolean perKey = req.getPerKeyOptionsCount() != 0;
         final String tenant = tenant(req.getTenant());
         // A batch of new keys still probes cold index slots.
         store.touch(tenant, req.getKeysList(), wire == null ? null : wire.touchKeys());
         final Set<String> avoid = avoid(req.getAvoidNodeIdsList());
+        return startBatch(req.getKeysCount(), req.getSharedGrants(), wire, (i, replicas, version, grants) ->
+            store.putStart(tenant, req.getClientId(), req.getKeys(i), req.getValueLengths(i),
+                perKey ? req.getPerKeyOptions(i) : req.getOptions(), avoid, replicas, version, grants));
+    }
+
+    /**
+     * {@link #batchPutStart(BatchPutStartRequest, BatchReplicaAnswer)} over a request the lookup port decoded: keys
+     * as bytes, {@code lengthCount} value lengths, the batch's options, per-key options (none, or one per key) and
+     * the nodes to avoid.
+     */
+    public Object batchPutStart(
+        final String tenant, final String clientId, final KeyBatch keys, final long[] lengths, final int lengthCount,
+        final PutOptions options, final List<PutOptions> perKeyOptions, final List<String> avoidNodeIds,
+        final boolean sharedGrants, final BatchReplicaAnswer wire)
+    {
+        final int n = keys.size();
+        if (badTenant(tenant) || badBatch(n) || badClientId(clientId) || n != lengthCount ||
+            avoidNodeIds.size() > MAX_AVOID_NODES || (!perKeyOptions.isEmpty() && perKeyOptions.size() != n))
+        {
+            return BatchPutStartResponse.newBuilder().setCode(INVALID_PARAMS_VALUE).build();
+        }
+        final boolean perKey = !perKeyOptions.isEmpty();
+        final String t = tenant(tenant);
+        final long tenantMix = MetadataStore.tenantMix(t);
+        store.touch(t, tenantMix, keys);
+        final Set<String> avoid = avoid(avoidNodeIds);
+        return startBatch(n, sharedGrants, wire, (i, replicas, version, grants) ->
+            store.putStart(t, tenantMix, clientId, keys, i, lengths[i], perKey ? perKeyOptions.get(i) : options, avoid,
+                replicas, version, grants));
+    }
+
+    /** The PutStart of key {@code i} of a batch (see {@link MetadataStore#putStart}). */
+    @FunctionalInterface
+    private interface BatchPut
+    {
+        int start(int i, List<Replica> replicas, long[] version, SharedGrants grants);
+    }
+
+    /** Runs a valid batch's PutStarts in order and answers them (into {@code wire} with shared grants, if given). */
+    private Object startBatch(final int n, final boolean sharedGrants, final BatchReplicaAnswer wire, final BatchPut put)
+    {
         final List<Replica> replicas = new ArrayList<>(2);
         final long[] version = new long[1];
-        final int n = req.getKeysCount();
         // With shared grants the keys are placed first and each run of contiguous extents is signed once after.
-        final SharedGrants grants = !req.getSharedGrants() ? null :
+        final SharedGrants grants = !sharedGrants ? null :
             wire != null ? wire.grants(Opcode.WRITE) : new SharedGrants(Opcode.WRITE);
         final BatchReplicaAnswer direct = grants == null ? null : wire;
         final PutStartResponse.Builder[] results = direct == null ? new PutStartResponse.Builder[n] : null;
@@ -495,8 +535,7 @@ public final class MasterRequestHandler
             {
                 grants.key(i);
             }
-            final int code = store.putStart(tenant, req.getClientId(), req.getKeys(i), req.getValueLengths(i),
-                perKey ? req.getPerKeyOptions(i) : req.getOptions(), avoid, replicas, version, grants);
+            final int code = put.start(i, replicas, version, grants);
             if (direct != null)
             {
                 direct.put(code, version[0]);
@@ -515,6 +554,7 @@ public final class MasterRequestHandler
             direct.finish(grants);
             return direct;
         }
+        final BatchPutStartResponse.Builder b = BatchPutStartResponse.newBuilder();
         for (int i = 0; i < n; i++)
         {
             if (grants != null)

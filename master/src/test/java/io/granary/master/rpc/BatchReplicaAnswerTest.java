@@ -12,6 +12,7 @@ import io.granary.proto.BatchPutStartRequest;
 import io.granary.proto.BatchPutStartResponse;
 import io.granary.proto.PutOptions;
 import io.granary.protocol.FrameDescriptor;
+import io.netty.buffer.Unpooled;
 import org.junit.jupiter.api.Test;
 
 import java.io.IOException;
@@ -81,6 +82,7 @@ class BatchReplicaAnswerTest
             final Master built = new Master(tokens, 3, 64L << 20);
             final Master wired = new Master(tokens, 3, 64L << 20);
             final BatchReplicaAnswer answer = new BatchReplicaAnswer(); // reused across batches, as per connection
+            final BatchRequestDecoder decoder = new BatchRequestDecoder();
             final Map<String, List<String>> stored = new HashMap<>(); // complete keys per tenant
             int written = 0;
             int refused = 0;
@@ -93,6 +95,11 @@ class BatchReplicaAnswerTest
                     .setTenant(random.nextBoolean() ? "" : "t" + random.nextInt(2)).setClientId(MetadataFixture.CLIENT)
                     .setSharedGrants(true)
                     .setOptions(PutOptions.newBuilder().setReplicas(1 + random.nextInt(3)));
+                if (random.nextInt(4) == 0)
+                {
+                    put.addAvoidNodeIds("node-" + random.nextInt(3)); // placed elsewhere when others have room
+                }
+                final boolean perKey = random.nextInt(4) == 0;
                 final int n = 1 + random.nextInt(40);
                 for (int i = 0; i < n; i++)
                 {
@@ -100,9 +107,23 @@ class BatchReplicaAnswerTest
                     final String key = kind == 0 ? "" : kind == 1 && i > 0 ? put.getKeys(i - 1) : "k" + round + "-" + i;
                     final long length = kind == 2 ? 0 : kind == 3 ? random.nextInt(2 << 20) : 1 + random.nextInt(8192);
                     put.addKeys(key).addValueLengths(length);
+                    if (perKey)
+                    {
+                        // Per-key options: replica counts, a parent (the previous key, or the key itself), a group.
+                        final PutOptions.Builder o = PutOptions.newBuilder().setReplicas(1 + random.nextInt(3));
+                        final int extra = random.nextInt(6);
+                        o.setParentKey(extra == 0 && i > 0 ? put.getKeys(i - 1) : extra == 1 ? key : "");
+                        o.setGroupId(extra == 2 ? "g" + round : "");
+                        put.addPerKeyOptions(o);
+                    }
                 }
+                // One master answers through the message; the other decodes the request as the lookup port does
+                // (keys as bytes) and writes the answer straight to the wire.
                 final Object fromMessage = built.handler.batchPutStart(put.build(), null);
-                final Object fromWire = wired.handler.batchPutStart(put.build(), answer);
+                decoder.decodeBatchPutStart(Unpooled.wrappedBuffer(put.build().toByteArray()));
+                final Object fromWire = wired.handler.batchPutStart(decoder.tenant, decoder.clientId, decoder.keys,
+                    decoder.lengths, decoder.lengthCount, decoder.options, decoder.perKeyOptions, decoder.avoidNodeIds,
+                    decoder.sharedGrants, answer);
                 assertThat(fromMessage).isInstanceOf(BatchPutStartResponse.class);
                 assertThat(fromWire).isSameAs(answer);
                 final byte[] expected = bytes(fromMessage);

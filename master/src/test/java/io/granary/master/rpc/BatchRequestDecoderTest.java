@@ -129,6 +129,122 @@ class BatchRequestDecoderTest
     }
 
     @Test
+    void shouldDecodeABatchPutStartAsProtobufDoes() throws java.io.IOException
+    {
+        final BatchRequestDecoder d = new BatchRequestDecoder();
+        final io.granary.proto.PutOptions one = io.granary.proto.PutOptions.newBuilder().setReplicas(2).setGroupId("g")
+            .build();
+        final io.granary.proto.BatchPutStartRequest request = io.granary.proto.BatchPutStartRequest.newBuilder()
+            .setTenant("t").setClientId("c-ü").addKeys("a").addKeys("ключ").addValueLengths(0)
+            .addValueLengths(Long.MAX_VALUE).setOptions(one).addAvoidNodeIds("n1").addAvoidNodeIds("n2")
+            .addPerKeyOptions(one).addPerKeyOptions(io.granary.proto.PutOptions.getDefaultInstance())
+            .setSharedGrants(true).build();
+        d.decodeBatchPutStart(Unpooled.wrappedBuffer(request.toByteArray()));
+        assertThat(d.tenant).isEqualTo("t");
+        assertThat(d.clientId).isEqualTo("c-ü");
+        assertThat(keysOf(d)).containsExactly("a", "ключ");
+        assertThat(java.util.Arrays.copyOf(d.lengths, d.lengthCount)).containsExactly(0, Long.MAX_VALUE);
+        assertThat(d.options).isEqualTo(one);
+        assertThat(d.perKeyOptions).containsExactly(one, io.granary.proto.PutOptions.getDefaultInstance());
+        assertThat(d.avoidNodeIds).containsExactly("n1", "n2");
+        assertThat(d.sharedGrants).isTrue();
+
+        // Lengths unpacked and packed in turn, the options twice (protobuf merges them), a key after both.
+        final java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+        final com.google.protobuf.CodedOutputStream cos = com.google.protobuf.CodedOutputStream.newInstance(out);
+        cos.writeString(3, "x");
+        cos.writeUInt64(4, 5);
+        cos.writeTag(4, 2);
+        cos.writeUInt32NoTag(com.google.protobuf.CodedOutputStream.computeUInt64SizeNoTag(300) + 1);
+        cos.writeUInt64NoTag(300);
+        cos.writeUInt64NoTag(7);
+        cos.writeMessage(5, io.granary.proto.PutOptions.newBuilder().setReplicas(3).build());
+        cos.writeMessage(5, io.granary.proto.PutOptions.newBuilder().setGroupId("h").build());
+        cos.writeString(3, "y");
+        cos.writeString(3, "z");
+        cos.flush();
+        final byte[] mixed = out.toByteArray();
+        final io.granary.proto.BatchPutStartRequest parsed = io.granary.proto.BatchPutStartRequest.parseFrom(mixed);
+        d.decodeBatchPutStart(Unpooled.wrappedBuffer(mixed));
+        assertThat(keysOf(d)).isEqualTo(parsed.getKeysList());
+        assertThat(java.util.Arrays.stream(d.lengths, 0, d.lengthCount).boxed().toList())
+            .isEqualTo(parsed.getValueLengthsList()).containsExactly(5L, 300L, 7L);
+        assertThat(d.options).isEqualTo(parsed.getOptions());
+        assertThat(d.options.getReplicas()).isEqualTo(3);
+        assertThat(d.options.getGroupId()).isEqualTo("h");
+        assertThat(d.tenant).as("reset for every request").isEmpty();
+        assertThat(d.perKeyOptions).isEmpty();
+        assertThat(d.avoidNodeIds).isEmpty();
+        assertThat(d.sharedGrants).isFalse();
+
+        // A packed run whose last varint crosses the end of its field is refused, as protobuf refuses it.
+        final byte[] crossing = {0x22, 0x01, (byte)0x80, 0x01};
+        org.assertj.core.api.Assertions.assertThatThrownBy(
+            () -> io.granary.proto.BatchPutStartRequest.parseFrom(crossing))
+            .isInstanceOf(InvalidProtocolBufferException.class);
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> d.decodeBatchPutStart(Unpooled.wrappedBuffer(crossing)))
+            .isInstanceOf(InvalidProtocolBufferException.class);
+        // Options that are no PutOptions message are refused, as protobuf refuses them.
+        final byte[] badOptions = {0x2a, 0x02, 0x08};
+        org.assertj.core.api.Assertions.assertThatThrownBy(
+            () -> io.granary.proto.BatchPutStartRequest.parseFrom(badOptions))
+            .isInstanceOf(InvalidProtocolBufferException.class);
+        org.assertj.core.api.Assertions.assertThatThrownBy(
+            () -> d.decodeBatchPutStart(Unpooled.wrappedBuffer(badOptions)))
+            .isInstanceOf(InvalidProtocolBufferException.class);
+    }
+
+    @Test
+    void shouldAcceptExactlyTheBatchPutStartsProtobufAccepts()
+    {
+        final byte[] valid = io.granary.proto.BatchPutStartRequest.newBuilder().setTenant("t").setClientId("c")
+            .addKeys("alpha").addKeys("beta").addValueLengths(4096).addValueLengths(300)
+            .setOptions(io.granary.proto.PutOptions.newBuilder().setReplicas(2).setParentKey("p"))
+            .addAvoidNodeIds("n").setSharedGrants(true).build().toByteArray();
+        final SplittableRandom random = new SplittableRandom(21);
+        final BatchRequestDecoder d = new BatchRequestDecoder();
+        int refused = 0;
+        for (int i = 0; i < 20_000; i++)
+        {
+            final byte[] bytes = valid.clone();
+            for (int m = 1 + random.nextInt(3); m > 0; m--)
+            {
+                bytes[random.nextInt(bytes.length)] = (byte)random.nextInt(256);
+            }
+            io.granary.proto.BatchPutStartRequest expected = null;
+            try
+            {
+                expected = io.granary.proto.BatchPutStartRequest.parseFrom(bytes);
+            }
+            catch (final InvalidProtocolBufferException ex)
+            {
+                refused++;
+            }
+            try
+            {
+                d.decodeBatchPutStart(Unpooled.wrappedBuffer(bytes));
+                assertThat(expected).as("accepted what protobuf refuses: %s", java.util.HexFormat.of().formatHex(bytes))
+                    .isNotNull();
+                assertThat(keysOf(d)).isEqualTo(expected.getKeysList());
+                assertThat(java.util.Arrays.stream(d.lengths, 0, d.lengthCount).boxed().toList())
+                    .isEqualTo(expected.getValueLengthsList());
+                assertThat(d.tenant).isEqualTo(expected.getTenant());
+                assertThat(d.clientId).isEqualTo(expected.getClientId());
+                assertThat(d.options).isEqualTo(expected.getOptions());
+                assertThat(d.perKeyOptions).isEqualTo(expected.getPerKeyOptionsList());
+                assertThat(d.avoidNodeIds).isEqualTo(expected.getAvoidNodeIdsList());
+                assertThat(d.sharedGrants).isEqualTo(expected.getSharedGrants());
+            }
+            catch (final InvalidProtocolBufferException ex)
+            {
+                assertThat(expected).as("refused what protobuf accepts: %s", java.util.HexFormat.of().formatHex(bytes))
+                    .isNull();
+            }
+        }
+        assertThat(refused).as("some mutations are malformed").isPositive();
+    }
+
+    @Test
     void shouldRefuseMalformedSettledReplicasAsProtobufDoesAndSkipWellFormedOnes() throws InvalidProtocolBufferException
     {
         // Field 5 (BatchPutRevoke's settled replicas) holding an entry whose node id (field 1 of field 1) is not UTF-8.
