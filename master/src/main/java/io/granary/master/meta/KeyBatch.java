@@ -106,23 +106,6 @@ public final class KeyBatch
         size++;
     }
 
-    /**
-     * Empties the batch for reuse; arrays grown past {@code retainedBytes} of keys (or as many keys) are let go, so a
-     * batch kept by a connection does not hold one huge request's memory.
-     */
-    public void reset(final int retainedBytes)
-    {
-        size = 0;
-        if (wrapped || bytes.length > retainedBytes || offsets.length > retainedBytes)
-        {
-            bytes = new byte[Math.min(bytes.length, retainedBytes)];
-            offsets = new int[Math.min(offsets.length, retainedBytes)];
-            lengths = new int[offsets.length];
-            hashes = new long[offsets.length];
-            wrapped = false;
-        }
-    }
-
     private void ensure(final int keys, final int byteCount)
     {
         if (keys > offsets.length)

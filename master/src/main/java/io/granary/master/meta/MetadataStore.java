@@ -711,11 +711,17 @@ public final class MetadataStore implements SnapshotSource
     private Object linkParent(
         final String tenant, final String parentKey, final byte[] key, final String groupId, final byte[][] parentKeyOut)
     {
-        if (parentKey.isEmpty() || Arrays.equals(KeyBytes.utf8(parentKey), key))
+        if (parentKey.isEmpty())
         {
             return null;
         }
-        final ObjectMeta parent = lockForKey(tenant, parentKey);
+        final byte[] parentBytes = KeyBytes.utf8(parentKey);
+        if (Arrays.equals(parentBytes, key))
+        {
+            return null;
+        }
+        final ObjectMeta parent =
+            lockForKey(tenant, parentBytes, 0, parentBytes.length, hashOf(tenant, parentBytes, 0, parentBytes.length));
         if (parent == null)
         {
             parentsMissing.increment();
@@ -1184,19 +1190,7 @@ public final class MetadataStore implements SnapshotSource
     /** {@link #touch(String, long, KeyBatch)} for keys given as Strings (batch puts). */
     public void touch(final String tenant, final List<String> keys)
     {
-        touch(tenant, keys, null);
-    }
-
-    /** {@link #touch(String, List)} encoding the keys into {@code scratch} (emptied first) when it is not null. */
-    public void touch(final String tenant, final List<String> keys, final KeyBatch scratch)
-    {
-        final KeyBatch batch = scratch != null ? scratch : new KeyBatch(keys.size(), keys.size() * 24);
-        batch.clear();
-        for (int i = 0, n = keys.size(); i < n; i++)
-        {
-            batch.add(keys.get(i));
-        }
-        touch(tenant, tenantMix(tenant), batch);
+        touch(tenant, tenantMix(tenant), KeyBatch.of(keys));
     }
 
     private static void clear(final Lookup out)

@@ -2,7 +2,6 @@ package io.granary.master.rpc;
 
 import com.google.protobuf.ByteString;
 import com.google.protobuf.CodedOutputStream;
-import io.granary.master.meta.KeyBatch;
 import io.granary.master.meta.ReplicaRecord;
 import io.granary.master.meta.SharedGrants;
 import io.granary.master.segment.MountedSegment;
@@ -59,8 +58,6 @@ public final class BatchReplicaAnswer implements LookupServer.WireAnswer
     /** Reused by the requests of this answer's connection (see {@link #grants}). */
     private final SharedGrants writeGrants = new SharedGrants(Opcode.WRITE);
     private final SharedGrants readGrants = new SharedGrants(Opcode.READ);
-    /** The keys a BatchPutStart touches before placing them (see {@link #touchKeys}). */
-    private final KeyBatch touchKeys = new KeyBatch(128, 4096);
     private int[] resultSizes = new int[128];
     private int[] replicaSizes = new int[128];
     private int size;
@@ -72,13 +69,6 @@ public final class BatchReplicaAnswer implements LookupServer.WireAnswer
     SharedGrants grants(final int opcode)
     {
         return (opcode == Opcode.WRITE ? writeGrants : readGrants).reset();
-    }
-
-    /** An empty key batch for the next request's touch of its keys; valid until the one after it. */
-    KeyBatch touchKeys()
-    {
-        touchKeys.reset(1 << 16);
-        return touchKeys;
     }
 
     /** Begins a BatchPutStartResponse. */

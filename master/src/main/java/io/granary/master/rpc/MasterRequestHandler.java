@@ -472,8 +472,7 @@ public final class MasterRequestHandler
         }
         final boolean perKey = req.getPerKeyOptionsCount() != 0;
         final String tenant = tenant(req.getTenant());
-        // A batch of new keys still probes cold index slots.
-        store.touch(tenant, req.getKeysList(), wire == null ? null : wire.touchKeys());
+        store.touch(tenant, req.getKeysList()); // a batch of new keys still probes cold index slots
         final Set<String> avoid = avoid(req.getAvoidNodeIdsList());
         return startBatch(req.getKeysCount(), req.getSharedGrants(), wire, (i, replicas, version, grants) ->
             store.putStart(tenant, req.getClientId(), req.getKeys(i), req.getValueLengths(i),

@@ -8,9 +8,8 @@ import java.util.List;
 import java.util.Random;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-/** How {@link KeyBatch} holds keys: Strings and bytes alike, and a reused batch let go of a huge request's arrays. */
+/** How {@link KeyBatch} holds keys: Strings and bytes alike. */
 class KeyBatchTest
 {
     private static String randomKey(final Random random)
@@ -52,32 +51,5 @@ class KeyBatchTest
         {
             assertThat(of.hash(i)).isEqualTo(fromBytes.hash(i));
         }
-    }
-
-    @Test
-    void shouldLetGoOfHugeArraysOnResetAndKeepSmallOnes()
-    {
-        final KeyBatch batch = new KeyBatch(128, 4096);
-        batch.add("a");
-        final byte[] small = batch.bytes();
-        batch.reset(1 << 16);
-        assertThat(batch.size()).isZero();
-        assertThat(batch.bytes()).isSameAs(small);
-        for (int i = 0; i < 70_000; i++)
-        {
-            batch.add("key-" + i);
-        }
-        assertThat(batch.bytes().length).isGreaterThan(1 << 16);
-        batch.reset(1 << 16);
-        assertThat(batch.size()).isZero();
-        assertThat(batch.bytes().length).isLessThanOrEqualTo(1 << 16);
-        batch.add("after");
-        assertThat(batch.key(0)).isEqualTo("after");
-        // A batch wrapping a request's array takes no copies until it is reset.
-        batch.wrap(new byte[] {'x', 'y'});
-        assertThatThrownBy(() -> batch.add("z")).isInstanceOf(IllegalStateException.class);
-        batch.reset(1 << 16);
-        batch.add("z");
-        assertThat(batch.key(0)).isEqualTo("z");
     }
 }

@@ -190,8 +190,7 @@ abstract class DirectFrame
         @Override
         boolean acceptsPayload(final long announced)
         {
-            final long statusLength = (long)count * FrameDescriptor.VECTOR_STATUS_LENGTH;
-            return announced >= statusLength && announced <= statusLength + bytes;
+            return VectorRead.answerFits(count, bytes, announced);
         }
 
         @Override

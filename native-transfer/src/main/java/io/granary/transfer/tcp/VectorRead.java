@@ -66,18 +66,25 @@ final class VectorRead extends VectorFrame
         return Opcode.READV;
     }
 
+    /**
+     * Whether a READV answer of {@code announced} payload bytes fits a vector of {@code count} reads of {@code bytes}
+     * in all: at least the status block, at most the status block and every byte asked for. Both client engines.
+     */
+    static boolean answerFits(final int count, final long bytes, final long announced)
+    {
+        final long statusLength = (long)count * FrameDescriptor.VECTOR_STATUS_LENGTH;
+        return announced >= statusLength && announced <= statusLength + bytes;
+    }
 
     @Override
     boolean acceptsPayload(final long announced)
     {
-        // At least the status block, at most the status block and every byte asked for.
-        final long statusLength = (long)count * FrameDescriptor.VECTOR_STATUS_LENGTH;
-        if (announced < statusLength || announced > statusLength + bytes)
+        if (!answerFits(count, bytes, announced))
         {
             return false;
         }
         payloadBytes = announced;
-        statusBlock = new byte[(int)statusLength];
+        statusBlock = new byte[count * FrameDescriptor.VECTOR_STATUS_LENGTH];
         return true;
     }
 
