@@ -74,18 +74,19 @@ final class KeyIndex
         {
             rehash(hashes.length * 2);
         }
-        insert(meta);
+        insert(meta.hash, meta);
         size++;
     }
 
-    private void insert(final ObjectMeta meta)
+    /** Places an entry by its hash alone (a rehash moves entries without reading their objects, which are cold). */
+    private void insert(final long hash, final ObjectMeta meta)
     {
-        int i = (int)meta.hash & mask;
+        int i = (int)hash & mask;
         while (hashes[i] != 0)
         {
             i = (i + 1) & mask;
         }
-        hashes[i] = meta.hash;
+        hashes[i] = hash;
         metas[i] = meta;
     }
 
@@ -144,9 +145,10 @@ final class KeyIndex
         mask = capacity - 1;
         for (int i = 0; i < oldHashes.length; i++)
         {
-            if (oldHashes[i] != 0)
+            final long hash = oldHashes[i];
+            if (hash != 0)
             {
-                insert(oldMetas[i]);
+                insert(hash, oldMetas[i]);
             }
         }
     }
