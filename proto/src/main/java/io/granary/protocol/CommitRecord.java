@@ -106,23 +106,67 @@ public final class CommitRecord
     /** The payload bytes of a COMMIT frame for this record. */
     public byte[] encode()
     {
-        final byte[] t = tenant.getBytes(StandardCharsets.UTF_8);
-        final byte[] k = key.getBytes(StandardCharsets.UTF_8);
-        final byte[] g = groupId.getBytes(StandardCharsets.UTF_8);
-        final ByteBuffer out = ByteBuffer.allocate(COMMIT_STRINGS_OFFSET + t.length + k.length + g.length);
-        out.put(COMMIT_FORMAT)
-            .put((byte)flags)
-            .putShort((short)t.length)
-            .putShort((short)k.length)
-            .putShort((short)g.length)
+        return encode(flags, crc32c);
+    }
+
+    /** {@link #withCrc32c(int) withCrc32c(crc)}{@code .encode()} without the second record. */
+    public byte[] encodeWithCrc32c(final int crc)
+    {
+        return encode(flags | FLAG_CRC32C, crc);
+    }
+
+    private byte[] encode(final int flagBits, final int crc)
+    {
+        final int t = utf8Length(tenant);
+        final int k = utf8Length(key);
+        final int g = utf8Length(groupId);
+        final byte[] out = new byte[COMMIT_STRINGS_OFFSET + t + k + g];
+        final ByteBuffer fields = ByteBuffer.wrap(out);
+        fields.put(COMMIT_FORMAT)
+            .put((byte)flagBits)
+            .putShort((short)t)
+            .putShort((short)k)
+            .putShort((short)g)
             .putLong(valueLength)
             .putLong(version)
             .putLong(softPinTtlMs)
-            .putInt(crc32c)
-            .put(t)
-            .put(k)
-            .put(g);
-        return out.array();
+            .putInt(crc);
+        int at = COMMIT_STRINGS_OFFSET;
+        at = putUtf8(tenant, t, out, at);
+        at = putUtf8(key, k, out, at);
+        putUtf8(groupId, g, out, at);
+        return out;
+    }
+
+    /** The UTF-8 length of {@code s}: its length when it is ASCII (keys usually are), else measured by encoding. */
+    private static int utf8Length(final String s)
+    {
+        final int n = s.length();
+        for (int i = 0; i < n; i++)
+        {
+            if (s.charAt(i) >= 0x80)
+            {
+                return s.getBytes(StandardCharsets.UTF_8).length;
+            }
+        }
+        return n;
+    }
+
+    /** Writes {@code s} (its UTF-8 form is {@code length} bytes) at {@code at}; returns the index after it. */
+    private static int putUtf8(final String s, final int length, final byte[] out, final int at)
+    {
+        final int n = s.length();
+        for (int i = 0; i < n; i++)
+        {
+            final char c = s.charAt(i);
+            if (c >= 0x80)
+            {
+                System.arraycopy(s.getBytes(StandardCharsets.UTF_8), 0, out, at, length);
+                return at + length;
+            }
+            out[at + i] = (byte)c;
+        }
+        return at + length;
     }
 
     /**

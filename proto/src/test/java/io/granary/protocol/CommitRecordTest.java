@@ -73,6 +73,42 @@ class CommitRecordTest
             .as("too long").isNull();
     }
 
+    @Test
+    void shouldEncodeEveryStringAsItsUtf8BytesAsciiOrNotAndAddTheChecksumWithoutASecondRecord()
+    {
+        final String[] texts = {"k", "layer/0/blk-7", "ключ", "emoji-😀-x", "lone-\uD800-surrogate", ""};
+        for (final String tenant : new String[] {"t", "тенант"})
+        {
+            for (final String key : texts)
+            {
+                for (final String group : texts)
+                {
+                    final CommitRecord record = new CommitRecord(CommitRecord.FLAG_SOFT_PIN, tenant, key, group, 4096,
+                        77, 1500, 0);
+                    assertThat(record.encode()).isEqualTo(reference(CommitRecord.FLAG_SOFT_PIN, tenant, key, group,
+                        0));
+                    assertThat(record.encodeWithCrc32c(0x1234_5678))
+                        .isEqualTo(record.withCrc32c(0x1234_5678).encode())
+                        .isEqualTo(reference(CommitRecord.FLAG_SOFT_PIN | CommitRecord.FLAG_CRC32C, tenant, key, group,
+                            0x1234_5678));
+                }
+            }
+        }
+    }
+
+    /** The layout of docs/protocol.md written field by field, each string by String.getBytes. */
+    private static byte[] reference(final int flags, final String tenant, final String key, final String group,
+        final int crc)
+    {
+        final byte[] t = tenant.getBytes(StandardCharsets.UTF_8);
+        final byte[] k = key.getBytes(StandardCharsets.UTF_8);
+        final byte[] g = group.getBytes(StandardCharsets.UTF_8);
+        return ByteBuffer.allocate(COMMIT_STRINGS_OFFSET + t.length + k.length + g.length)
+            .put(COMMIT_FORMAT).put((byte)flags).putShort((short)t.length).putShort((short)k.length)
+            .putShort((short)g.length).putLong(4096).putLong(77).putLong(1500).putInt(crc).put(t).put(k).put(g)
+            .array();
+    }
+
     private static byte[] with(final byte[] payload, final int at, final int value)
     {
         final byte[] copy = Arrays.copyOf(payload, payload.length);

@@ -36,7 +36,10 @@ final class Checksums
         private boolean done;
         private int crc;
 
-        /** @param value the value between position and limit; it is not moved. */
+        /**
+         * @param value the value between position and limit, in a buffer of the client's own that no other thread
+         *              reads while this runs: its position moves while the checksum is computed and is put back.
+         */
         Pending(final ByteBuffer value)
         {
             this.value = value;
@@ -47,7 +50,11 @@ final class Checksums
         {
             if (!done)
             {
-                crc = crc32c(value);
+                final CRC32C checksum = new CRC32C();
+                final int at = value.position();
+                checksum.update(value);
+                value.position(at);
+                crc = (int)checksum.getValue();
                 done = true;
             }
         }

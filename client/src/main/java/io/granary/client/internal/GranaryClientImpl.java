@@ -19,7 +19,6 @@ import io.granary.proto.BatchKeysRequest;
 import io.granary.proto.BatchProbeKeyRequest;
 import io.granary.proto.BatchProbeKeyResponse;
 import io.granary.proto.BatchPutStartRequest;
-import io.granary.proto.BatchPutStartResponse;
 import io.granary.proto.ClusterStatusResponse;
 import io.granary.proto.CodeResponse;
 import io.granary.proto.CountResponse;
@@ -440,7 +439,7 @@ public final class GranaryClientImpl implements GranaryClient
     {
         if (commit != null)
         {
-            commit.complete((crc != null ? record.withCrc32c(crc.get()) : record).encode());
+            commit.complete(crc != null ? record.encodeWithCrc32c(crc.get()) : record.encode());
         }
     }
 
@@ -647,21 +646,21 @@ public final class GranaryClientImpl implements GranaryClient
                 crcs[i] = new Checksums.Pending(data[i]);
             }
         }
-        final BatchPutStartResponse started = master.batchPutStart(request.build(), crcs == null ? null : () ->
+        final StartedPuts started = master.batchPutStart(request.build(), crcs == null ? null : () ->
         {
             for (final int i : sent)
             {
                 crcs[i].run();
             }
         });
-        if (started.getCode() != OK)
+        if (started.code != OK)
         {
-            throw batchRefused("putBatch", sent.size(), "BatchPutStart", started.getCode());
+            throw batchRefused("putBatch", sent.size(), "BatchPutStart", started.code);
         }
-        if (started.getResultsCount() != sent.size())
+        if (started.count != sent.size())
         {
             final GranaryException ex = new GranaryException(ErrorCode.INTERNAL_ERROR, "BatchPutStart answered " +
-                started.getResultsCount() + " results for " + sent.size() + " keys");
+                started.count + " results for " + sent.size() + " keys");
             batchRevokeQuietly(request.getKeysList(), ex, null);
             throw ex;
         }
@@ -676,23 +675,23 @@ public final class GranaryClientImpl implements GranaryClient
         {
             final int i = sent.get(j);
             final String key = keys.get(i);
-            final PutStartResponse result = started.getResults(j);
-            if (result.getCode() == OBJECT_ALREADY_EXISTS)
+            final int code = started.code(j);
+            if (code == OBJECT_ALREADY_EXISTS)
             {
                 results[i] = OpResult.ok(null);
                 continue;
             }
-            if (result.getCode() != OK)
+            if (code != OK)
             {
-                results[i] = OpFailure.of(refused("put", key, "BatchPutStart", result.getCode())).toResult();
+                results[i] = OpFailure.of(refused("put", key, "BatchPutStart", code)).toResult();
                 continue;
             }
             try
             {
                 final CommitRecord record =
-                    commitRecord(tenant, key, data[i].remaining(), result.getVersion(), options[i]);
+                    commitRecord(tenant, key, data[i].remaining(), started.version(j), options[i]);
                 final CompletableFuture<byte[]> commit = record == null ? null : new CompletableFuture<>();
-                final WriteOperation operation = WriteOperation.plan(key, data[i], result.getReplicasList(), commit);
+                final WriteOperation operation = WriteOperation.of(key, data[i], started.extents(j, key), commit);
                 // The checksums were computed during BatchPutStart: each record goes with its WRITE.
                 seal(record, commit, crcs == null ? null : crcs[i]);
                 writes.add(operation.start(transfers));
@@ -703,7 +702,7 @@ public final class GranaryClientImpl implements GranaryClient
             {
                 results[i] = OpFailure.of(ex).toResult();
                 toRevoke.add(key);
-                settled.add(WriteOperation.unwritten(result.getReplicasList()));
+                settled.add(started.unwritten(j));
             }
         }
         final int[] crcValues = crcs == null ? null : new int[n];

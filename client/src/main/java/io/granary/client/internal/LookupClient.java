@@ -67,6 +67,13 @@ final class LookupClient implements AutoCloseable
         void writeTo(WireBuffer out) throws IOException;
     }
 
+    /** Turns a reply's protobuf bytes into the caller's form (a protobuf {@link Parser}, or a decoder of its own). */
+    @FunctionalInterface
+    interface Decoder<T>
+    {
+        T decode(byte[] bytes, int offset, int length) throws InvalidProtocolBufferException;
+    }
+
     /** Sends {@code request} as {@code method} and parses the reply with {@code parser}. */
     <T> T call(final String rpc, final int method, final MessageLite request, final Parser<T> parser)
     {
@@ -77,7 +84,7 @@ final class LookupClient implements AutoCloseable
     <T> T call(final String rpc, final int method, final MessageLite request, final Parser<T> parser,
         final long deadlineNs)
     {
-        return call(rpc, method, out -> out.writeMessage(request), parser, deadlineNs, null);
+        return call(rpc, method, out -> out.writeMessage(request), parser::parseFrom, deadlineNs, null);
     }
 
     /**
@@ -85,23 +92,23 @@ final class LookupClient implements AutoCloseable
      * thread after the request was sent and before the reply is read: work that overlaps the master's handling. It
      * runs again if the call is sent again on a fresh connection; pass a task that does its work once.
      */
-    <T> T call(final String rpc, final int method, final MessageLite request, final Parser<T> parser,
+    <T> T call(final String rpc, final int method, final MessageLite request, final Decoder<T> decoder,
         final long deadlineNs, final Runnable whileWaiting)
     {
-        return call(rpc, method, out -> out.writeMessage(request), parser, deadlineNs, whileWaiting);
+        return call(rpc, method, out -> out.writeMessage(request), decoder, deadlineNs, whileWaiting);
     }
 
     /** Sends a payload written by {@code request} as {@code method} and parses the reply. */
     <T> T call(final String rpc, final int method, final Payload request, final Parser<T> parser)
     {
-        return call(rpc, method, request, parser, deadlineFromNow(), null);
+        return call(rpc, method, request, parser::parseFrom, deadlineFromNow(), null);
     }
 
     /** {@link #call(String, int, Payload, Parser)} finishing by {@code deadlineNs} (System.nanoTime). */
     <T> T call(final String rpc, final int method, final Payload request, final Parser<T> parser,
         final long deadlineNs)
     {
-        return call(rpc, method, request, parser, deadlineNs, null);
+        return call(rpc, method, request, parser::parseFrom, deadlineNs, null);
     }
 
     private long deadlineFromNow()
@@ -116,7 +123,7 @@ final class LookupClient implements AutoCloseable
      * @throws GranaryException RPC_TIMEOUT when the deadline passes, RPC_FAIL (cause: the IOException) when the
      *                          port cannot be reached or the connection breaks.
      */
-    <T> T call(final String rpc, final int method, final Payload request, final Parser<T> parser,
+    <T> T call(final String rpc, final int method, final Payload request, final Decoder<T> decoder,
         final long deadlineNs, final Runnable whileWaiting)
     {
         for (int attempt = 0; ; attempt++)
@@ -141,7 +148,7 @@ final class LookupClient implements AutoCloseable
                 }
                 c = reused ? pooled : new Connection(remainingMs);
                 c.timeout(remainingMs(deadlineNs));
-                final T reply = c.call(method, request, parser, whileWaiting);
+                final T reply = c.call(method, request, decoder, whileWaiting);
                 release(c);
                 return reply;
             }
@@ -265,7 +272,7 @@ final class LookupClient implements AutoCloseable
             socket.setSoTimeout(readTimeoutMs);
         }
 
-        <T> T call(final int method, final Payload request, final Parser<T> parser, final Runnable whileWaiting)
+        <T> T call(final int method, final Payload request, final Decoder<T> decoder, final Runnable whileWaiting)
             throws IOException
         {
             frame.reset(HEADER_LENGTH);
@@ -333,7 +340,7 @@ final class LookupClient implements AutoCloseable
             }
             try
             {
-                return parser.parseFrom(reply, payloadOffset, payloadLength);
+                return decoder.decode(reply, payloadOffset, payloadLength);
             }
             catch (final InvalidProtocolBufferException ex)
             {

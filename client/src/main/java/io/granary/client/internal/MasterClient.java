@@ -12,7 +12,6 @@ import io.granary.proto.BatchKeysRequest;
 import io.granary.proto.BatchProbeKeyRequest;
 import io.granary.proto.BatchProbeKeyResponse;
 import io.granary.proto.BatchPutStartRequest;
-import io.granary.proto.BatchPutStartResponse;
 import io.granary.proto.ClusterStatusRequest;
 import io.granary.proto.ClusterStatusResponse;
 import io.granary.proto.CodeResponse;
@@ -147,10 +146,10 @@ final class MasterClient implements AutoCloseable
     }
 
     /** BatchPutStart; {@code whileWaiting} (may be null, see fastOrGrpc) runs here while the master handles it. */
-    BatchPutStartResponse batchPutStart(final BatchPutStartRequest request, final Runnable whileWaiting)
+    StartedPuts batchPutStart(final BatchPutStartRequest request, final Runnable whileWaiting)
     {
         return fastOrGrpc("BatchPutStart", LookupDescriptor.METHOD_BATCH_PUT_START, request,
-            BatchPutStartResponse.parser(), s -> s.batchPutStart(request), whileWaiting);
+            StartedPuts::decode, s -> StartedPuts.of(s.batchPutStart(request)), whileWaiting);
     }
 
     BatchCodeResponse batchPutEnd(final BatchKeysRequest request)
@@ -311,7 +310,18 @@ final class MasterClient implements AutoCloseable
         final com.google.protobuf.Parser<T> parser,
         final Function<MasterServiceGrpc.MasterServiceBlockingStub, T> grpc)
     {
-        return fastOrGrpc(rpc, method, request, parser, grpc, null);
+        return fastOrGrpc(rpc, method, request, parser::parseFrom, grpc, null);
+    }
+
+    private <T> T fastOrGrpc(
+        final String rpc,
+        final int method,
+        final com.google.protobuf.MessageLite request,
+        final com.google.protobuf.Parser<T> parser,
+        final Function<MasterServiceGrpc.MasterServiceBlockingStub, T> grpc,
+        final Runnable whileWaiting)
+    {
+        return fastOrGrpc(rpc, method, request, parser::parseFrom, grpc, whileWaiting);
     }
 
     /**
@@ -323,7 +333,7 @@ final class MasterClient implements AutoCloseable
         final String rpc,
         final int method,
         final com.google.protobuf.MessageLite request,
-        final com.google.protobuf.Parser<T> parser,
+        final LookupClient.Decoder<T> decoder,
         final Function<MasterServiceGrpc.MasterServiceBlockingStub, T> grpc,
         final Runnable whileWaiting)
     {
@@ -333,7 +343,7 @@ final class MasterClient implements AutoCloseable
         {
             try
             {
-                final T reply = fast.call(rpc, method, request, parser, deadlineNs, whileWaiting);
+                final T reply = fast.call(rpc, method, request, decoder, deadlineNs, whileWaiting);
                 lookupReachable();
                 return reply;
             }

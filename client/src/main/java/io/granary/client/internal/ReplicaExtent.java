@@ -24,39 +24,46 @@ record ReplicaExtent(
     /** @throws GranaryException INTERNAL_ERROR when the master sent an extent the client cannot use. */
     static ReplicaExtent from(final Replica replica, final String key)
     {
-        if (replica.getEndpoint().isEmpty())
+        return checked(replica.getNodeId(), replica.getEndpoint(), replica.getSegmentId(), replica.getOffset(),
+            replica.getLength(), replica.getAccessToken().isEmpty() ? null : replica.getAccessToken().toByteArray(),
+            replica.getGrantOffset(), replica.getGrantLength(), key);
+    }
+
+    /**
+     * An extent from a Replica's fields as the master sent them ({@code token} null when it sent none;
+     * {@code grantLength} 0 when the grant is the extent itself).
+     *
+     * @throws GranaryException INTERNAL_ERROR naming {@code key} when the client cannot use it.
+     */
+    static ReplicaExtent checked(
+        final String nodeId, final String endpoint, final int segmentId, final long offset, final long length,
+        final byte[] token, final long grantOffset, final long grantLength, final String key)
+    {
+        if (endpoint.isEmpty())
         {
-            throw nonsense(key, "a replica on node '" + replica.getNodeId() + "' has no endpoint");
+            throw nonsense(key, "a replica on node '" + nodeId + "' has no endpoint");
         }
-        if (replica.getOffset() < 0 || replica.getLength() < 0 || replica.getOffset() + replica.getLength() < 0)
+        if (offset < 0 || length < 0 || offset + length < 0)
         {
-            throw nonsense(key, "a replica on " + replica.getEndpoint() + " has an extent out of range (offset " +
-                Long.toUnsignedString(replica.getOffset()) + ", length " + Long.toUnsignedString(replica.getLength()) +
-                ")");
+            throw nonsense(key, "a replica on " + endpoint + " has an extent out of range (offset " +
+                Long.toUnsignedString(offset) + ", length " + Long.toUnsignedString(length) + ")");
         }
-        final byte[] token = replica.getAccessToken().isEmpty() ? null : replica.getAccessToken().toByteArray();
         // The token grants the extent (at least one byte, so that a zero-length value's COMMIT carries it too), or
         // a wider range shared with other extents of the same batch (docs/protocol.md, "Shared grants").
-        long grantOffset = replica.getOffset();
-        long grantLength = Math.max(1, replica.getLength());
-        if (replica.getGrantLength() != 0)
+        final long extentGrant = Math.max(1, length);
+        if (grantLength == 0)
         {
-            final long start = replica.getGrantOffset();
-            final long end = start + replica.getGrantLength();
-            if (token == null || start < 0 || replica.getGrantLength() < 0 ||
-                replica.getGrantLength() > FrameDescriptor.MAX_GRANT_LENGTH || end < start ||
-                replica.getOffset() < start || replica.getOffset() + grantLength > end)
-            {
-                throw nonsense(key, "a replica on " + replica.getEndpoint() + " has a grant (offset " +
-                    Long.toUnsignedString(start) + ", length " + Long.toUnsignedString(replica.getGrantLength()) +
-                    ") that does not hold its extent or has no token");
-            }
-            grantOffset = start;
-            grantLength = replica.getGrantLength();
+            return new ReplicaExtent(nodeId, endpoint, segmentId, offset, length, token, offset, extentGrant);
         }
-        return new ReplicaExtent(
-            replica.getNodeId(), replica.getEndpoint(), replica.getSegmentId(), replica.getOffset(),
-            replica.getLength(), token, grantOffset, grantLength);
+        final long grantEnd = grantOffset + grantLength;
+        if (token == null || grantOffset < 0 || grantLength < 0 || grantLength > FrameDescriptor.MAX_GRANT_LENGTH ||
+            grantEnd < grantOffset || offset < grantOffset || offset + extentGrant > grantEnd)
+        {
+            throw nonsense(key, "a replica on " + endpoint + " has a grant (offset " +
+                Long.toUnsignedString(grantOffset) + ", length " + Long.toUnsignedString(grantLength) +
+                ") that does not hold its extent or has no token");
+        }
+        return new ReplicaExtent(nodeId, endpoint, segmentId, offset, length, token, grantOffset, grantLength);
     }
 
     static GranaryException nonsense(final String key, final String what)

@@ -26,10 +26,8 @@ final class WriteOperation
     private final ByteBuffer value;
     private final List<ReplicaExtent> replicas;
     private final CompletableFuture<byte[]> commit;
-    /** Node ids whose write failed; written before the future completes, read after. */
-    private final Set<String> failedNodes = new HashSet<>();
-    /** Replicas whose every write the node answered OK; written before the future completes, read after. */
-    private final List<SettledReplica> settled = new ArrayList<>(2);
+    /** Each replica write's ErrorCode number; written before the future completes, read after. */
+    private int[] codes;
 
     private WriteOperation(
         final String key, final ByteBuffer value, final List<ReplicaExtent> replicas,
@@ -61,29 +59,50 @@ final class WriteOperation
     static WriteOperation plan(final String key, final ByteBuffer value, final List<Replica> replicas,
         final CompletableFuture<byte[]> commit)
     {
-        if (replicas.isEmpty())
+        final List<ReplicaExtent> extents = new ArrayList<>(replicas.size());
+        for (final Replica replica : replicas)
+        {
+            extents.add(ReplicaExtent.from(replica, key));
+        }
+        return of(key, value, extents, commit);
+    }
+
+    /**
+     * {@link #plan(String, ByteBuffer, List, CompletableFuture)} for extents already checked one by one.
+     *
+     * @param value the value between position and limit, in a buffer of the client's own: nothing here moves it.
+     */
+    static WriteOperation of(final String key, final ByteBuffer value, final List<ReplicaExtent> extents,
+        final CompletableFuture<byte[]> commit)
+    {
+        if (extents.isEmpty())
         {
             throw ReplicaExtent.nonsense(key, "PutStart succeeded without a replica");
         }
         final int length = value.remaining();
-        final List<ReplicaExtent> extents = new ArrayList<>(replicas.size());
-        for (final Replica replica : replicas)
+        for (final ReplicaExtent extent : extents)
         {
-            final ReplicaExtent extent = ReplicaExtent.from(replica, key);
             if (extent.length() != length)
             {
                 throw ReplicaExtent.nonsense(key, "the extent on " + extent.describe() + " holds " + extent.length() +
                     " bytes for a value of " + length);
             }
-            extents.add(extent);
         }
-        return new WriteOperation(key, value.duplicate(), extents, commit);
+        return new WriteOperation(key, value, extents, commit);
     }
 
     /** Node ids of the replicas whose write failed; valid once the future of {@link #start} completed. */
     Set<String> failedNodes()
     {
-        return failedNodes;
+        final Set<String> failed = new HashSet<>();
+        for (int i = 0; codes != null && i < codes.length; i++)
+        {
+            if (codes[i] != 0)
+            {
+                failed.add(replicas.get(i).nodeId());
+            }
+        }
+        return failed;
     }
 
     /**
@@ -92,6 +111,15 @@ final class WriteOperation
      */
     List<SettledReplica> settled()
     {
+        final List<SettledReplica> settled = new ArrayList<>(replicas.size());
+        for (int i = 0; codes != null && i < codes.length; i++)
+        {
+            if (codes[i] == 0)
+            {
+                final ReplicaExtent extent = replicas.get(i);
+                settled.add(settled(extent.nodeId(), extent.segmentId(), extent.offset()));
+            }
+        }
         return settled;
     }
 
@@ -106,7 +134,7 @@ final class WriteOperation
         return all;
     }
 
-    private static SettledReplica settled(final String nodeId, final int segmentId, final long offset)
+    static SettledReplica settled(final String nodeId, final int segmentId, final long offset)
     {
         return SettledReplica.newBuilder().setNodeId(nodeId).setSegmentId(segmentId).setOffset(offset).build();
     }
@@ -146,32 +174,31 @@ final class WriteOperation
 
     private OpFailure failure(final CompletableFuture<?>[] writes)
     {
-        ErrorCode firstCode = null;
-        final StringBuilder failed = new StringBuilder();
+        final int[] outcome = new int[writes.length];
+        int failedAt = -1;
         for (int i = 0; i < writes.length; i++)
         {
-            final int code = (Integer)writes[i].join();
-            if (code == 0)
+            outcome[i] = (Integer)writes[i].join();
+            if (outcome[i] != 0 && failedAt < 0)
             {
-                final ReplicaExtent extent = replicas.get(i);
-                settled.add(settled(extent.nodeId(), extent.segmentId(), extent.offset()));
-            }
-            else
-            {
-                if (firstCode == null)
-                {
-                    firstCode = ProtoMapping.code(code);
-                }
-                failedNodes.add(replicas.get(i).nodeId());
-                failed.append(failed.length() == 0 ? "" : ", ")
-                    .append(replicas.get(i).describe()).append(": ").append(ProtoMapping.describeCode(code));
+                failedAt = i;
             }
         }
-        if (firstCode == null)
+        codes = outcome;
+        if (failedAt < 0)
         {
             return null;
         }
-        return new OpFailure(firstCode, "put " + Keys.quote(key) + ": writing " + value.remaining() +
-            " bytes failed on " + failed);
+        final StringBuilder failed = new StringBuilder();
+        for (int i = failedAt; i < writes.length; i++)
+        {
+            if (outcome[i] != 0)
+            {
+                failed.append(failed.length() == 0 ? "" : ", ")
+                    .append(replicas.get(i).describe()).append(": ").append(ProtoMapping.describeCode(outcome[i]));
+            }
+        }
+        return new OpFailure(ProtoMapping.code(outcome[failedAt]), "put " + Keys.quote(key) + ": writing " +
+            value.remaining() + " bytes failed on " + failed);
     }
 }

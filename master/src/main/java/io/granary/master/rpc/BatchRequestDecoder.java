@@ -4,11 +4,9 @@ import com.google.protobuf.InvalidProtocolBufferException;
 import io.granary.master.meta.KeyBatch;
 import io.granary.proto.PutOptions;
 import io.granary.proto.SettledReplicas;
+import io.granary.protocol.ProtoWireReader;
 import io.netty.buffer.ByteBuf;
 
-import java.lang.invoke.MethodHandles;
-import java.lang.invoke.VarHandle;
-import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
@@ -20,20 +18,11 @@ import java.util.List;
  * requires; anything malformed is an InvalidProtocolBufferException. One instance per connection
  * (it reuses its buffers); not thread safe.
  */
-final class BatchRequestDecoder
+final class BatchRequestDecoder extends ProtoWireReader
 {
-    private static final int WIRE_VARINT = 0;
-    private static final int WIRE_FIXED64 = 1;
-    private static final int WIRE_LEN = 2;
-    private static final int WIRE_START_GROUP = 3;
-    private static final int WIRE_END_GROUP = 4;
-    private static final int WIRE_FIXED32 = 5;
-    /** Protobuf's own recursion limit. */
-    private static final int MAX_GROUP_DEPTH = 100;
     private static final int INITIAL_PAYLOAD_BYTES = 32 << 10;
     /** A buffer grown above this for one big request is dropped after it, so idle connections stay small. */
     private static final int RETAINED_PAYLOAD_BYTES = 1 << 20;
-    private static final VarHandle LONGS = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.BIG_ENDIAN);
 
     final KeyBatch keys = new KeyBatch(1024, 16);
     String tenant;
@@ -51,9 +40,10 @@ final class BatchRequestDecoder
     int[] crcs = new int[128];
     int crcCount;
 
-    private byte[] payload = new byte[INITIAL_PAYLOAD_BYTES];
-    private int pos;
-    private int end;
+    BatchRequestDecoder()
+    {
+        payload = new byte[INITIAL_PAYLOAD_BYTES];
+    }
 
     /**
      * BatchKeysRequest: 1 tenant, 2 client_id, 3 repeated keys, 4 packed fixed32 crc32c (BatchPutEnd's), 5 repeated
@@ -91,20 +81,12 @@ final class BatchRequestDecoder
         crcCount = 0;
         while (pos < end)
         {
-            final int tag = (int)readVarint(); // a tag is a varint32: higher bits are dropped, as protobuf does
+            final int tag = readTag();
             final int field = tag >>> 3;
             final int wire = tag & 7;
-            if (field <= 0)
-            {
-                throw new InvalidProtocolBufferException("invalid field number " + field);
-            }
             if (wire == WIRE_LEN && (field == keysField || field == tenantField))
             {
-                final int len = readLength();
-                if (!validUtf8(payload, pos, len))
-                {
-                    throw new InvalidProtocolBufferException("string field " + field + " is not valid UTF-8");
-                }
+                final int len = readUtf8Length(field);
                 if (field == keysField)
                 {
                     keys.addRange(pos, len);
@@ -118,11 +100,7 @@ final class BatchRequestDecoder
             else if (wire == WIRE_LEN && field == clientIdField)
             {
                 // Protobuf refuses the message if it is not UTF-8: so must we.
-                final int len = readLength();
-                if (!validUtf8(payload, pos, len))
-                {
-                    throw new InvalidProtocolBufferException("string field " + field + " is not valid UTF-8");
-                }
+                final int len = readUtf8Length(field);
                 clientId = new String(payload, pos, len, StandardCharsets.UTF_8);
                 pos += len;
             }
@@ -229,20 +207,12 @@ final class BatchRequestDecoder
         avoidNodeIds.clear();
         while (pos < end)
         {
-            final int tag = (int)readVarint();
+            final int tag = readTag();
             final int field = tag >>> 3;
             final int wire = tag & 7;
-            if (field <= 0)
-            {
-                throw new InvalidProtocolBufferException("invalid field number " + field);
-            }
             if (wire == WIRE_LEN && (field == 1 || field == 2 || field == 3 || field == 6))
             {
-                final int len = readLength();
-                if (!validUtf8(payload, pos, len))
-                {
-                    throw new InvalidProtocolBufferException("string field " + field + " is not valid UTF-8");
-                }
+                final int len = readUtf8Length(field);
                 if (field == 3)
                 {
                     keys.addRange(pos, len);
@@ -350,164 +320,5 @@ final class BatchRequestDecoder
             payload = new byte[INITIAL_PAYLOAD_BYTES];
             keys.wrap(payload);
         }
-    }
-
-    /**
-     * Whether {@code len} bytes at {@code off} are well-formed UTF-8 (protobuf refuses string fields that are
-     * not, and so must this decoder, or keys could exist here that gRPC cannot name). ASCII runs go 8 at a time.
-     */
-    static boolean validUtf8(final byte[] b, final int off, final int len)
-    {
-        int i = off;
-        final int end = off + len;
-        while (i < end)
-        {
-            if (i + 8 <= end && ((long)LONGS.get(b, i) & 0x8080808080808080L) == 0)
-            {
-                i += 8;
-                continue;
-            }
-            final int c = b[i] & 0xFF;
-            if (c < 0x80)
-            {
-                i++;
-                continue;
-            }
-            final int extra;
-            final int min;
-            if (c >= 0xC2 && c <= 0xDF)
-            {
-                extra = 1;
-                min = 0x80;
-            }
-            else if (c >= 0xE0 && c <= 0xEF)
-            {
-                extra = 2;
-                min = 0x800;
-            }
-            else if (c >= 0xF0 && c <= 0xF4)
-            {
-                extra = 3;
-                min = 0x10000;
-            }
-            else
-            {
-                return false;
-            }
-            if (end - i <= extra)
-            {
-                return false;
-            }
-            int cp = c & (0x3F >> extra);
-            for (int k = 1; k <= extra; k++)
-            {
-                final int cc = b[i + k] & 0xFF;
-                if ((cc & 0xC0) != 0x80)
-                {
-                    return false;
-                }
-                cp = (cp << 6) | (cc & 0x3F);
-            }
-            if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-            {
-                return false;
-            }
-            i += extra + 1;
-        }
-        return true;
-    }
-
-    private void skip(final int field, final int wire, final int depth) throws InvalidProtocolBufferException
-    {
-        switch (wire)
-        {
-            case WIRE_START_GROUP:
-                if (depth >= MAX_GROUP_DEPTH)
-                {
-                    throw new InvalidProtocolBufferException("groups nested deeper than " + MAX_GROUP_DEPTH);
-                }
-                skipGroup(field, depth + 1);
-                break;
-            case WIRE_VARINT:
-                readVarint();
-                break;
-            case WIRE_FIXED64:
-                advance(8);
-                break;
-            case WIRE_LEN:
-                advance(readLength());
-                break;
-            case WIRE_FIXED32:
-                advance(4);
-                break;
-            default:
-                throw new InvalidProtocolBufferException("unsupported wire type " + wire);
-        }
-    }
-
-    /** Skips an unknown (deprecated) group up to its matching end tag, as protobuf's parser does. */
-    private void skipGroup(final int groupField, final int depth) throws InvalidProtocolBufferException
-    {
-        while (true)
-        {
-            if (pos >= end)
-            {
-                throw new InvalidProtocolBufferException("truncated group");
-            }
-            final int tag = (int)readVarint();
-            final int field = tag >>> 3;
-            final int wire = tag & 7;
-            if (field <= 0)
-            {
-                throw new InvalidProtocolBufferException("invalid field number " + field);
-            }
-            if (wire == WIRE_END_GROUP)
-            {
-                if (field != groupField)
-                {
-                    throw new InvalidProtocolBufferException("end-group tag does not match its start");
-                }
-                return;
-            }
-            skip(field, wire, depth);
-        }
-    }
-
-    private void advance(final int bytes) throws InvalidProtocolBufferException
-    {
-        if (end - pos < bytes)
-        {
-            throw new InvalidProtocolBufferException("truncated message");
-        }
-        pos += bytes;
-    }
-
-    private int readLength() throws InvalidProtocolBufferException
-    {
-        final long len = readVarint();
-        if (len < 0 || len > end - pos)
-        {
-            throw new InvalidProtocolBufferException("length " + len + " beyond the end of the message");
-        }
-        return (int)len;
-    }
-
-    private long readVarint() throws InvalidProtocolBufferException
-    {
-        long value = 0;
-        for (int shift = 0; shift < 64; shift += 7)
-        {
-            if (pos >= end)
-            {
-                throw new InvalidProtocolBufferException("truncated varint");
-            }
-            final byte b = payload[pos++];
-            value |= (long)(b & 0x7F) << shift;
-            if (b >= 0)
-            {
-                return value;
-            }
-        }
-        throw new InvalidProtocolBufferException("malformed varint");
     }
 }

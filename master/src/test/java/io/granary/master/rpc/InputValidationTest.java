@@ -211,7 +211,7 @@ class InputValidationTest
         assertThatThrownBy(() -> BatchKeysRequest.parseFrom(wideTag)).isInstanceOf(InvalidProtocolBufferException.class);
         assertThatThrownBy(() -> decoder.decodeBatchKeys(Unpooled.wrappedBuffer(wideTag)))
             .isInstanceOf(InvalidProtocolBufferException.class);
-        assertThat(BatchRequestDecoder.validUtf8(ByteString.copyFromUtf8("ключ😀").toByteArray(), 0, 12)).isTrue();
+        assertThat(io.granary.protocol.ProtoWireReader.validUtf8(ByteString.copyFromUtf8("ключ😀").toByteArray(), 0, 12)).isTrue();
     }
 
     private static final class Bytes implements MethodDescriptor.Marshaller<byte[]>
