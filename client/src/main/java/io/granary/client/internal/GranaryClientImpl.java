@@ -666,7 +666,7 @@ public final class GranaryClientImpl implements GranaryClient
         }
 
         // Phase 2: every replica write of every key, all in flight together.
-        final List<CompletableFuture<OpFailure>> writes = new ArrayList<>(sent.size());
+        final Countdown written = new Countdown();
         final List<WriteOperation> operations = new ArrayList<>(sent.size());
         final List<Integer> writeIndex = new ArrayList<>(sent.size());
         final List<String> toRevoke = new ArrayList<>();
@@ -694,7 +694,8 @@ public final class GranaryClientImpl implements GranaryClient
                 final WriteOperation operation = WriteOperation.of(key, data[i], started.extents(j, key), commit);
                 // The checksums were computed during BatchPutStart: each record goes with its WRITE.
                 seal(record, commit, crcs == null ? null : crcs[i]);
-                writes.add(operation.start(transfers));
+                written.add();
+                operation.start(transfers, written);
                 operations.add(operation);
                 writeIndex.add(i);
             }
@@ -713,8 +714,9 @@ public final class GranaryClientImpl implements GranaryClient
                 crcValues[i] = crcs[i].get();
             }
         }
-        return CompletableFuture.allOf(writes.toArray(new CompletableFuture<?>[0])).thenComposeAsync(ignored ->
-            endPutBatch(keys, data, options, steps, avoidNodes, retriesLeft, mayStartOver, results, writes, operations,
+        written.run(); // every write has started
+        return written.done().thenComposeAsync(ignored ->
+            endPutBatch(keys, data, options, steps, avoidNodes, retriesLeft, mayStartOver, results, operations,
                 writeIndex, toRevoke, settled, crcValues), steps);
     }
 
@@ -732,7 +734,6 @@ public final class GranaryClientImpl implements GranaryClient
         final int retriesLeft,
         final boolean mayStartOver,
         final OpResult<Void>[] results,
-        final List<CompletableFuture<OpFailure>> writes,
         final List<WriteOperation> operations,
         final List<Integer> writeIndex,
         final List<String> toRevoke,
@@ -740,15 +741,15 @@ public final class GranaryClientImpl implements GranaryClient
         final int[] crcs)
     {
         ensureOpen();
-        final List<String> toEnd = new ArrayList<>(writes.size());
-        final List<Integer> endIndex = new ArrayList<>(writes.size());
+        final List<String> toEnd = new ArrayList<>(operations.size());
+        final List<Integer> endIndex = new ArrayList<>(operations.size());
         final List<Integer> again = new ArrayList<>();
         final Set<String> avoid = new HashSet<>(avoidNodes);
         boolean startedOver = false;
         boolean retried = false;
-        for (int w = 0; w < writes.size(); w++)
+        for (int w = 0; w < operations.size(); w++)
         {
-            final OpFailure failure = writes.get(w).join(); // all complete: this does not wait
+            final OpFailure failure = operations.get(w).failure(); // every write has finished
             final int i = writeIndex.get(w);
             if (failure == null)
             {

@@ -49,6 +49,13 @@ final class TransferDispatcher implements AutoCloseable
         return engine.unregisterMemory(buffer);
     }
 
+    /** Where {@link #submit(TransferRequest, Outcome, int)} reports a transfer's ErrorCode number. */
+    interface Outcome
+    {
+        /** Transfer {@code index} finished with {@code code} (0 = OK); runs on the thread that finished it. */
+        void settled(int index, int code);
+    }
+
     /**
      * Submits {@code request}; the future completes normally with an ErrorCode number (0 = OK), or at once with
      * UNAVAILABLE_IN_CURRENT_STATUS after {@link #close()}.
@@ -59,8 +66,47 @@ final class TransferDispatcher implements AutoCloseable
         {
             return CLOSED;
         }
+        final AtomicInteger counter = counted(request);
+        final CompletableFuture<Integer> future = engineSubmit(request, counter);
+        if (future == null)
+        {
+            return CompletableFuture.completedFuture(TRANSFER_FAIL);
+        }
+        return future.handle((code, ex) -> settle(request, counter, code, ex));
+    }
+
+    /**
+     * {@link #submit(TransferRequest)} reporting the code to {@code outcome} as transfer {@code index} instead of
+     * through a future of its own (a batch's writes: one callback each, no future chain); it may run before this
+     * returns.
+     */
+    void submit(final TransferRequest request, final Outcome outcome, final int index)
+    {
+        if (closed)
+        {
+            outcome.settled(index, CLOSED.join());
+            return;
+        }
+        final AtomicInteger counter = counted(request);
+        final CompletableFuture<Integer> future = engineSubmit(request, counter);
+        if (future == null)
+        {
+            outcome.settled(index, TRANSFER_FAIL);
+            return;
+        }
+        future.whenComplete((code, ex) -> outcome.settled(index, settle(request, counter, code, ex)));
+    }
+
+    private AtomicInteger counted(final TransferRequest request)
+    {
         final AtomicInteger counter = inFlight.computeIfAbsent(request.endpoint(), e -> new AtomicInteger());
         counter.incrementAndGet();
+        return counter;
+    }
+
+    /** The engine's future, or null (the counter put back) when the engine refused or threw. */
+    private CompletableFuture<Integer> engineSubmit(final TransferRequest request, final AtomicInteger counter)
+    {
         CompletableFuture<Integer> future;
         try
         {
@@ -74,18 +120,20 @@ final class TransferDispatcher implements AutoCloseable
         if (future == null)
         {
             counter.decrementAndGet();
-            return CompletableFuture.completedFuture(TRANSFER_FAIL);
         }
-        return future.handle((code, ex) ->
+        return future;
+    }
+
+    private static int settle(
+        final TransferRequest request, final AtomicInteger counter, final Integer code, final Throwable ex)
+    {
+        counter.decrementAndGet();
+        if (ex != null || code == null)
         {
-            counter.decrementAndGet();
-            if (ex != null || code == null)
-            {
-                LOG.warn("transfer engine broke its contract for {}", request, ex);
-                return TRANSFER_FAIL;
-            }
-            return code;
-        });
+            LOG.warn("transfer engine broke its contract for {}", request, ex);
+            return TRANSFER_FAIL;
+        }
+        return code;
     }
 
     /** Lets this thread drive its own transfers until the driver is closed; null when the engine cannot. */

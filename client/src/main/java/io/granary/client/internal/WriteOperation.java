@@ -11,6 +11,7 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * Writes one value into every replica extent the master handed out, all in parallel, straight from the
@@ -18,16 +19,17 @@ import java.util.concurrent.CompletableFuture;
  * the COMMIT that puts the extent in its node's ledger (when the master issued a version). Started once;
  * the outcome arrives through the future {@link #start} returns.
  */
-final class WriteOperation
+final class WriteOperation implements TransferDispatcher.Outcome
 {
-    private static final CompletableFuture<OpFailure> NO_FAILURE = CompletableFuture.completedFuture(null);
-
     private final String key;
     private final ByteBuffer value;
     private final List<ReplicaExtent> replicas;
     private final CompletableFuture<byte[]> commit;
-    /** Each replica write's ErrorCode number; written before the future completes, read after. */
+    /** Each replica write's ErrorCode number (null: nothing was sent); complete once the writes finished. */
     private int[] codes;
+    /** Replica writes not finished yet. */
+    private final AtomicInteger pending = new AtomicInteger();
+    private Runnable whenDone;
 
     private WriteOperation(
         final String key, final ByteBuffer value, final List<ReplicaExtent> replicas,
@@ -152,53 +154,76 @@ final class WriteOperation
      */
     CompletableFuture<OpFailure> start(final TransferDispatcher transfers)
     {
+        final CompletableFuture<OpFailure> outcome = new CompletableFuture<>();
+        start(transfers, () -> outcome.complete(failure()));
+        return outcome;
+    }
+
+    /**
+     * {@link #start(TransferDispatcher)} for a batch: {@code whenDone} runs once every write has finished, on the
+     * thread that finished the last one (this one, when nothing was sent or every write finished at once);
+     * {@link #failure()} is valid from then on. No future per write beyond the engine's own.
+     */
+    void start(final TransferDispatcher transfers, final Runnable whenDone)
+    {
         final int length = value.remaining();
         if (length == 0 && commit == null)
         {
-            return NO_FAILURE;
+            whenDone.run();
+            return;
         }
-        final CompletableFuture<?>[] writes = new CompletableFuture<?>[replicas.size()];
-        for (int i = 0; i < writes.length; i++)
+        final int n = replicas.size();
+        codes = new int[n];
+        this.whenDone = whenDone;
+        pending.set(n);
+        for (int i = 0; i < n; i++)
         {
             final ReplicaExtent extent = replicas.get(i);
-            writes[i] = transfers.submit(new TransferRequest(
+            transfers.submit(new TransferRequest(
                 TransferRequest.Op.WRITE, extent.endpoint(), extent.segmentId(), extent.offset(), value.duplicate(),
-                length, extent.accessToken(), extent.grantOffset(), extent.grantLength(), commit));
+                length, extent.accessToken(), extent.grantOffset(), extent.grantLength(), commit), this, i);
         }
-        if (writes.length == 1)
-        {
-            return writes[0].thenApply(code -> failure(writes));
-        }
-        return CompletableFuture.allOf(writes).thenApply(ignored -> failure(writes));
     }
 
-    private OpFailure failure(final CompletableFuture<?>[] writes)
+    @Override
+    public void settled(final int index, final int code)
     {
-        final int[] outcome = new int[writes.length];
-        int failedAt = -1;
-        for (int i = 0; i < writes.length; i++)
+        codes[index] = code;
+        if (pending.decrementAndGet() == 0) // the last one: every code above is visible to this thread
         {
-            outcome[i] = (Integer)writes[i].join();
-            if (outcome[i] != 0 && failedAt < 0)
-            {
-                failedAt = i;
-            }
+            whenDone.run();
         }
-        codes = outcome;
+    }
+
+    /**
+     * Null when every write succeeded (or none was needed), else the failure naming every failed replica with the
+     * code of the first one; valid once the writes finished.
+     */
+    OpFailure failure()
+    {
+        if (codes == null)
+        {
+            return null;
+        }
+        int failedAt = -1;
+        for (int i = 0; i < codes.length && failedAt < 0; i++)
+        {
+            failedAt = codes[i] != 0 ? i : -1;
+        }
         if (failedAt < 0)
         {
             return null;
         }
         final StringBuilder failed = new StringBuilder();
-        for (int i = failedAt; i < writes.length; i++)
+        for (int i = failedAt; i < codes.length; i++)
         {
-            if (outcome[i] != 0)
+            if (codes[i] != 0)
             {
                 failed.append(failed.length() == 0 ? "" : ", ")
-                    .append(replicas.get(i).describe()).append(": ").append(ProtoMapping.describeCode(outcome[i]));
+                    .append(replicas.get(i).describe()).append(": ").append(ProtoMapping.describeCode(codes[i]));
             }
         }
-        return new OpFailure(ProtoMapping.code(outcome[failedAt]), "put " + Keys.quote(key) + ": writing " +
+        return new OpFailure(ProtoMapping.code(codes[failedAt]), "put " + Keys.quote(key) + ": writing " +
             value.remaining() + " bytes failed on " + failed);
     }
 }

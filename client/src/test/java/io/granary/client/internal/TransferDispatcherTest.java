@@ -112,4 +112,61 @@ class TransferDispatcherTest
         assertThat(nullCode.submit(read("a:1")).join()).isEqualTo(ErrorCode.TRANSFER_FAIL.code());
         assertThat(exceptional.inFlight("a:1") + nullFuture.inFlight("a:1") + nullCode.inFlight("a:1")).isZero();
     }
+
+    @Test
+    void shouldReportEachOutcomeToItsCallbackWithTheSameRulesAsTheFuture()
+    {
+        final List<CompletableFuture<Integer>> pending = new ArrayList<>();
+        final TransferDispatcher dispatcher = new TransferDispatcher(engine(r ->
+        {
+            if (r.endpoint().equals("throws:1"))
+            {
+                throw new IllegalStateException("refused");
+            }
+            if (r.endpoint().equals("null:1"))
+            {
+                return null;
+            }
+            final CompletableFuture<Integer> f = new CompletableFuture<>();
+            pending.add(f);
+            return f;
+        }));
+        final int[] codes = {-1, -1, -1, -1, -1};
+        final TransferDispatcher.Outcome outcome = (index, code) -> codes[index] = code;
+
+        dispatcher.submit(read("a:1"), outcome, 0);
+        dispatcher.submit(read("a:1"), outcome, 1);
+        dispatcher.submit(read("throws:1"), outcome, 2);
+        dispatcher.submit(read("null:1"), outcome, 3);
+        assertThat(codes).containsExactly(-1, -1, ErrorCode.TRANSFER_FAIL.code(), ErrorCode.TRANSFER_FAIL.code(), -1);
+        assertThat(dispatcher.inFlight("a:1")).isEqualTo(2);
+        assertThat(dispatcher.inFlight("throws:1") + dispatcher.inFlight("null:1")).isZero();
+
+        pending.get(1).complete(ErrorCode.SEGMENT_NOT_FOUND.code());
+        pending.get(0).completeExceptionally(new IllegalStateException("engine bug"));
+        assertThat(codes[0]).isEqualTo(ErrorCode.TRANSFER_FAIL.code());
+        assertThat(codes[1]).isEqualTo(ErrorCode.SEGMENT_NOT_FOUND.code());
+        assertThat(dispatcher.inFlight("a:1")).isZero();
+
+        dispatcher.close();
+        dispatcher.submit(read("a:1"), outcome, 4);
+        assertThat(codes[4]).isEqualTo(ErrorCode.UNAVAILABLE_IN_CURRENT_STATUS.code());
+    }
+
+    @Test
+    void shouldCompleteACountdownOnlyAfterItsArmIsReleasedAndEveryOperationRan()
+    {
+        final Countdown countdown = new Countdown();
+        countdown.add();
+        countdown.add();
+        countdown.run(); // an operation that finished while the batch was still starting others
+        countdown.run(); // and the second one
+        assertThat(countdown.done()).isNotDone();
+        countdown.run(); // the batch: every operation started
+        assertThat(countdown.done()).isCompleted();
+
+        final Countdown empty = new Countdown();
+        empty.run();
+        assertThat(empty.done()).isCompleted();
+    }
 }
