@@ -41,6 +41,8 @@ public final class NativeTransferEngine implements TransferEngine, AdmissionStat
 {
     private static final Logger LOG = LoggerFactory.getLogger(NativeTransferEngine.class);
     private static final int POLL_BATCH = 256;
+    /** Slots of a loop's table of transfers in flight (more in flight at once go to its overflow map). */
+    private static final int PENDING_SLOTS = 4096;
     /** Idle direct buffers kept for staging heap-buffer transfers. */
     private static final long STAGING_POOL_BYTES = 32L << 20;
     private static final int POLL_TIMEOUT_MS = 100;
@@ -91,15 +93,17 @@ public final class NativeTransferEngine implements TransferEngine, AdmissionStat
     /** Racy on purpose: at worst a few threads log the same warning once each. */
     private volatile boolean warnedTokenReads;
 
-    /** One transfer in flight: its future and, for a heap buffer, the direct copy the bytes go through. */
+    /** One transfer in flight: its id, its future and, for a heap buffer, the direct copy the bytes go through. */
     private static final class Pending
     {
+        final long id;
         final CompletableFuture<Integer> future = new CompletableFuture<>();
         final TransferRequest request;
         final ByteBuffer staging;
 
-        Pending(final TransferRequest request, final ByteBuffer staging)
+        Pending(final long id, final TransferRequest request, final ByteBuffer staging)
         {
+            this.id = id;
             this.request = request;
             this.staging = staging;
         }
@@ -601,7 +605,7 @@ public final class NativeTransferEngine implements TransferEngine, AdmissionStat
     private final class Loop
     {
         final long handle;
-        final ConcurrentHashMap<Long, Pending> pending = new ConcurrentHashMap<>();
+        final PendingTable<Pending> pending = new PendingTable<>(PENDING_SLOTS, entry -> entry.id);
         final ConcurrentHashMap<String, Integer> peers = new ConcurrentHashMap<>();
         final ByteBuffer completions = ByteBuffer.allocateDirect(POLL_BATCH * NativeTransferJni.COMPLETION_BYTES)
             .order(ByteOrder.nativeOrder());
@@ -647,8 +651,8 @@ public final class NativeTransferEngine implements TransferEngine, AdmissionStat
                 return CompletableFuture.completedFuture(peer);
             }
             final long id = nextId.getAndIncrement();
-            final Pending entry = new Pending(request, staging);
-            pending.put(id, entry);
+            final Pending entry = new Pending(id, request, staging);
+            pending.add(id, entry);
             // A commit record still being made (the client fills its CRC32C while the WRITE is in flight) is handed
             // over when ready: the C engine holds the COMMIT back until then, on the WRITE's connection.
             final CompletableFuture<byte[]> commit = request.commit();
@@ -808,9 +812,7 @@ public final class NativeTransferEngine implements TransferEngine, AdmissionStat
         /** @param engineGone the C engine is destroyed, so staging buffers may be reused (otherwise they are dropped). */
         private void failAll(final boolean engineGone)
         {
-            final ArrayList<Pending> left = new ArrayList<>(pending.values());
-            pending.clear();
-            for (final Pending entry : left)
+            for (final Pending entry : pending.drain())
             {
                 if (engineGone)
                 {
