@@ -242,17 +242,22 @@ final class StartedPuts extends ProtoWireReader
             final int tag = readTag();
             final int field = tag >>> 3;
             final int wire = tag & 7;
-            if (wire == WIRE_LEN && (field == 1 || field == 2 || field == 7))
+            if (wire == WIRE_LEN && field == 1)
             {
+                final int len = readLength();
+                nodeIds[k] = nodeId(pos, len);
+                pos += len;
+            }
+            else if (wire == WIRE_LEN && field == 2)
+            {
+                final int len = readLength();
+                endpoints[k] = endpoint(pos, len);
+                pos += len;
+            }
+            else if (wire == WIRE_LEN && field == 7)
+            {
+                // The segment name: unused, but protobuf refuses it when not UTF-8. (Length first: it moves pos.)
                 final int len = readUtf8Length(field);
-                if (field == 1)
-                {
-                    nodeIds[k] = nodeId(pos, len);
-                }
-                else if (field == 2)
-                {
-                    endpoints[k] = endpoint(pos, len);
-                }
                 pos += len;
             }
             else if (wire == WIRE_LEN && field == 8)
@@ -284,26 +289,37 @@ final class StartedPuts extends ProtoWireReader
         }
     }
 
-    private String nodeId(final int at, final int len)
+    /** The node id at {@code at}: the last one again when its bytes are the same (checked as UTF-8 once). */
+    private String nodeId(final int at, final int len) throws InvalidProtocolBufferException
     {
         if (!same(at, len, lastNodeIdAt, lastNodeIdLength, lastNodeId))
         {
-            lastNodeId = len == 0 ? "" : new String(payload, at, len, StandardCharsets.UTF_8);
+            lastNodeId = string(1, at, len);
         }
         lastNodeIdAt = at;
         lastNodeIdLength = len;
         return lastNodeId;
     }
 
-    private String endpoint(final int at, final int len)
+    /** The endpoint at {@code at}, as {@link #nodeId}. */
+    private String endpoint(final int at, final int len) throws InvalidProtocolBufferException
     {
         if (!same(at, len, lastEndpointAt, lastEndpointLength, lastEndpoint))
         {
-            lastEndpoint = len == 0 ? "" : new String(payload, at, len, StandardCharsets.UTF_8);
+            lastEndpoint = string(2, at, len);
         }
         lastEndpointAt = at;
         lastEndpointLength = len;
         return lastEndpoint;
+    }
+
+    private String string(final int field, final int at, final int len) throws InvalidProtocolBufferException
+    {
+        if (!validUtf8(payload, at, len))
+        {
+            throw new InvalidProtocolBufferException("string field " + field + " is not valid UTF-8");
+        }
+        return len == 0 ? "" : new String(payload, at, len, StandardCharsets.UTF_8);
     }
 
     /** Whether the bytes at {@code at} equal those at {@code lastAt} that made {@code last} (null: none yet). */
