@@ -44,13 +44,9 @@ final class StartedPuts extends ProtoWireReader
     private long[] grantOffsets = new long[INITIAL_KEYS];
     private long[] grantLengths = new long[INITIAL_KEYS];
 
-    // The last node id and endpoint decoded, with where their bytes were, and the last token: equal bytes, same object.
-    private String lastNodeId = "";
-    private int lastNodeIdAt;
-    private int lastNodeIdLength;
-    private String lastEndpoint = "";
-    private int lastEndpointAt;
-    private int lastEndpointLength;
+    // The last node id, endpoint and token decoded: the next one with equal bytes is the same object.
+    private final Repeated nodeId = new Repeated(1);
+    private final Repeated endpoint = new Repeated(2);
     private byte[] lastToken;
 
     private StartedPuts()
@@ -245,13 +241,13 @@ final class StartedPuts extends ProtoWireReader
             if (wire == WIRE_LEN && field == 1)
             {
                 final int len = readLength();
-                nodeIds[k] = nodeId(pos, len);
+                nodeIds[k] = nodeId.read(pos, len);
                 pos += len;
             }
             else if (wire == WIRE_LEN && field == 2)
             {
                 final int len = readLength();
-                endpoints[k] = endpoint(pos, len);
+                endpoints[k] = endpoint.read(pos, len);
                 pos += len;
             }
             else if (wire == WIRE_LEN && field == 7)
@@ -289,44 +285,33 @@ final class StartedPuts extends ProtoWireReader
         }
     }
 
-    /** The node id at {@code at}: the last one again when its bytes are the same (checked as UTF-8 once). */
-    private String nodeId(final int at, final int len) throws InvalidProtocolBufferException
+    /** A string field whose value often repeats the previous replica's: decoded and UTF-8-checked once per run. */
+    private final class Repeated
     {
-        if (!same(at, len, lastNodeIdAt, lastNodeIdLength, lastNodeId))
-        {
-            lastNodeId = string(1, at, len);
-        }
-        lastNodeIdAt = at;
-        lastNodeIdLength = len;
-        return lastNodeId;
-    }
+        private final int field;
+        private String last = "";
+        private int lastAt;
+        private int lastLength;
 
-    /** The endpoint at {@code at}, as {@link #nodeId}. */
-    private String endpoint(final int at, final int len) throws InvalidProtocolBufferException
-    {
-        if (!same(at, len, lastEndpointAt, lastEndpointLength, lastEndpoint))
+        Repeated(final int field)
         {
-            lastEndpoint = string(2, at, len);
+            this.field = field;
         }
-        lastEndpointAt = at;
-        lastEndpointLength = len;
-        return lastEndpoint;
-    }
 
-    private String string(final int field, final int at, final int len) throws InvalidProtocolBufferException
-    {
-        if (!validUtf8(payload, at, len))
+        String read(final int at, final int len) throws InvalidProtocolBufferException
         {
-            throw new InvalidProtocolBufferException("string field " + field + " is not valid UTF-8");
+            if (len != lastLength || !Arrays.equals(payload, at, at + len, payload, lastAt, lastAt + len))
+            {
+                if (!validUtf8(payload, at, len))
+                {
+                    throw new InvalidProtocolBufferException("string field " + field + " is not valid UTF-8");
+                }
+                last = len == 0 ? "" : new String(payload, at, len, StandardCharsets.UTF_8);
+            }
+            lastAt = at;
+            lastLength = len;
+            return last;
         }
-        return len == 0 ? "" : new String(payload, at, len, StandardCharsets.UTF_8);
-    }
-
-    /** Whether the bytes at {@code at} equal those at {@code lastAt} that made {@code last} (null: none yet). */
-    private boolean same(final int at, final int len, final int lastAt, final int lastLength, final Object last)
-    {
-        return last != null && len == lastLength &&
-            Arrays.equals(payload, at, at + len, payload, lastAt, lastAt + lastLength);
     }
 
     /** The token's bytes (null when empty, as the message path gives); a shared grant's token is one array. */
