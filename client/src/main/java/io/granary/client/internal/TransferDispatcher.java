@@ -20,8 +20,8 @@ final class TransferDispatcher implements AutoCloseable
 {
     private static final Logger LOG = LoggerFactory.getLogger(TransferDispatcher.class);
     private static final int TRANSFER_FAIL = ErrorCode.TRANSFER_FAIL.code();
-    private static final CompletableFuture<Integer> CLOSED =
-        CompletableFuture.completedFuture(ErrorCode.UNAVAILABLE_IN_CURRENT_STATUS.code());
+    private static final int UNAVAILABLE = ErrorCode.UNAVAILABLE_IN_CURRENT_STATUS.code();
+    private static final CompletableFuture<Integer> CLOSED = CompletableFuture.completedFuture(UNAVAILABLE);
 
     private final TransferEngine engine;
     private final ConcurrentHashMap<String, AtomicInteger> inFlight = new ConcurrentHashMap<>();
@@ -84,7 +84,7 @@ final class TransferDispatcher implements AutoCloseable
     {
         if (closed)
         {
-            outcome.settled(index, CLOSED.join());
+            outcome.settled(index, UNAVAILABLE);
             return;
         }
         final AtomicInteger counter = counted(request);

@@ -17,7 +17,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  * Writes one value into every replica extent the master handed out, all in parallel, straight from the
  * caller's buffer (each request gets its own duplicate, so no position is ever moved), each followed by
  * the COMMIT that puts the extent in its node's ledger (when the master issued a version). Started once;
- * the outcome arrives through the future {@link #start} returns.
+ * the outcome arrives through the future {@link #start(TransferDispatcher)} returns, or (a batch's writes) through
+ * {@link #failure()} once the callback given to {@link #start(TransferDispatcher, Runnable)} ran.
  */
 final class WriteOperation implements TransferDispatcher.Outcome
 {
