@@ -518,7 +518,8 @@ final class BenchCommand implements Callable<Integer>
 
     /**
      * Runs a measured phase; with --local or --master-metrics, also notes what it cost the master ({@link MasterTimes}).
-     * A master whose metrics cannot be read gets a line saying why; the phase counts all the same.
+     * A master whose metrics cannot be read gets a line saying why; the phase counts all the same. Always notes what
+     * this JVM spent compiling and collecting during the phase ({@link JvmTimes}).
      */
     private Phase measured(final Phase phase, final String sizeLabel, final List<String> masterLines)
     {
@@ -534,7 +535,9 @@ final class BenchCommand implements Callable<Integer>
         {
             unavailable = ex.getMessage();
         }
+        final JvmTimes jvmBefore = JvmTimes.now();
         phase.run(concurrency);
+        final JvmTimes jvm = JvmTimes.now().since(jvmBefore);
         if (before != null)
         {
             try
@@ -550,6 +553,7 @@ final class BenchCommand implements Callable<Integer>
         {
             masterLines.add("master: " + label + ": metrics unavailable: " + unavailable);
         }
+        masterLines.add(jvm.describe(label, phase.elapsedNs));
         return phase;
     }
 

@@ -29,6 +29,10 @@ class BenchCommandTest
             .containsPattern("master: 64k put: .*PutEnd 50 x \\d+ us.*; [0-9.]+ s serving them = [0-9.]+ % of the " +
                 "phase's [0-9.]+ s")
             .containsPattern("master: 64k get: (\\w+ \\d+ x \\d+ us, )*GetReplicaList 50 x \\d+ us");
+        // And what the JVM spent compiling and collecting in each phase.
+        assertThat(run.out()).containsPattern("jvm: 64k put: JIT compiled \\d+ ms \\([0-9.]+ % of the phase's [0-9.]+ s\\), " +
+            "\\d+ collection\\(s\\) took \\d+ ms \\([0-9.]+ %\\)")
+            .containsPattern("jvm: 64k get: JIT compiled \\d+ ms");
     }
 
     @Test
