@@ -87,7 +87,8 @@ public final class MetadataStore implements SnapshotSource
     {
         /**
          * A token ({@code FrameDescriptor.ACCESS_TOKEN_LENGTH} bytes) granting {@code opcode} on
-         * {@code [grantOffset, grantOffset + grantLength)} of the segment.
+         * {@code [grantOffset, grantOffset + grantLength)} of the segment, starting with {@code expirySec} as a uint32
+         * (as {@code AccessTokenCodec} writes it; a replica's cached READ token is known by it).
          */
         byte[] sign(MountedSegment segment, long grantOffset, long grantLength, int opcode, long expirySec);
 
@@ -324,7 +325,7 @@ public final class MetadataStore implements SnapshotSource
     /** Removes the home-index entry of an object already marked removed (owner lock not held). */
     private void unlinkHome(final ObjectMeta m)
     {
-        final MetadataShard home = shards[m.homeShard];
+        final MetadataShard home = shards[homeShard(m.hash)];
         home.lock();
         try
         {
@@ -363,7 +364,7 @@ public final class MetadataStore implements SnapshotSource
             }
             owner.dropGroupIfEmpty(m.group);
         }
-        if (m.homeShard == m.ownerShard)
+        if (homeShard(m.hash) == m.ownerShard)
         {
             owner.unlink(m);
         }
@@ -371,7 +372,7 @@ public final class MetadataStore implements SnapshotSource
 
     private void finishDetach(final ObjectMeta m)
     {
-        if (m.homeShard != m.ownerShard)
+        if (homeShard(m.hash) != m.ownerShard)
         {
             unlinkHome(m);
         }
@@ -666,7 +667,7 @@ public final class MetadataStore implements SnapshotSource
             {
                 r.version = version;
             }
-            final ObjectMeta m = new ObjectMeta(tenant, keyBytes, hash, h, o, valueLength, clientId, now,
+            final ObjectMeta m = new ObjectMeta(tenant, keyBytes, hash, o, valueLength, clientId, now,
                 options.getHardPin(), group, replicas, softPinTtl[0], version, false);
             m.parentUnit = parentUnit;
             m.parentKeyBytes = parentUnit == null ? null : parentKey[0];
@@ -813,7 +814,6 @@ public final class MetadataStore implements SnapshotSource
             final long now = clock.nanoTime();
             m.complete = true;
             shards[m.ownerShard].unlinkProcessing(m);
-            m.completedNs = now;
             m.hasCrc = hasCrc;
             m.crc32c = crc32c;
             if (m.group == null)
@@ -824,9 +824,10 @@ public final class MetadataStore implements SnapshotSource
             {
                 m.group.leaseDeadlineNs = now;
             }
-            if (m.softPinTtlNs > 0)
+            final long pinTtlNs = m.softPinTtlNs();
+            if (pinTtlNs > 0)
             {
-                pinLocked(m, now + m.softPinTtlNs);
+                pinLocked(m, now + pinTtlNs);
             }
             storedLocked(m);
             putEnds.increment();
@@ -955,19 +956,25 @@ public final class MetadataStore implements SnapshotSource
     private void pinLocked(final ObjectMeta m, final long deadlineNs)
     {
         final long now = clock.nanoTime();
-        if (m.softPinned && m.softPinDeadlineNs - now > 0)
+        ObjectMeta.SoftPin p = m.softPin;
+        if (p == null)
         {
-            if (deadlineNs - m.softPinDeadlineNs <= 0)
+            p = new ObjectMeta.SoftPin(0);
+            m.softPin = p;
+        }
+        if (p.pinned && p.deadlineNs - now > 0)
+        {
+            if (deadlineNs - p.deadlineNs <= 0)
             {
                 return;
             }
         }
-        else if (!m.softPinned)
+        else if (!p.pinned)
         {
-            m.softPinned = true;
+            p.pinned = true;
             softPinnedCount.incrementAndGet();
         }
-        m.softPinDeadlineNs = deadlineNs;
+        p.deadlineNs = deadlineNs;
         synchronized (pinExpiries)
         {
             pinExpiries.add(new PinExpiry(deadlineNs, m));
@@ -976,9 +983,10 @@ public final class MetadataStore implements SnapshotSource
 
     private void unpinLocked(final ObjectMeta m)
     {
-        if (m.softPinned)
+        final ObjectMeta.SoftPin p = m.softPin;
+        if (p != null && p.pinned)
         {
-            m.softPinned = false;
+            p.pinned = false;
             softPinnedCount.decrementAndGet();
         }
     }
@@ -998,7 +1006,7 @@ public final class MetadataStore implements SnapshotSource
         }
         else if (action == SoftPinAction.SOFT_PIN_DISABLE_VALUE)
         {
-            if (m.softPinned)
+            if (m.hasSoftPin())
             {
                 pinEpoch.incrementAndGet(); // an old object may become an ordinary eviction candidate
             }
@@ -1058,7 +1066,7 @@ public final class MetadataStore implements SnapshotSource
             {
                 final ObjectMeta m = due.meta;
                 // A later ENABLE may have moved the deadline: only the entry matching it lapses the pin.
-                if (!m.removed && m.softPinned && m.softPinDeadlineNs == due.deadlineNs)
+                if (!m.removed && m.hasSoftPin() && m.softPinDeadlineNs() == due.deadlineNs)
                 {
                     unpinLocked(m);
                     lapsed++;
@@ -1717,10 +1725,9 @@ public final class MetadataStore implements SnapshotSource
             final MetadataShard owner = shards[o];
             final GroupMeta group = groupId.isEmpty() ? null : owner.groupOrCreate(tenant, groupId);
             final boolean hardPin = (e.getFlags() & io.granary.protocol.CommitRecord.FLAG_HARD_PIN) != 0;
-            final ObjectMeta m = new ObjectMeta(tenant, keyBytes, hash, h, o, e.getValueLength(), "", now, hardPin,
+            final ObjectMeta m = new ObjectMeta(tenant, keyBytes, hash, o, e.getValueLength(), "", now, hardPin,
                 group, new ReplicaRecord[] {replica}, 0, e.getVersion(), true);
             m.complete = true;
-            m.completedNs = now;
             m.hasCrc = e.hasCrc32C();
             m.crc32c = e.getCrc32C();
             if (group == null)
@@ -1946,7 +1953,7 @@ public final class MetadataStore implements SnapshotSource
                     {
                         for (final ObjectMeta m : g.members)
                         {
-                            if (m.homeShard != shard.index && touches(m, gone))
+                            if (homeShard(m.hash) != shard.index && touches(m, gone))
                             {
                                 affected.add(m);
                             }
@@ -1976,7 +1983,7 @@ public final class MetadataStore implements SnapshotSource
                         }
                         detachLocked(m);
                         erased++;
-                        if (m.homeShard != m.ownerShard)
+                        if (homeShard(m.hash) != m.ownerShard)
                         {
                             toUnlink.add(m);
                         }
@@ -2450,7 +2457,7 @@ public final class MetadataStore implements SnapshotSource
                 {
                     for (final ObjectMeta m : g.members)
                     {
-                        if (m.homeShard != shard.index && m.isReadable())
+                        if (homeShard(m.hash) != shard.index && m.isReadable())
                         {
                             sink.onObject(m.tenant, m.keyBytes, g.groupId, m.sizeBytes, m.parentKeyBytes);
                         }
@@ -2506,7 +2513,7 @@ public final class MetadataStore implements SnapshotSource
         // the whole message cost more than it saved: refreshed every second on every object read, each new message
         // was a young object stored into an old record (G1 refinement took ~9 % of the CPU in a get loop).
         final long expirySec = readTokenExpirySec(nowMs);
-        if (r.readTokenExpirySec != expirySec)
+        if (r.readTokenExpirySec() != expirySec)
         {
             r.readToken(tokens.sign(r, Opcode.READ, expirySec), expirySec);
         }

@@ -13,7 +13,7 @@ public final class ObjectMeta
     final byte[] keyBytes;
     /** Hash of (tenant, key bytes): picks the home shard (high bits) and the index slot (low bits). */
     final long hash;
-    final int homeShard;
+    /** The shard whose lock guards this object: its group's, else the key's home shard (MetadataStore#homeShard). */
     final int ownerShard;
     final long sizeBytes;
     final String clientId;
@@ -27,14 +27,13 @@ public final class ObjectMeta
 
     ReplicaRecord[] replicas;
     boolean complete;
-    long completedNs;
     /** Read-lease deadline (nanoTime) for ungrouped objects; grouped ones use the group's. */
     long leaseDeadlineNs;
-    /** Soft-pin TTL to apply once readable (0 = not soft pinned). */
-    long softPinTtlNs;
-    /** True once readable with a soft pin; the pin holds until {@link #softPinDeadlineNs}. */
-    boolean softPinned;
-    long softPinDeadlineNs;
+    /**
+     * Soft-pin state; null for an object that never asked for a pin nor got one (most objects), which thus carry one
+     * reference instead of its 17 bytes.
+     */
+    SoftPin softPin;
     /** Set once, under the owner lock, when the object leaves the store. */
     boolean removed;
     /** Whether PutEnd recorded a CRC32C of the value, and that CRC; set once, at PutEnd. */
@@ -62,7 +61,6 @@ public final class ObjectMeta
         final String tenant,
         final byte[] keyBytes,
         final long hash,
-        final int homeShard,
         final int ownerShard,
         final long sizeBytes,
         final String clientId,
@@ -72,7 +70,7 @@ public final class ObjectMeta
         final ReplicaRecord[] replicas,
         final long softPinTtlNs)
     {
-        this(tenant, keyBytes, hash, homeShard, ownerShard, sizeBytes, clientId, putStartNs, hardPinned, group,
+        this(tenant, keyBytes, hash, ownerShard, sizeBytes, clientId, putStartNs, hardPinned, group,
             replicas, softPinTtlNs, 0, false);
     }
 
@@ -80,7 +78,6 @@ public final class ObjectMeta
         final String tenant,
         final byte[] keyBytes,
         final long hash,
-        final int homeShard,
         final int ownerShard,
         final long sizeBytes,
         final String clientId,
@@ -97,7 +94,6 @@ public final class ObjectMeta
         this.tenant = tenant;
         this.keyBytes = keyBytes;
         this.hash = hash;
-        this.homeShard = homeShard;
         this.ownerShard = ownerShard;
         this.sizeBytes = sizeBytes;
         this.clientId = clientId;
@@ -105,7 +101,7 @@ public final class ObjectMeta
         this.hardPinned = hardPinned;
         this.group = group;
         this.replicas = replicas;
-        this.softPinTtlNs = softPinTtlNs;
+        this.softPin = softPinTtlNs > 0 ? new SoftPin(softPinTtlNs) : null;
     }
 
     public String tenant()
@@ -182,9 +178,22 @@ public final class ObjectMeta
         return group != null ? group.leaseDeadlineNs : leaseDeadlineNs;
     }
 
+    /** The deadline (nanoTime) of the soft pin last given, lapsed or not; 0 when it never had one. */
     public long softPinDeadlineNs()
     {
-        return softPinDeadlineNs;
+        return softPin == null ? 0 : softPin.deadlineNs;
+    }
+
+    /** The soft-pin TTL the put asked for, applied once readable; 0 for none. */
+    long softPinTtlNs()
+    {
+        return softPin == null ? 0 : softPin.ttlNs;
+    }
+
+    /** Pinned and not yet unpinned (by a DISABLE, or by expiry once its deadline passed): counted as pinned. */
+    boolean hasSoftPin()
+    {
+        return softPin != null && softPin.pinned;
     }
 
     public boolean isLeased(final long nowNs)
@@ -200,6 +209,22 @@ public final class ObjectMeta
 
     public boolean isSoftPinned(final long nowNs)
     {
-        return softPinned && softPinDeadlineNs - nowNs > 0;
+        final SoftPin p = softPin;
+        return p != null && p.pinned && p.deadlineNs - nowNs > 0;
+    }
+
+    /** An object's soft pin: the TTL its put asked for, and the pin it has (owner shard lock). */
+    static final class SoftPin
+    {
+        /** TTL to apply once readable; 0 when the pin came from a later put's ENABLE. */
+        final long ttlNs;
+        /** True from the pin until it is taken off (DISABLE) or lapses (expiry): counted in the pinned objects. */
+        boolean pinned;
+        long deadlineNs;
+
+        SoftPin(final long ttlNs)
+        {
+            this.ttlNs = ttlNs;
+        }
     }
 }

@@ -22,12 +22,13 @@ public final class ReplicaRecord
     private static final VarHandle LONG = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.BIG_ENDIAN);
 
     /**
-     * The READ token signed for the second {@link #readTokenExpirySec} (0: none yet), its 20 bytes held in primitive
-     * fields and overwritten when that second changes; owner shard lock. Not an array: this record is long-lived, and
-     * storing a fresh array into it at an object's first read made G1 refine a card per object read (a quarter of the
-     * CPU of a get phase reading each key once).
+     * The READ token last signed for this extent (none yet: all zero), its 20 bytes held in primitive fields and
+     * overwritten when its expiry second changes; owner shard lock. The token's first four bytes are its expiry (uint32
+     * epoch seconds, see {@link io.granary.protocol.AccessTokenCodec}), so {@link #readTokenExpirySec} needs no field
+     * of its own (8 bytes less per object). Not an array: this record is long-lived, and storing a fresh array into it
+     * at an object's first read made G1 refine a card per object read (a quarter of the CPU of a get phase reading each
+     * key once).
      */
-    long readTokenExpirySec;
     private int readToken0;
     private long readToken4;
     private long readToken12;
@@ -45,7 +46,10 @@ public final class ReplicaRecord
         this.version = version;
     }
 
-    /** Keeps {@code token} (a READ token of {@link FrameDescriptor#ACCESS_TOKEN_LENGTH} bytes) for {@code expirySec}. */
+    /**
+     * Keeps {@code token}, a READ token of {@link FrameDescriptor#ACCESS_TOKEN_LENGTH} bytes that starts with its
+     * expiry {@code expirySec} (as every token does).
+     */
     void readToken(final byte[] token, final long expirySec)
     {
         if (token.length != FrameDescriptor.ACCESS_TOKEN_LENGTH)
@@ -53,10 +57,21 @@ public final class ReplicaRecord
             throw new IllegalStateException("a READ token has " + FrameDescriptor.ACCESS_TOKEN_LENGTH + " bytes, got " +
                 token.length);
         }
-        readToken0 = (int)INT.get(token, 0);
+        final int expiry = (int)INT.get(token, 0);
+        if ((expiry & 0xFFFFFFFFL) != expirySec)
+        {
+            throw new IllegalStateException("a READ token starts with its expiry " + expirySec + ", got " +
+                (expiry & 0xFFFFFFFFL));
+        }
+        readToken0 = expiry;
         readToken4 = (long)LONG.get(token, 4);
         readToken12 = (long)LONG.get(token, 12);
-        readTokenExpirySec = expirySec;
+    }
+
+    /** The expiry (epoch seconds) of the READ token kept here; 0 when none was kept yet. */
+    long readTokenExpirySec()
+    {
+        return readToken0 & 0xFFFFFFFFL;
     }
 
     /** A new array holding the READ token last kept by {@link #readToken(byte[], long)}. */

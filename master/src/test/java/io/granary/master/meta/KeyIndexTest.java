@@ -15,7 +15,7 @@ class KeyIndexTest
 {
     static ObjectMeta meta(final String tenant, final String key, final long hash)
     {
-        return new ObjectMeta(tenant, key.getBytes(StandardCharsets.UTF_8), hash, 0, 0, 1, "c", 0, false, null,
+        return new ObjectMeta(tenant, key.getBytes(StandardCharsets.UTF_8), hash, 0, 1, "c", 0, false, null,
             new ReplicaRecord[0], 0);
     }
 

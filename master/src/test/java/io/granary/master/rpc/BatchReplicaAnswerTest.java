@@ -51,8 +51,9 @@ class BatchReplicaAnswerTest
             if (tokens)
             {
                 fixture.store.replicaTokens((segment, offset, length, opcode, expirySec) ->
-                    ByteBuffer.allocate(FrameDescriptor.ACCESS_TOKEN_LENGTH).putInt(segment.segmentId())
-                        .putInt((int)offset).putInt((int)length).putInt(opcode).putInt((int)expirySec).array());
+                    // The expiry first, as in every token.
+                    ByteBuffer.allocate(FrameDescriptor.ACCESS_TOKEN_LENGTH).putInt((int)expirySec)
+                        .putInt(segment.segmentId()).putInt((int)offset).putInt((int)length).putInt(opcode).array());
             }
             handler = new MasterRequestHandler(null, fixture.store, fixture.probe, fixture.registry);
         }
