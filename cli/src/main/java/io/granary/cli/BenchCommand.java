@@ -81,7 +81,12 @@ final class BenchCommand implements Callable<Integer>
     static final long DEFAULT_WARMUP_BYTES = 2L << 30;
     /** Bytes of puts per round of the timed warmup (--warmup-seconds). */
     static final long WARMUP_ROUND_BYTES = 256L << 20;
-    /** The longest the timed warmup goes on for --warmup-calls alone. */
+    /**
+     * Rounds in a row the JIT must stay below --warmup-jit-quiet: it compiles in bursts, and one quiet round between
+     * two bursts was seen to end a warmup whose measured phase then gave 11 % of the cores to the compiler.
+     */
+    static final int JIT_QUIET_ROUNDS = 3;
+    /** The longest the timed warmup goes on for --warmup-calls or --warmup-jit-quiet alone. */
     static final int MAX_CALL_WARMUP_SECONDS = 120;
     /** Bytes of puts a round of the timed warmup has at least, however small --warmup is. */
     static final long MIN_WARMUP_ROUND_BYTES = 16L << 20;
@@ -176,6 +181,13 @@ final class BenchCommand implements Callable<Integer>
             + "longer): C2 compiles a method after about 5,000 calls, and a call of 8 x 1 MiB takes milliseconds, so "
             + "6000 gives slow batched calls a compiled path. 0..10000000.")
     private int warmupCalls;
+
+    @Option(names = "--warmup-jit-quiet", paramLabel = "P", defaultValue = "5",
+        description = "With --warmup-seconds above 0, the timed rounds also go on until the JIT took less than P %% of "
+            + "the cores in " + JIT_QUIET_ROUNDS + " rounds in a row (its threads' CPU time where /proc tells it, else "
+            + "its compile time; at most " + MAX_CALL_WARMUP_SECONDS + " s in all, or --warmup-seconds if longer), so "
+            + "the measured phases do not share the cores with the compiler. 0 does not wait for it. 0..100.")
+    private double warmupJitQuiet;
 
     @Option(names = "--verify", description = "Compare every value read (default: every 10th).")
     private boolean verifyAll;
@@ -404,6 +416,8 @@ final class BenchCommand implements Callable<Integer>
         require(warmupSeconds >= 0 && warmupSeconds <= 600, "--warmup-seconds must be in 0..600, was " + warmupSeconds);
         require(warmupCalls >= 0 && warmupCalls <= 10_000_000, "--warmup-calls must be in 0..10000000, was " +
             warmupCalls);
+        require(warmupJitQuiet >= 0 && warmupJitQuiet <= 100, "--warmup-jit-quiet must be in 0..100, was " +
+            warmupJitQuiet);
         require(replicas >= 1, "--replicas must be positive, was " + replicas);
         require(lanesPerPeer >= 1 && lanesPerPeer <= TransferConfig.MAX_LANES_PER_PEER,
             "--lanes-per-peer must be in 1.." + TransferConfig.MAX_LANES_PER_PEER + ", was " + lanesPerPeer);
@@ -553,7 +567,7 @@ final class BenchCommand implements Callable<Integer>
         {
             masterLines.add("master: " + label + ": metrics unavailable: " + unavailable);
         }
-        masterLines.add(jvm.describe(label, phase.elapsedNs));
+        masterLines.add(jvm.describe(label, phase.elapsedNs, Runtime.getRuntime().availableProcessors()));
         return phase;
     }
 
@@ -796,10 +810,15 @@ final class BenchCommand implements Callable<Integer>
         long getCalls = calls(warmup);
         long removed = 0;
         int rounds = 0;
+        double roundJitShare = -1; // of the last round; -1 before the first or when it cannot be measured
+        int quietRounds = 0; // rounds in a row, up to the last, with the JIT below --warmup-jit-quiet
         final long capNs = Math.max(warmupSeconds, MAX_CALL_WARMUP_SECONDS) * 1_000_000_000L;
         while (warmupSeconds > 0 && System.nanoTime() - start < capNs &&
-            (System.nanoTime() < deadline || Math.min(putCalls, getCalls) < warmupCalls))
+            (System.nanoTime() < deadline || Math.min(putCalls, getCalls) < warmupCalls ||
+                jitBusy(warmupJitQuiet, quietRounds)))
         {
+            final long roundStart = System.nanoTime();
+            final JvmTimes roundJvm = JvmTimes.now();
             rounds++;
             final String roundPrefix = prefix + "w" + rounds + "-";
             errors.add(new Phase("warmup", roundValues, batch,
@@ -810,15 +829,29 @@ final class BenchCommand implements Callable<Integer>
             values += roundValues + roundGets;
             putCalls += calls(roundValues);
             getCalls += calls(roundGets);
+            roundJitShare = JvmTimes.now().since(roundJvm).compilerShare(System.nanoTime() - roundStart,
+                Runtime.getRuntime().availableProcessors());
+            quietRounds = roundJitShare < warmupJitQuiet ? quietRounds + 1 : 0;
         }
         info.printf(Locale.ROOT, "warmup: %d values put or read in %.1f s, %d timed round(s) of %d puts and %d gets, "
-            + "%d round values removed, %d put calls and %d get calls%n", values, (System.nanoTime() - start) / 1e9,
-            rounds, roundValues, roundGets, removed, putCalls, getCalls);
+            + "%d round values removed, %d put calls and %d get calls%s%n", values, (System.nanoTime() - start) / 1e9,
+            rounds, roundValues, roundGets, removed, putCalls, getCalls, roundJitShare < 0 ? "" :
+                String.format(Locale.ROOT, ", the JIT took %.1f %% of the cores in the last round", roundJitShare));
         if (errors.count > 0)
         {
             info.println("warmup: " + errors.count + " errors, first: " + errors.first);
         }
         info.flush();
+    }
+
+    /**
+     * Whether --warmup-jit-quiet {@code quietPercent} keeps the timed warmup going: until the JIT took less than that
+     * share of the cores ({@link JvmTimes#compilerShare}) in {@link #JIT_QUIET_ROUNDS} rounds in a row
+     * ({@code quietRounds}; a round where the share cannot be measured counts as quiet). 0 never does.
+     */
+    static boolean jitBusy(final double quietPercent, final int quietRounds)
+    {
+        return quietPercent > 0 && quietRounds < JIT_QUIET_ROUNDS;
     }
 
     /** Calls a phase of {@code values} values makes (calls of up to --batch values). */

@@ -29,9 +29,11 @@ class BenchCommandTest
             .containsPattern("master: 64k put: .*PutEnd 50 x \\d+ us.*; [0-9.]+ s serving them = [0-9.]+ % of the " +
                 "phase's [0-9.]+ s")
             .containsPattern("master: 64k get: (\\w+ \\d+ x \\d+ us, )*GetReplicaList 50 x \\d+ us");
-        // And what the JVM spent compiling and collecting in each phase.
-        assertThat(run.out()).containsPattern("jvm: 64k put: JIT compiled \\d+ ms \\([0-9.]+ % of the phase's [0-9.]+ s\\), " +
-            "\\d+ collection\\(s\\) took \\d+ ms \\([0-9.]+ %\\)")
+        // And what the JVM spent compiling and collecting in each phase (CPU of those threads: this is Linux).
+        assertThat(run.out())
+            .containsPattern("jvm: 64k put: JIT compiled \\d+ ms \\([0-9.]+ % of the phase's [0-9.]+ s\\), " +
+                "\\d+ collection\\(s\\) took \\d+ ms \\([0-9.]+ %\\); CPU of the compiler threads \\d+ ms " +
+                "\\([0-9.]+ % of \\d+ core\\(s\\)\\), of the GC threads \\d+ ms \\([0-9.]+ %\\)")
             .containsPattern("jvm: 64k get: JIT compiled \\d+ ms");
     }
 
@@ -41,7 +43,7 @@ class BenchCommandTest
         // 20 warmup values of 1 MiB, then rounds of 20 fresh puts (and 20 gets) for 2 s; the segment holds the
         // measured values, the warmup values and two rounds, so every round's keys must really be removed.
         final CliRun run = CliRun.run("bench", "--local", "--count", "20", "--size", "1m", "--warmup-seconds", "2",
-            "--warmup-calls", "0");
+            "--warmup-calls", "0", "--warmup-jit-quiet", "0");
 
         assertThat(run.exitCode()).as(run.toString()).isZero();
         final java.util.regex.Matcher warmup = java.util.regex.Pattern.compile("warmup: (\\d+) values put or read in "
@@ -57,12 +59,13 @@ class BenchCommandTest
         assertThat(Long.parseLong(warmup.group(6))).isEqualTo(20L + 20L * rounds);
         assertThat(run.out()).doesNotContain("errors, first:");
         assertThat(run.out().lines().filter(l -> l.matches("1m\\s+(put|get)\\s+20\\s+0\\s+.*"))).hasSize(2);
+        assertThat(run.out()).containsPattern("get calls, the JIT took [0-9.]+ % of the cores in the last round");
 
         // Fewer warmup values than a round's 16 MiB: the rounds put 16 fresh values and read the 3 that stay.
         // With --warmup-calls the rounds go on past --warmup-seconds until both kinds of calls reached it: batches of
         // 2 give 8 put calls and 2 get calls per round, so 40 get calls need 19 rounds after the first 2 calls.
         final CliRun few = CliRun.run("bench", "--local", "--count", "5", "--size", "1m", "--warmup", "3",
-            "--warmup-seconds", "1", "--warmup-calls", "40", "--batch", "2");
+            "--warmup-seconds", "1", "--warmup-calls", "40", "--batch", "2", "--warmup-jit-quiet", "0");
         assertThat(few.exitCode()).as(few.toString()).isZero();
         final java.util.regex.Matcher calls = java.util.regex.Pattern.compile("(\\d+) timed round\\(s\\) of 16 puts and "
             + "3 gets, \\d+ round values removed, (\\d+) put calls and (\\d+) get calls").matcher(few.out());
@@ -228,6 +231,24 @@ class BenchCommandTest
     void shouldRefuseANegativeWarmupCallCount()
     {
         assertBadInput(CliRun.run("bench", "--local", "--warmup-calls", "-5"), "--warmup-calls");
+    }
+
+    @Test
+    void shouldRefuseAJitQuietShareOutsideZeroToOneHundred()
+    {
+        assertBadInput(CliRun.run("bench", "--local", "--warmup-jit-quiet", "-1"), "--warmup-jit-quiet");
+        assertBadInput(CliRun.run("bench", "--local", "--warmup-jit-quiet", "100.5"), "--warmup-jit-quiet");
+    }
+
+    @Test
+    void shouldWaitForTheJitUntilItWasQuietInThreeRoundsInARow()
+    {
+        assertThat(BenchCommand.jitBusy(0, 0)).isFalse();
+        // Asked: until the JIT was quiet in three rounds in a row.
+        assertThat(BenchCommand.jitBusy(5, 0)).isTrue();
+        assertThat(BenchCommand.jitBusy(5, 2)).isTrue();
+        assertThat(BenchCommand.jitBusy(5, 3)).isFalse();
+        assertThat(BenchCommand.JIT_QUIET_ROUNDS).isEqualTo(3);
     }
 
     @Test
