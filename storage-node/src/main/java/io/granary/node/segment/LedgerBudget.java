@@ -42,8 +42,10 @@ public final class LedgerBudget
     }
 
     /**
-     * What one entry is counted as: {@code namesLength} is the length of the array holding its key and group id
-     * (2 + the UTF-8 bytes of both).
+     * What one entry is counted as: {@code namesLength} is the length of its key and group id as the ledger keeps them
+     * (2 + the UTF-8 bytes of both). Since 2026-12-07 those bytes sit in their page's arena, with up to a quarter of
+     * headroom, instead of an array of their own; the estimate kept the array's 16-byte header and padding, which is
+     * about what the headroom and the two int columns added for the arena take.
      */
     public static long entryBytes(final int namesLength)
     {

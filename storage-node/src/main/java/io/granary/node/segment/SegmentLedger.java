@@ -65,38 +65,118 @@ public final class SegmentLedger
     private static final int LONGS = 6;
     private static final int FLAGS = 0;
     private static final int CRC32C = 1;
-    private static final int INTS = 2;
+    /** Where the slot's names start in its page's arena, and their length (0: a free slot; a live one has >= 2). */
+    private static final int NAMES_AT = 2;
+    private static final int NAMES_LENGTH = 3;
+    private static final int INTS = 4;
+    /** The first arena of a page: a page's names start small and double as they need. */
+    static final int MIN_ARENA_BYTES = 4096;
 
     /**
-     * The fields of {@link #PAGE_SLOTS} entries in columns: no object per entry but the bytes of its key and group id
-     * (one array), about 64 bytes an entry plus those. A page a {@link #snapshot} holds is copied before it changes.
+     * The fields of {@link #PAGE_SLOTS} entries in columns, and the bytes of their keys and group ids one after the
+     * other in one arena: no object per entry (an array per entry was one more object for the collector to copy, and
+     * one more young reference stored into an old page, per COMMIT), about 72 bytes an entry plus its names. A page a
+     * {@link #snapshot} holds is copied before it changes.
+     *
+     * <p>The arena is shared with such a copy, not copied: bytes below a page's {@link #arenaTop} are never rewritten
+     * (a COMMIT appends above it, a freed slot only stops counting its bytes), and making room builds a new array, so
+     * the held page keeps seeing its entries' bytes as they were.
      */
-    private static final class Page
+    static final class Page
     {
         final long[] longs;
         final int[] ints;
         final String[] tenants;
-        /** Per slot: the key's UTF-8 length (2 bytes, big-endian), the key, then the group id (the rest). */
-        final byte[][] names;
+        /**
+         * Per live slot, at {@link #NAMES_AT} for {@link #NAMES_LENGTH} bytes: the key's UTF-8 length (2 bytes,
+         * big-endian), the key, then the group id (the rest).
+         */
+        byte[] arena;
+        /** Bytes of the arena written so far; the next names go here. */
+        int arenaTop;
+        /** Bytes of the arena that live slots' names take; the rest below {@link #arenaTop} is freed slots'. */
+        int arenaLive;
         boolean shared;
 
         Page()
         {
             this(new long[LONGS * PAGE_SLOTS], new int[INTS * PAGE_SLOTS], new String[PAGE_SLOTS],
-                new byte[PAGE_SLOTS][]);
+                new byte[MIN_ARENA_BYTES], 0, 0);
         }
 
-        private Page(final long[] longs, final int[] ints, final String[] tenants, final byte[][] names)
+        private Page(
+            final long[] longs, final int[] ints, final String[] tenants, final byte[] arena, final int arenaTop,
+            final int arenaLive)
         {
             this.longs = longs;
             this.ints = ints;
             this.tenants = tenants;
-            this.names = names;
+            this.arena = arena;
+            this.arenaTop = arenaTop;
+            this.arenaLive = arenaLive;
         }
 
         Page copy()
         {
-            return new Page(longs.clone(), ints.clone(), tenants.clone(), names.clone());
+            return new Page(longs.clone(), ints.clone(), tenants.clone(), arena, arenaTop, arenaLive);
+        }
+
+        /** Stores {@code names} as {@code slot}'s, making room in the arena first if they do not fit above its top. */
+        void putNames(final int slot, final byte[] names)
+        {
+            if (arena.length - arenaTop < names.length)
+            {
+                rebuildArena(names.length);
+            }
+            System.arraycopy(names, 0, arena, arenaTop, names.length);
+            final int i = (slot & PAGE_MASK) * INTS;
+            ints[i + NAMES_AT] = arenaTop;
+            ints[i + NAMES_LENGTH] = names.length;
+            arenaTop += names.length;
+            arenaLive += names.length;
+        }
+
+        /** Forgets {@code slot}'s names; @return their length. */
+        int clearNames(final int slot)
+        {
+            final int i = (slot & PAGE_MASK) * INTS;
+            final int length = ints[i + NAMES_LENGTH];
+            ints[i + NAMES_AT] = 0;
+            ints[i + NAMES_LENGTH] = 0;
+            arenaLive -= length;
+            return length;
+        }
+
+        int namesLength(final int slot)
+        {
+            return ints[(slot & PAGE_MASK) * INTS + NAMES_LENGTH];
+        }
+
+        /**
+         * Copies the live slots' names into a new arena with room for {@code more} bytes and a quarter of what they
+         * take then (at least {@link #MIN_ARENA_BYTES}; rounded up to 4 KiB), leaving out freed slots' bytes. The
+         * quarter bounds both costs: the arena stays within about 1.25 times its live names (an array per entry cost
+         * its 16-byte header and padding), and a byte is copied about four more times in all as the page fills.
+         */
+        private void rebuildArena(final int more)
+        {
+            final long live = (long)arenaLive + more;
+            final int capacity = (int)Math.max(MIN_ARENA_BYTES, (live + (live >> 2) + 4095) & ~4095L);
+            final byte[] rebuilt = new byte[capacity];
+            int top = 0;
+            for (int s = 0; s < PAGE_SLOTS; s++)
+            {
+                final int i = s * INTS;
+                final int length = ints[i + NAMES_LENGTH];
+                if (length > 0)
+                {
+                    System.arraycopy(arena, ints[i + NAMES_AT], rebuilt, top, length);
+                    ints[i + NAMES_AT] = top;
+                    top += length;
+                }
+            }
+            arena = rebuilt;
+            arenaTop = top;
         }
 
         long get(final int slot, final int field)
@@ -111,10 +191,11 @@ public final class SegmentLedger
 
         Entry entry(final int slot)
         {
-            final byte[] n = names[slot & PAGE_MASK];
-            final int keyLength = ((n[0] & 0xFF) << 8) | (n[1] & 0xFF);
-            final String key = new String(n, 2, keyLength, StandardCharsets.UTF_8);
-            final String groupId = new String(n, 2 + keyLength, n.length - 2 - keyLength, StandardCharsets.UTF_8);
+            final int at = getInt(slot, NAMES_AT);
+            final int length = getInt(slot, NAMES_LENGTH);
+            final int keyLength = ((arena[at] & 0xFF) << 8) | (arena[at + 1] & 0xFF);
+            final String key = new String(arena, at + 2, keyLength, StandardCharsets.UTF_8);
+            final String groupId = new String(arena, at + 2 + keyLength, length - 2 - keyLength, StandardCharsets.UTF_8);
             final int flags = getInt(slot, FLAGS);
             return new Entry(get(slot, OFFSET), get(slot, VALUE_LENGTH), tenants[slot & PAGE_MASK], key, groupId,
                 get(slot, VERSION), flags, get(slot, SOFT_PIN_TTL_MS), (flags & CommitRecord.FLAG_CRC32C) != 0,
@@ -207,7 +288,7 @@ public final class SegmentLedger
         page.ints[(slot & PAGE_MASK) * INTS + FLAGS] = record.flags();
         page.ints[(slot & PAGE_MASK) * INTS + CRC32C] = record.crc32c();
         page.tenants[slot & PAGE_MASK] = shared(record.tenant());
-        page.names[slot & PAGE_MASK] = name;
+        page.putNames(slot, name);
         index.put(offset, slot);
         commits++;
         return OK_VALUE;
@@ -382,11 +463,10 @@ public final class SegmentLedger
     private void release(final int slot)
     {
         final Page page = writable(slot);
-        final long bytes = LedgerBudget.entryBytes(page.names[slot & PAGE_MASK].length);
+        final long bytes = LedgerBudget.entryBytes(page.clearNames(slot));
         heapBytes -= bytes;
         budget.release(bytes);
         page.tenants[slot & PAGE_MASK] = null;
-        page.names[slot & PAGE_MASK] = null;
         if (freeCount == freeSlots.length)
         {
             freeSlots = Arrays.copyOf(freeSlots, Math.max(MIN_SLOTS, freeCount + (freeCount >> 1)));

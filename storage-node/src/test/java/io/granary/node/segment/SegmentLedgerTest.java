@@ -228,6 +228,63 @@ class SegmentLedgerTest
         assertThat(held).as("a snapshot taken earlier is unchanged").containsExactlyElementsOf(heldModel);
     }
 
+    /**
+     * Keys and group ids of many lengths (non-ASCII too) replacing one another on a few thousand offsets, so a page's
+     * arena of names fills, is rebuilt without the freed names and grows, again and again; every snapshot held along
+     * the way must still read its entries' names as they were, although the ledger's pages share their arena with it.
+     */
+    @Test
+    void shouldKeepEveryNameAndEveryHeldSnapshotThroughArenaRebuilds()
+    {
+        final Random random = new Random(11);
+        final TreeMap<Long, SegmentLedger.Entry> model = new TreeMap<>();
+        final List<List<SegmentLedger.Entry>> held = new java.util.ArrayList<>();
+        final List<List<SegmentLedger.Entry>> heldModels = new java.util.ArrayList<>();
+        for (int step = 0; step < 40_000; step++)
+        {
+            final long offset = random.nextInt(6_000) * 64L; // 6,000 slots at most: two pages
+            if (random.nextInt(4) == 0 && !model.isEmpty())
+            {
+                final SegmentLedger.Entry e = model.firstEntry().getValue();
+                assertThat(ledger.free(e.offset(), e.version())).isTrue();
+                model.remove(e.offset());
+                continue;
+            }
+            final String key = name(random, 1 + random.nextInt(random.nextInt(20) == 0 ? 1300 : 60)) + step;
+            final String group = random.nextInt(3) == 0 ? "" : name(random, random.nextInt(100));
+            final CommitRecord r = new CommitRecord(0, "default", key, group, 64, step, 0, 0);
+            assertThat(ledger.commit(segment.id(), offset, r, step)).isEqualTo(OK_VALUE);
+            model.remove(offset);
+            model.put(offset, new SegmentLedger.Entry(offset, 64, "default", key, group, step, 0, 0, false, 0,
+                0, step));
+            if (step % 4_000 == 0)
+            {
+                held.add(ledger.snapshot());
+                heldModels.add(List.copyOf(model.values()));
+            }
+        }
+        assertThat(ledger.snapshot()).usingRecursiveFieldByFieldElementComparatorIgnoringFields("sequence")
+            .containsExactlyElementsOf(model.values());
+        for (int i = 0; i < held.size(); i++)
+        {
+            assertThat(held.get(i)).as("snapshot %d", i)
+                .usingRecursiveFieldByFieldElementComparatorIgnoringFields("sequence")
+                .containsExactlyElementsOf(heldModels.get(i));
+        }
+    }
+
+    /** {@code length} characters, a few of them outside ASCII (two or three UTF-8 bytes). */
+    private static String name(final Random random, final int length)
+    {
+        final StringBuilder b = new StringBuilder(length);
+        for (int i = 0; i < length; i++)
+        {
+            final int kind = random.nextInt(20);
+            b.append(kind == 0 ? 'é' : kind == 1 ? '\u20ac' : (char)('a' + random.nextInt(26)));
+        }
+        return b.toString();
+    }
+
     private static void removeOverlapping(final TreeMap<Long, SegmentLedger.Entry> model, final long offset,
         final long length)
     {
