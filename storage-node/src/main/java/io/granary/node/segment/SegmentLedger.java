@@ -136,7 +136,10 @@ public final class SegmentLedger
             arenaLive += names.length;
         }
 
-        /** Forgets {@code slot}'s names; @return their length. */
+        /**
+         * Forgets {@code slot}'s names, and rebuilds the arena smaller once live names take less than half of it, so
+         * a ledger that shrinks gives its names' memory back; @return their length.
+         */
         int clearNames(final int slot)
         {
             final int i = (slot & PAGE_MASK) * INTS;
@@ -144,6 +147,10 @@ public final class SegmentLedger
             ints[i + NAMES_AT] = 0;
             ints[i + NAMES_LENGTH] = 0;
             arenaLive -= length;
+            if (arena.length > MIN_ARENA_BYTES && arenaLive < arena.length >>> 1)
+            {
+                rebuildArena(0);
+            }
             return length;
         }
 
