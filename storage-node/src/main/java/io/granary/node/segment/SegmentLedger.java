@@ -69,20 +69,20 @@ public final class SegmentLedger
     private static final int NAMES_AT = 2;
     private static final int NAMES_LENGTH = 3;
     private static final int INTS = 4;
-    /** The first arena of a page: a page's names start small and double as they need. */
-    static final int MIN_ARENA_BYTES = 4096;
+    /** The first and smallest arena of a page: it grows and shrinks with its names (see Page#rebuildArena). */
+    private static final int MIN_ARENA_BYTES = 4096;
 
     /**
      * The fields of {@link #PAGE_SLOTS} entries in columns, and the bytes of their keys and group ids one after the
      * other in one arena: no object per entry (an array per entry was one more object for the collector to copy, and
-     * one more young reference stored into an old page, per COMMIT), about 72 bytes an entry plus its names. A page a
+     * one more young reference stored into an old page, per COMMIT), about 68 bytes an entry plus its names. A page a
      * {@link #snapshot} holds is copied before it changes.
      *
      * <p>The arena is shared with such a copy, not copied: bytes below a page's {@link #arenaTop} are never rewritten
      * (a COMMIT appends above it, a freed slot only stops counting its bytes), and making room builds a new array, so
      * the held page keeps seeing its entries' bytes as they were.
      */
-    static final class Page
+    private static final class Page
     {
         final long[] longs;
         final int[] ints;
@@ -152,11 +152,6 @@ public final class SegmentLedger
                 rebuildArena(0);
             }
             return length;
-        }
-
-        int namesLength(final int slot)
-        {
-            return ints[(slot & PAGE_MASK) * INTS + NAMES_LENGTH];
         }
 
         /**
