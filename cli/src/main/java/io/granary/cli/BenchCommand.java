@@ -567,7 +567,8 @@ final class BenchCommand implements Callable<Integer>
         {
             masterLines.add("master: " + label + ": metrics unavailable: " + unavailable);
         }
-        masterLines.add(jvm.describe(label, phase.elapsedNs, Runtime.getRuntime().availableProcessors()));
+        masterLines.add(jvm.describe(label, phase.elapsedNs, Runtime.getRuntime().availableProcessors(),
+            phase.count));
         return phase;
     }
 

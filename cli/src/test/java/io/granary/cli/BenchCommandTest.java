@@ -33,7 +33,8 @@ class BenchCommandTest
         assertThat(run.out())
             .containsPattern("jvm: 64k put: JIT compiled \\d+ ms \\([0-9.]+ % of the phase's [0-9.]+ s\\), " +
                 "\\d+ collection\\(s\\) took \\d+ ms \\([0-9.]+ %\\); CPU of the compiler threads \\d+ ms " +
-                "\\([0-9.]+ % of \\d+ core\\(s\\)\\), of the GC threads \\d+ ms \\([0-9.]+ %\\)")
+                "\\([0-9.]+ % of \\d+ core\\(s\\)\\), of the GC threads \\d+ ms \\([0-9.]+ %\\); process CPU \\d+ ms " +
+                "\\([0-9.]+ % of the cores\\), [0-9.]+ us per op")
             .containsPattern("jvm: 64k get: JIT compiled \\d+ ms");
     }
 
