@@ -62,9 +62,7 @@ final class KeyIndex
         {
             return (int)h[i];
         }
-        final byte[] key = meta.keyBytes;
-        final ReplicaRecord[] replicas = meta.replicas;
-        return key.length + (replicas == null ? 0 : replicas.length);
+        return meta.keyBytes.length + meta.touchReplicas();
     }
 
     /** Adds an object; the caller has made sure no entry for its (tenant, key) is present. */

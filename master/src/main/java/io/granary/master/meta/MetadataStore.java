@@ -584,7 +584,7 @@ public final class MetadataStore implements SnapshotSource
                 else if (existing.clientId.equals(clientId) && existing.sizeBytes == valueLength)
                 {
                     // The same client asking again (a retried request): hand back the same extents.
-                    for (final ReplicaRecord r : existing.replicas)
+                    for (final ReplicaRecord r : existing.replicas())
                     {
                         writeReplica(r, existing.putStartNs, now, replicasOut, grants);
                     }
@@ -601,7 +601,7 @@ public final class MetadataStore implements SnapshotSource
             detachLocked(existing);
             unlockOwner(existing);
             finishDetach(existing);
-            quarantine(existing.replicas, existing.putStartNs + settings.putReleaseTimeoutNs);
+            quarantine(existing.replicas(), existing.putStartNs + settings.putReleaseTimeoutNs);
             discardedPuts.increment();
         }
 
@@ -888,7 +888,7 @@ public final class MetadataStore implements SnapshotSource
         }
         finishDetach(m);
         // A write that timed out on the client may still land: keep those extents out of use for a while.
-        final ReplicaRecord[] held = releaseSettled(m.replicas, settled);
+        final ReplicaRecord[] held = releaseSettled(m.replicas(), settled);
         quarantine(held, clock.nanoTime() + settings.putDiscardTimeoutNs);
         putRevokes.increment();
         return OK_VALUE;
@@ -1251,11 +1251,13 @@ public final class MetadataStore implements SnapshotSource
     boolean replicaListLocked(final ObjectMeta m, final Lookup out, final SharedGrants grants)
     {
         clear(out);
-        final List<Replica> replicas = grants == null ? new ArrayList<>(m.replicas.length) : List.of();
+        final int count = m.replicaCount();
+        final List<Replica> replicas = grants == null ? new ArrayList<>(count) : List.of();
         final long nowMs = replicaTokens == null ? 0 : clock.epochMillis();
         int live = 0;
-        for (final ReplicaRecord r : m.replicas)
+        for (int i = 0; i < count; i++)
         {
+            final ReplicaRecord r = m.replica(i);
             if (r.segment().isAlive())
             {
                 live++;
@@ -1422,10 +1424,7 @@ public final class MetadataStore implements SnapshotSource
             detachLocked(m);
             if (leasedUntilNs == 0)
             {
-                for (final ReplicaRecord r : m.replicas)
-                {
-                    r.release();
-                }
+                m.releaseReplicas();
             }
             tombstoneIfAdopted(m);
         }
@@ -1436,7 +1435,7 @@ public final class MetadataStore implements SnapshotSource
         finishDetach(m);
         if (leasedUntilNs != 0)
         {
-            quarantine(m.replicas, leasedUntilNs);
+            quarantine(m.replicas(), leasedUntilNs);
         }
         removedObjects.increment();
         return OK_VALUE;
@@ -1518,7 +1517,7 @@ public final class MetadataStore implements SnapshotSource
             try
             {
                 int live = 0;
-                for (final ReplicaRecord r : m.replicas)
+                for (final ReplicaRecord r : m.replicas())
                 {
                     live += r.segment().isAlive() ? 1 : 0;
                 }
@@ -1657,7 +1656,7 @@ public final class MetadataStore implements SnapshotSource
             {
                 return Adoption.REJECTED_INVALID; // replicas of one version hold the same value
             }
-            for (final ReplicaRecord r : m.replicas)
+            for (final ReplicaRecord r : m.replicas())
             {
                 if (r.segment() == segment)
                 {
@@ -1668,9 +1667,10 @@ public final class MetadataStore implements SnapshotSource
             {
                 return Adoption.REJECTED_OVERLAP;
             }
-            final ReplicaRecord[] replicas = Arrays.copyOf(m.replicas, m.replicas.length + 1);
-            replicas[m.replicas.length] = new ReplicaRecord(segment, e.getOffset(), e.getValueLength(), version);
-            m.replicas = replicas;
+            final ReplicaRecord[] had = m.replicas();
+            final ReplicaRecord[] replicas = Arrays.copyOf(had, had.length + 1);
+            replicas[had.length] = new ReplicaRecord(segment, e.getOffset(), e.getValueLength(), version);
+            m.replicas(replicas);
             if (!m.hasCrc && e.hasCrc32C())
             {
                 m.hasCrc = true;
@@ -1685,10 +1685,7 @@ public final class MetadataStore implements SnapshotSource
         // A newer version than the one rebuilt so far: the older object's extents go back and their nodes forget it.
         removedLocked(m, KvEventReason.KV_REASON_REPLACED);
         detachLocked(m);
-        for (final ReplicaRecord r : m.replicas)
-        {
-            r.release();
-        }
+        m.releaseReplicas();
         return null;
     }
 
@@ -1899,8 +1896,8 @@ public final class MetadataStore implements SnapshotSource
         try
         {
             final long now = clock.nanoTime();
-            final List<ObjectSnapshot.Replica> replicas = new ArrayList<>(m.replicas.length);
-            for (final ReplicaRecord r : m.replicas)
+            final List<ObjectSnapshot.Replica> replicas = new ArrayList<>(m.replicaCount());
+            for (final ReplicaRecord r : m.replicas())
             {
                 final MountedSegment s = r.segment();
                 replicas.add(new ObjectSnapshot.Replica(
@@ -1962,8 +1959,8 @@ public final class MetadataStore implements SnapshotSource
                 }
                 for (final ObjectMeta m : affected)
                 {
-                    final List<ReplicaRecord> kept = new ArrayList<>(m.replicas.length);
-                    for (final ReplicaRecord r : m.replicas)
+                    final List<ReplicaRecord> kept = new ArrayList<>(m.replicaCount());
+                    for (final ReplicaRecord r : m.replicas())
                     {
                         if (gone.contains(r.segment()))
                         {
@@ -1974,8 +1971,8 @@ public final class MetadataStore implements SnapshotSource
                             kept.add(r);
                         }
                     }
-                    m.replicas = kept.toArray(new ReplicaRecord[0]);
-                    if (m.replicas.length == 0)
+                    m.replicas(kept.toArray(new ReplicaRecord[0]));
+                    if (m.replicaCount() == 0)
                     {
                         if (m.complete)
                         {
@@ -2010,7 +2007,7 @@ public final class MetadataStore implements SnapshotSource
 
     private static boolean touches(final ObjectMeta m, final Set<MountedSegment> gone)
     {
-        for (final ReplicaRecord r : m.replicas)
+        for (final ReplicaRecord r : m.replicas())
         {
             if (gone.contains(r.segment()))
             {
@@ -2063,10 +2060,7 @@ public final class MetadataStore implements SnapshotSource
                 while ((head = shard.processingHead) != null && now - head.putStartNs > settings.putReleaseTimeoutNs)
                 {
                     detachLocked(head); // takes it off the list
-                    for (final ReplicaRecord r : head.replicas)
-                    {
-                        r.release();
-                    }
+                    head.releaseReplicas();
                     expired.add(head);
                 }
             }
@@ -2320,10 +2314,7 @@ public final class MetadataStore implements SnapshotSource
                     }
                 }
                 detachLocked(m);
-                for (final ReplicaRecord r : m.replicas)
-                {
-                    r.release();
-                }
+                m.releaseReplicas();
                 tombstoneIfAdopted(m);
                 bytesOut[0] += m.sizeBytes;
             }

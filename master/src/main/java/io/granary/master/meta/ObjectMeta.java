@@ -8,6 +8,8 @@ package io.granary.master.meta;
  */
 public final class ObjectMeta
 {
+    private static final ReplicaRecord[] NO_REPLICAS = new ReplicaRecord[0];
+
     final String tenant;
     /** The key's UTF-8 bytes; the String form is built on demand. */
     final byte[] keyBytes;
@@ -25,7 +27,12 @@ public final class ObjectMeta
     /** Rebuilt from storage-node ledger reports rather than put through this master. */
     final boolean adopted;
 
-    ReplicaRecord[] replicas;
+    /**
+     * The replicas: null for none, the {@link ReplicaRecord} itself for one (most objects: no array to keep, one heap
+     * object less per object for the collector to copy), a {@code ReplicaRecord[]} of two or more. Replaced as a whole
+     * under the owner lock, never changed in place, so a reader without the lock sees one consistent set.
+     */
+    private Object replicaSet;
     boolean complete;
     /** Read-lease deadline (nanoTime) for ungrouped objects; grouped ones use the group's. */
     long leaseDeadlineNs;
@@ -100,7 +107,7 @@ public final class ObjectMeta
         this.putStartNs = putStartNs;
         this.hardPinned = hardPinned;
         this.group = group;
-        this.replicas = replicas;
+        replicas(replicas);
         this.softPin = softPinTtlNs > 0 ? new SoftPin(softPinTtlNs) : null;
     }
 
@@ -157,9 +164,52 @@ public final class ObjectMeta
         return group;
     }
 
+    /** The replicas as an array: a new one for a single replica, else the set itself (do not modify it). */
     public ReplicaRecord[] replicas()
     {
-        return replicas;
+        final Object set = replicaSet;
+        if (set == null)
+        {
+            return NO_REPLICAS;
+        }
+        return set instanceof ReplicaRecord ? new ReplicaRecord[] {(ReplicaRecord)set} : (ReplicaRecord[])set;
+    }
+
+    /** Replaces the replicas by those in {@code replicas} (kept as they are; the caller does not change it after). */
+    void replicas(final ReplicaRecord[] replicas)
+    {
+        replicaSet = replicas.length == 0 ? null : replicas.length == 1 ? replicas[0] : replicas;
+    }
+
+    /** How many replicas there are; with {@link #replica(int)}, a walk that allocates nothing (owner lock held). */
+    int replicaCount()
+    {
+        final Object set = replicaSet;
+        return set == null ? 0 : set instanceof ReplicaRecord ? 1 : ((ReplicaRecord[])set).length;
+    }
+
+    /** Replica {@code i} of {@link #replicaCount()} (owner lock held, so the set does not change in between). */
+    ReplicaRecord replica(final int i)
+    {
+        final Object set = replicaSet;
+        return set instanceof ReplicaRecord && i == 0 ? (ReplicaRecord)set : ((ReplicaRecord[])set)[i];
+    }
+
+    /** Reads the replica set's memory for {@link KeyIndex#touch}; the answer means nothing. */
+    int touchReplicas()
+    {
+        final Object set = replicaSet;
+        return set == null ? 0 : set instanceof ReplicaRecord ? (int)((ReplicaRecord)set).version :
+            ((ReplicaRecord[])set).length;
+    }
+
+    /** Gives every replica's extent back ({@link ReplicaRecord#release()}). */
+    void releaseReplicas()
+    {
+        for (int i = 0, n = replicaCount(); i < n; i++)
+        {
+            replica(i).release();
+        }
     }
 
     /**
@@ -169,7 +219,7 @@ public final class ObjectMeta
      */
     public boolean isReadable()
     {
-        return complete && !removed && replicas.length > 0;
+        return complete && !removed && replicaSet != null;
     }
 
     /** The read-lease deadline in force (the group's for grouped objects). */
