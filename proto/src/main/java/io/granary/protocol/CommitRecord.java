@@ -21,10 +21,21 @@ public final class CommitRecord
     private static final int KNOWN_FLAGS = FLAG_HARD_PIN | FLAG_SOFT_PIN | FLAG_SOFT_PIN_DEFAULT_TTL | FLAG_CRC32C;
     private static final int MAX_TENANT_BYTES = 64;
 
+    /** The tenant a decode last read, reused while COMMITs keep naming the same one (a benign race: any is valid). */
+    private static String lastTenant = "default";
+
     private final int flags;
     private final String tenant;
-    private final String key;
-    private final String groupId;
+    /** Null in a decoded record until asked for: decoded from {@link #keyAndGroup} on demand. */
+    private String key;
+    private String groupId;
+    /**
+     * A decoded record's key bytes followed by its group id's, copied from the payload (validated: the key is UTF-8
+     * without NUL, the group id UTF-8), so that a node can record them without building Strings; null in a record
+     * made from Strings.
+     */
+    private final byte[] keyAndGroup;
+    private final int keyBytes;
     private final long valueLength;
     private final long version;
     private final long softPinTtlMs;
@@ -44,6 +55,29 @@ public final class CommitRecord
         this.tenant = tenant;
         this.key = key;
         this.groupId = groupId == null ? "" : groupId;
+        this.keyAndGroup = null;
+        this.keyBytes = -1;
+        this.valueLength = valueLength;
+        this.version = version;
+        this.softPinTtlMs = softPinTtlMs;
+        this.crc32c = crc32c;
+    }
+
+    /** A decoded record: the strings kept as the payload's UTF-8 bytes. */
+    private CommitRecord(
+        final int flags,
+        final String tenant,
+        final byte[] keyAndGroup,
+        final int keyBytes,
+        final long valueLength,
+        final long version,
+        final long softPinTtlMs,
+        final int crc32c)
+    {
+        this.flags = flags;
+        this.tenant = tenant;
+        this.keyAndGroup = keyAndGroup;
+        this.keyBytes = keyBytes;
         this.valueLength = valueLength;
         this.version = version;
         this.softPinTtlMs = softPinTtlMs;
@@ -62,13 +96,52 @@ public final class CommitRecord
 
     public String key()
     {
-        return key;
+        String k = key;
+        if (k == null)
+        {
+            k = new String(keyAndGroup, 0, keyBytes, StandardCharsets.UTF_8);
+            key = k;
+        }
+        return k;
     }
 
     /** Eviction group id, "" for none. */
     public String groupId()
     {
-        return groupId;
+        String g = groupId;
+        if (g == null)
+        {
+            g = new String(keyAndGroup, keyBytes, keyAndGroup.length - keyBytes, StandardCharsets.UTF_8);
+            groupId = g;
+        }
+        return g;
+    }
+
+    /** The UTF-8 length of the key. */
+    public int keyUtf8Length()
+    {
+        return keyAndGroup != null ? keyBytes : utf8Length(key);
+    }
+
+    /** The UTF-8 length of the key and the group id together. */
+    public int keyAndGroupUtf8Length()
+    {
+        return keyAndGroup != null ? keyAndGroup.length : utf8Length(key) + utf8Length(groupId);
+    }
+
+    /**
+     * Writes the key's UTF-8 bytes and then the group id's at {@code at} ({@link #keyAndGroupUtf8Length()} bytes);
+     * a decoded record copies them as they came, without Strings.
+     */
+    public void putKeyAndGroup(final byte[] out, final int at)
+    {
+        if (keyAndGroup != null)
+        {
+            System.arraycopy(keyAndGroup, 0, out, at, keyAndGroup.length);
+            return;
+        }
+        final int next = putUtf8(key, utf8Length(key), out, at);
+        putUtf8(groupId, utf8Length(groupId), out, next);
     }
 
     public long valueLength()
@@ -100,7 +173,7 @@ public final class CommitRecord
     /** This record carrying {@code crc} as the value's CRC32C (sets {@link #FLAG_CRC32C}). */
     public CommitRecord withCrc32c(final int crc)
     {
-        return new CommitRecord(flags | FLAG_CRC32C, tenant, key, groupId, valueLength, version, softPinTtlMs, crc);
+        return new CommitRecord(flags | FLAG_CRC32C, tenant, key(), groupId(), valueLength, version, softPinTtlMs, crc);
     }
 
     /** The payload bytes of a COMMIT frame for this record. */
@@ -118,8 +191,8 @@ public final class CommitRecord
     private byte[] encode(final int flagBits, final int crc)
     {
         final int t = utf8Length(tenant);
-        final int k = utf8Length(key);
-        final int g = utf8Length(groupId);
+        final int k = keyUtf8Length();
+        final int g = keyAndGroupUtf8Length() - k;
         final byte[] out = new byte[COMMIT_STRINGS_OFFSET + t + k + g];
         final ByteBuffer fields = ByteBuffer.wrap(out);
         fields.put(COMMIT_FORMAT)
@@ -133,8 +206,7 @@ public final class CommitRecord
             .putInt(crc);
         int at = COMMIT_STRINGS_OFFSET;
         at = putUtf8(tenant, t, out, at);
-        at = putUtf8(key, k, out, at);
-        putUtf8(groupId, g, out, at);
+        putKeyAndGroup(out, at);
         return out;
     }
 
@@ -200,23 +272,81 @@ public final class CommitRecord
         {
             return null;
         }
-        int at = offset + COMMIT_STRINGS_OFFSET;
-        final String tenant = new String(payload, at, tenantLength, StandardCharsets.UTF_8);
-        at += tenantLength;
-        final String key = new String(payload, at, keyLength, StandardCharsets.UTF_8);
-        at += keyLength;
-        final String groupId = new String(payload, at, groupLength, StandardCharsets.UTF_8);
-        if (Limits.checkTenant(tenant) != null || Limits.checkKey(key) != null)
+        final int at = offset + COMMIT_STRINGS_OFFSET;
+        final String tenant = tenant(payload, at, tenantLength);
+        final int keyAt = at + tenantLength;
+        if (tenant == null || !validKey(payload, keyAt, keyLength) ||
+            !ProtoWireReader.validUtf8(payload, keyAt + keyLength, groupLength))
         {
             return null;
         }
-        return new CommitRecord(flags, tenant, key, groupId, valueLength, version, softPinTtlMs, crc);
+        final byte[] keyAndGroup = java.util.Arrays.copyOfRange(payload, keyAt, keyAt + keyLength + groupLength);
+        return new CommitRecord(flags, tenant, keyAndGroup, keyLength, valueLength, version, softPinTtlMs, crc);
+    }
+
+    /**
+     * The tenant in {@code length} bytes at {@code at} if it is valid ({@link Limits#checkTenant}'s rule: 1-64 of
+     * [A-Za-z0-9._-], the first a letter or digit), else null; the one last decoded when it is the same.
+     */
+    private static String tenant(final byte[] b, final int at, final int length)
+    {
+        if (length == 0 || length > Limits.MAX_TENANT_LENGTH || !isAlphanumeric(b[at]))
+        {
+            return null;
+        }
+        for (int i = at + 1; i < at + length; i++)
+        {
+            final byte c = b[i];
+            if (!isAlphanumeric(c) && c != '.' && c != '_' && c != '-')
+            {
+                return null;
+            }
+        }
+        final String last = lastTenant;
+        if (last.length() == length)
+        {
+            boolean same = true;
+            for (int i = 0; same && i < length; i++)
+            {
+                same = last.charAt(i) == b[at + i];
+            }
+            if (same)
+            {
+                return last;
+            }
+        }
+        final String tenant = new String(b, at, length, StandardCharsets.US_ASCII);
+        lastTenant = tenant;
+        return tenant;
+    }
+
+    private static boolean isAlphanumeric(final byte c)
+    {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    }
+
+    /** {@link Limits#checkKey}'s rule on UTF-8 bytes: not empty, within the limit, valid UTF-8, no NUL. */
+    private static boolean validKey(final byte[] b, final int at, final int length)
+    {
+        if (length == 0 || length > Limits.MAX_KEY_BYTES)
+        {
+            return false;
+        }
+        for (int i = at; i < at + length; i++)
+        {
+            if (b[i] == 0)
+            {
+                return false;
+            }
+        }
+        return ProtoWireReader.validUtf8(b, at, length);
     }
 
     @Override
     public String toString()
     {
-        return "CommitRecord{" + tenant + "/" + key + ", version=" + version + ", valueLength=" + valueLength +
-            ", flags=" + flags + (groupId.isEmpty() ? "" : ", group=" + groupId) + '}';
+        final String group = groupId();
+        return "CommitRecord{" + tenant + "/" + key() + ", version=" + version + ", valueLength=" + valueLength +
+            ", flags=" + flags + (group.isEmpty() ? "" : ", group=" + group) + '}';
     }
 }

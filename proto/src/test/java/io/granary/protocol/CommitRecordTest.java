@@ -38,6 +38,35 @@ class CommitRecordTest
     }
 
     @Test
+    void shouldGiveTheKeyAndGroupBytesOfADecodedRecordAsTheyCameAndAsARecordOfStringsWouldWriteThem()
+    {
+        for (final String key : new String[] {"k", "layer/0/blk-é", "ключ/😀"})
+        {
+            for (final String group : new String[] {"", "group-7", "група"})
+            {
+                final CommitRecord made = new CommitRecord(0, "tenant-1", key, group, 1, 9, 0, 0);
+                final byte[] payload = made.encode();
+                final CommitRecord read = CommitRecord.decode(payload, 0, payload.length);
+                final byte[] utf8 = (key + group).getBytes(StandardCharsets.UTF_8);
+
+                assertThat(read.keyUtf8Length()).isEqualTo(made.keyUtf8Length())
+                    .isEqualTo(key.getBytes(StandardCharsets.UTF_8).length);
+                assertThat(read.keyAndGroupUtf8Length()).isEqualTo(made.keyAndGroupUtf8Length()).isEqualTo(utf8.length);
+                final byte[] fromRead = new byte[utf8.length + 3];
+                final byte[] fromMade = new byte[utf8.length + 3];
+                read.putKeyAndGroup(fromRead, 3);
+                made.putKeyAndGroup(fromMade, 3);
+                assertThat(Arrays.copyOfRange(fromRead, 3, fromRead.length)).isEqualTo(utf8);
+                assertThat(fromMade).isEqualTo(fromRead);
+                assertThat(read.key()).isEqualTo(key);
+                assertThat(read.groupId()).isEqualTo(group);
+                assertThat(read.encode()).isEqualTo(payload);
+                assertThat(read.withCrc32c(5).encode()).isEqualTo(made.encodeWithCrc32c(5));
+            }
+        }
+    }
+
+    @Test
     void shouldPlaceTheFixedFieldsWhereTheDescriptorSays()
     {
         final ByteBuffer payload = ByteBuffer.wrap(sample().encode());
@@ -69,6 +98,16 @@ class CommitRecordTest
         assertThat(CommitRecord.decode(noKey, 0, noKey.length)).as("NUL in the key").isNull();
         final byte[] badTenant = new CommitRecord(0, "-t", "k", "", 1, 1, 0, 0).encode();
         assertThat(CommitRecord.decode(badTenant, 0, badTenant.length)).as("bad tenant").isNull();
+        final byte[] dotTenant = new CommitRecord(0, "t.x_y-z", "k", "", 1, 1, 0, 0).encode();
+        assertThat(CommitRecord.decode(dotTenant, 0, dotTenant.length)).as("tenant of every allowed kind").isNotNull();
+        dotTenant[COMMIT_STRINGS_OFFSET + 1] = '/';
+        assertThat(CommitRecord.decode(dotTenant, 0, dotTenant.length)).as("'/' in the tenant").isNull();
+        final byte[] badKey = new CommitRecord(0, "t", "ab", "", 1, 1, 0, 0).encode();
+        badKey[COMMIT_STRINGS_OFFSET + 1] = (byte)0xC3; // a lead byte followed by ASCII: not UTF-8
+        assertThat(CommitRecord.decode(badKey, 0, badKey.length)).as("key not UTF-8").isNull();
+        final byte[] badGroup = new CommitRecord(0, "t", "k", "gg", 1, 1, 0, 0).encode();
+        badGroup[badGroup.length - 1] = (byte)0xFF;
+        assertThat(CommitRecord.decode(badGroup, 0, badGroup.length)).as("group id not UTF-8").isNull();
         assertThat(CommitRecord.decode(new byte[MAX_COMMIT_PAYLOAD + 1], 0, MAX_COMMIT_PAYLOAD + 1))
             .as("too long").isNull();
     }

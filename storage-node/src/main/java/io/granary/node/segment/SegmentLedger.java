@@ -121,19 +121,24 @@ public final class SegmentLedger
             return new Page(longs.clone(), ints.clone(), tenants.clone(), arena, arenaTop, arenaLive);
         }
 
-        /** Stores {@code names} as {@code slot}'s, making room in the arena first if they do not fit above its top. */
-        void putNames(final int slot, final byte[] names)
+        /**
+         * Writes {@code record}'s names ({@code length} bytes: the key's length in two bytes, the key, the group id)
+         * as {@code slot}'s at the arena's top, making room first if they do not fit above it.
+         */
+        void putNames(final int slot, final CommitRecord record, final int keyLength, final int length)
         {
-            if (arena.length - arenaTop < names.length)
+            if (arena.length - arenaTop < length)
             {
-                rebuildArena(names.length);
+                rebuildArena(length);
             }
-            System.arraycopy(names, 0, arena, arenaTop, names.length);
+            arena[arenaTop] = (byte)(keyLength >>> 8);
+            arena[arenaTop + 1] = (byte)keyLength;
+            record.putKeyAndGroup(arena, arenaTop + 2);
             final int i = (slot & PAGE_MASK) * INTS;
             ints[i + NAMES_AT] = arenaTop;
-            ints[i + NAMES_LENGTH] = names.length;
-            arenaTop += names.length;
-            arenaLive += names.length;
+            ints[i + NAMES_LENGTH] = length;
+            arenaTop += length;
+            arenaLive += length;
         }
 
         /**
@@ -158,13 +163,22 @@ public final class SegmentLedger
          * Copies the live slots' names into a new arena with room for {@code more} bytes and a quarter of what they
          * take then (at least {@link #MIN_ARENA_BYTES}; rounded up to 4 KiB), leaving out freed slots' bytes. The
          * quarter bounds both costs: the arena stays within about 1.25 times its live names (an array per entry cost
-         * its 16-byte header and padding), and a byte is copied about four more times in all as the page fills.
+         * its 16-byte header and padding), and a byte is copied about four more times in all as the page fills. While
+         * no slot was freed since the last rebuild (a page filling up), the names are copied in one piece and keep
+         * their offsets.
          */
         private void rebuildArena(final int more)
         {
             final long live = (long)arenaLive + more;
             final int capacity = (int)Math.max(MIN_ARENA_BYTES, (live + (live >> 2) + 4095) & ~4095L);
             final byte[] rebuilt = new byte[capacity];
+            if (arenaLive == arenaTop)
+            {
+                // Nothing freed below the top: every live slot's names stay where they are.
+                System.arraycopy(arena, 0, rebuilt, 0, arenaTop);
+                arena = rebuilt;
+                return;
+            }
             int top = 0;
             for (int s = 0; s < PAGE_SLOTS; s++)
             {
@@ -257,8 +271,13 @@ public final class SegmentLedger
             return SEGMENT_NOT_FOUND_VALUE;
         }
         invalidated += removeOverlapping(offset, Math.max(1, record.valueLength()));
-        final byte[] name = names(record.key(), record.groupId());
-        final long bytes = LedgerBudget.entryBytes(name.length);
+        final int keyLength = record.keyUtf8Length();
+        if (keyLength > 0xFFFF)
+        {
+            throw new IllegalArgumentException("key of " + keyLength + " bytes");
+        }
+        final int namesLength = 2 + record.keyAndGroupUtf8Length();
+        final long bytes = LedgerBudget.entryBytes(namesLength);
         if (!budget.tryReserve(bytes))
         {
             refusals++;
@@ -290,7 +309,7 @@ public final class SegmentLedger
         page.ints[(slot & PAGE_MASK) * INTS + FLAGS] = record.flags();
         page.ints[(slot & PAGE_MASK) * INTS + CRC32C] = record.crc32c();
         page.tenants[slot & PAGE_MASK] = shared(record.tenant());
-        page.putNames(slot, name);
+        page.putNames(slot, record, keyLength, namesLength);
         index.put(offset, slot);
         commits++;
         return OK_VALUE;
@@ -489,22 +508,6 @@ public final class SegmentLedger
         tenantCache[tenantCacheNext] = tenant;
         tenantCacheNext = (tenantCacheNext + 1) % TENANT_CACHE;
         return tenant;
-    }
-
-    private static byte[] names(final String key, final String groupId)
-    {
-        final byte[] k = key.getBytes(StandardCharsets.UTF_8);
-        final byte[] g = groupId.getBytes(StandardCharsets.UTF_8);
-        if (k.length > 0xFFFF)
-        {
-            throw new IllegalArgumentException("key of " + k.length + " bytes");
-        }
-        final byte[] out = new byte[2 + k.length + g.length];
-        out[0] = (byte)(k.length >>> 8);
-        out[1] = (byte)k.length;
-        System.arraycopy(k, 0, out, 2, k.length);
-        System.arraycopy(g, 0, out, 2 + k.length, g.length);
-        return out;
     }
 
     /** The entries' order and the pages as they were; entries are built as they are read. */
