@@ -96,8 +96,9 @@ struct transfer
     int32_t status;
     int admitted;
     enum commit_state commit_state;
-    uint8_t *commit;
+    uint8_t *commit;         /* the COMMIT payload: right behind this struct (commit_inline), or malloc'ed */
     uint32_t commit_length;
+    int commit_inline;       /* commit lives in this transfer's own allocation: never freed on its own */
     int first_lane;          /* a READ of a call that reads several big values: every slice on the first lane */
     uintptr_t write_lanes;   /* XOR of the lanes of its WRITE slices on the wire: with one left, that one's lane */
     uint64_t admission_deadline_ms;
@@ -556,12 +557,21 @@ void gt_engine_wakeup(gt_engine *engine)
     (void)ignored;
 }
 
+/* Frees t's COMMIT payload unless it lives in t's own allocation. */
+static void free_commit(transfer *t)
+{
+    if (!t->commit_inline)
+    {
+        free(t->commit);
+    }
+}
+
 static void free_transfers(transfer *head)
 {
     while (head != NULL)
     {
         transfer *next = head->next;
-        free(head->commit);
+        free_commit(head);
         free(head);
         head = next;
     }
@@ -575,12 +585,10 @@ int gt_engine_submit(gt_engine *engine, const gt_op *ops, const int count, gt_er
     {
         const gt_op *op = &ops[i];
         const int with_commit = op->commit != NULL && op->commit_length > 0;
-        transfer *t = calloc(1, sizeof(transfer));
-        uint8_t *commit = with_commit ? malloc(op->commit_length) : NULL;
-        if (t == NULL || (with_commit && commit == NULL))
+        /* One allocation for the transfer and its COMMIT payload (a record of ~100 bytes) right behind it. */
+        transfer *t = calloc(1, sizeof(transfer) + (with_commit ? op->commit_length : 0));
+        if (t == NULL)
         {
-            free(t);
-            free(commit);
             free_transfers(head);
             return gt_fail(error, GT_INTERNAL_ERROR, "out of memory");
         }
@@ -601,8 +609,9 @@ int gt_engine_submit(gt_engine *engine, const gt_op *ops, const int count, gt_er
         }
         if (with_commit)
         {
-            memcpy(commit, op->commit, op->commit_length);
-            t->commit = commit;
+            t->commit = (uint8_t *)(t + 1);
+            t->commit_inline = 1;
+            memcpy(t->commit, op->commit, op->commit_length);
             t->commit_length = op->commit_length;
             t->commit_state = COMMIT_READY;
         }
@@ -828,7 +837,7 @@ static void complete(gt_engine *engine, transfer *t)
     peer *p = t->peer;
     const int admitted = t->admitted;
     const uint32_t frames = t->frames_admitted;
-    free(t->commit);
+    free_commit(t);
     free(t);
     if (admitted)
     {
@@ -3058,7 +3067,7 @@ void gt_engine_destroy(gt_engine *engine)
 #undef REMEMBER
     for (size_t k = 0; k < seen_count; k++)
     {
-        free(seen[k]->commit);
+        free_commit(seen[k]);
         free(seen[k]);
     }
     free(seen);

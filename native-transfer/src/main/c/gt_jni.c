@@ -252,11 +252,14 @@ JNIEXPORT jint JNICALL JNI_NAME(engineSubmit)(JNIEnv *env, jclass type, jlong en
         op.grant_offset = op.remote_offset;
         op.grant_length = op.length;
     }
+    /* A COMMIT record (~100 bytes) is read onto the stack; gt_engine_submit copies it into the transfer. */
+    uint8_t commit_stack[512];
     uint8_t *commit_bytes = NULL;
     if (commit != NULL)
     {
         const jsize commit_length = (*env)->GetArrayLength(env, commit);
-        commit_bytes = malloc(commit_length > 0 ? (size_t)commit_length : 1);
+        commit_bytes = commit_length <= (jsize)sizeof(commit_stack) ? commit_stack :
+            malloc((size_t)commit_length);
         if (commit_bytes == NULL)
         {
             return GT_INTERNAL_ERROR;
@@ -284,13 +287,19 @@ JNIEXPORT jint JNICALL JNI_NAME(engineSubmit)(JNIEnv *env, jclass type, jlong en
         if (gt_engine_register_memory(e, local_address, (uint64_t)length, &op.region, &error) !=
             GT_OK)
         {
-            free(commit_bytes);
+            if (commit_bytes != commit_stack)
+            {
+                free(commit_bytes);
+            }
             return error.code;
         }
         op.flags |= GT_OP_FLAG_RELEASE_REGION;
     }
     const int result = gt_engine_submit(e, &op, 1, &error);
-    free(commit_bytes);
+    if (commit_bytes != commit_stack)
+    {
+        free(commit_bytes);
+    }
     if (result < 0)
     {
         if (op.flags & GT_OP_FLAG_RELEASE_REGION)
