@@ -332,14 +332,29 @@ public final class CommitRecord
         {
             return false;
         }
-        for (int i = at; i < at + length; i++)
+        final int end = at + length;
+        for (int i = at; i < end; i++)
+        {
+            final byte c = b[i];
+            if (c <= 0)
+            {
+                // NUL, or the first byte past ASCII: the rest is checked as UTF-8 (where a 0 byte is only ever NUL).
+                return c < 0 && ProtoWireReader.validUtf8(b, i, end - i) && noNul(b, i, end);
+            }
+        }
+        return true;
+    }
+
+    private static boolean noNul(final byte[] b, final int from, final int end)
+    {
+        for (int i = from; i < end; i++)
         {
             if (b[i] == 0)
             {
                 return false;
             }
         }
-        return ProtoWireReader.validUtf8(b, at, length);
+        return true;
     }
 
     @Override

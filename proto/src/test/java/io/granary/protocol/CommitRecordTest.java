@@ -102,6 +102,10 @@ class CommitRecordTest
         assertThat(CommitRecord.decode(dotTenant, 0, dotTenant.length)).as("tenant of every allowed kind").isNotNull();
         dotTenant[COMMIT_STRINGS_OFFSET + 1] = '/';
         assertThat(CommitRecord.decode(dotTenant, 0, dotTenant.length)).as("'/' in the tenant").isNull();
+        final byte[] nulAfterUtf8 = new CommitRecord(0, "t", "éa", "", 1, 1, 0, 0).encode();
+        nulAfterUtf8[nulAfterUtf8.length - 1] = 0; // "é" then NUL
+        assertThat(CommitRecord.decode(nulAfterUtf8, 0, nulAfterUtf8.length)).as("NUL after a non-ASCII character")
+            .isNull();
         final byte[] badKey = new CommitRecord(0, "t", "ab", "", 1, 1, 0, 0).encode();
         badKey[COMMIT_STRINGS_OFFSET + 1] = (byte)0xC3; // a lead byte followed by ASCII: not UTF-8
         assertThat(CommitRecord.decode(badKey, 0, badKey.length)).as("key not UTF-8").isNull();
