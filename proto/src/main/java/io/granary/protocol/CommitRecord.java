@@ -51,22 +51,18 @@ public final class CommitRecord
         final long softPinTtlMs,
         final int crc32c)
     {
-        this.flags = flags;
-        this.tenant = tenant;
-        this.key = key;
-        this.groupId = groupId == null ? "" : groupId;
-        this.keyAndGroup = null;
-        this.keyBytes = -1;
-        this.valueLength = valueLength;
-        this.version = version;
-        this.softPinTtlMs = softPinTtlMs;
-        this.crc32c = crc32c;
+        this(flags, tenant, key, groupId == null ? "" : groupId, null, -1, valueLength, version, softPinTtlMs, crc32c);
     }
 
-    /** A decoded record: the strings kept as the payload's UTF-8 bytes. */
+    /**
+     * Every field: a record made from Strings ({@code keyAndGroup} null), or a decoded one (the strings kept as the
+     * payload's UTF-8 bytes, {@code key} and {@code groupId} null until asked for).
+     */
     private CommitRecord(
         final int flags,
         final String tenant,
+        final String key,
+        final String groupId,
         final byte[] keyAndGroup,
         final int keyBytes,
         final long valueLength,
@@ -76,6 +72,8 @@ public final class CommitRecord
     {
         this.flags = flags;
         this.tenant = tenant;
+        this.key = key;
+        this.groupId = groupId;
         this.keyAndGroup = keyAndGroup;
         this.keyBytes = keyBytes;
         this.valueLength = valueLength;
@@ -281,7 +279,8 @@ public final class CommitRecord
             return null;
         }
         final byte[] keyAndGroup = java.util.Arrays.copyOfRange(payload, keyAt, keyAt + keyLength + groupLength);
-        return new CommitRecord(flags, tenant, keyAndGroup, keyLength, valueLength, version, softPinTtlMs, crc);
+        return new CommitRecord(flags, tenant, null, null, keyAndGroup, keyLength, valueLength, version, softPinTtlMs,
+            crc);
     }
 
     /**
