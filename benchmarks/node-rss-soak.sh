@@ -63,10 +63,29 @@ node_port=$((base + 4)) node_admin=$((base + 5))
 
 work="$(mktemp -d)"
 pids=()
+# Stops every process it started: SIGTERM, then SIGKILL for one still there after 30 s (a service must stop on
+# SIGTERM; one that does not is reported and fails the run instead of hanging it).
 cleanup() {
+    local rc=$? p deadline stuck=""
     for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+    deadline=$((SECONDS + 30))
+    for p in "${pids[@]}"; do
+        while kill -0 "$p" 2>/dev/null && [ $SECONDS -lt $deadline ]; do sleep 0.2; done
+        if kill -0 "$p" 2>/dev/null; then
+            stuck="$stuck $p"
+            if command -v jcmd >/dev/null 2>&1; then # where it hangs, for the report
+                jcmd "$p" Thread.print 2>/dev/null | grep -A 12 '^"main"' >&2 || true
+            fi
+            kill -9 "$p" 2>/dev/null || true
+        fi
+    done
     wait 2>/dev/null || true
     rm -rf "$work"
+    if [ -n "$stuck" ]; then
+        echo "node-rss-soak.sh: process(es)$stuck did not stop within 30 s of SIGTERM (killed)" >&2
+        [ "$rc" -ne 0 ] || rc=1
+    fi
+    exit "$rc"
 }
 trap cleanup EXIT
 

@@ -17,6 +17,7 @@ import java.net.ServerSocket;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 
@@ -149,6 +150,23 @@ class StorageNodeTest
         assertThat(node.transferServer().isTerminated()).isTrue();
         final int heartbeatsAtClose = master.heartbeats.size();
         assertThat(master.heartbeats).hasSize(heartbeatsAtClose);
+    }
+
+    @Test
+    void shouldStopWhenTheMasterNeverAnswersTheUnmount() throws Exception
+    {
+        final FakeMaster master = track(FakeMaster.start(0));
+        final StorageNode node = StorageNode.launch(context(master.address()));
+        Await.until("registered", () -> node.masterLink().isRegistered());
+        master.silentUnmounts();
+
+        final CompletableFuture<Void> closed = CompletableFuture.runAsync(node::close);
+
+        // The unmount gets its share of a 2 s budget and no more: the node stops, its segments closed.
+        closed.get(30, TimeUnit.SECONDS);
+        assertThat(master.unmounts).hasSize(1);
+        assertThat(node.segments()).allMatch(Segment::isClosed);
+        assertThat(node.transferServer().isTerminated()).isTrue();
     }
 
     @Test

@@ -65,6 +65,33 @@ final class KeyIndex
         return meta.keyBytes.length + meta.touchReplicas();
     }
 
+    /**
+     * Whether an entry with this {@code hash} may be present, read <b>without</b> the shard's lock: false is only a
+     * hint (a writer may be adding it, or a rehash may be moving the arrays under this read), true may also be another
+     * key of the same 64-bit hash. Never fails and always ends: the arrays are read once each and the walk stops at
+     * an empty slot or after a full round.
+     */
+    boolean mayContain(final long hash)
+    {
+        final long[] h = hashes;
+        final int m = h.length - 1;
+        int i = (int)hash & m;
+        for (int n = 0; n <= m; n++)
+        {
+            final long x = h[i];
+            if (x == 0)
+            {
+                return false;
+            }
+            if (x == hash)
+            {
+                return true;
+            }
+            i = (i + 1) & m;
+        }
+        return true;
+    }
+
     /** Adds an object; the caller has made sure no entry for its (tenant, key) is present. */
     void put(final ObjectMeta meta)
     {

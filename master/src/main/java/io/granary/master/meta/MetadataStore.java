@@ -164,6 +164,10 @@ public final class MetadataStore implements SnapshotSource
     private final LongAdder lostObjects = new LongAdder();
     private final LongAdder parentLinks = new LongAdder();
     private final LongAdder parentsMissing = new LongAdder();
+    /** Puts that skipped the lookup of an existing object and found one when inserting (then looked it up). */
+    private final LongAdder retriedPutLookups = new LongAdder();
+    /** Not a status: {@link #putStart} found an object it assumed absent; nothing changed, look it up and go on. */
+    static final int RETRY_WITH_LOOKUP = -1;
 
     private static final class PendingRelease
     {
@@ -570,8 +574,36 @@ public final class MetadataStore implements SnapshotSource
         }
         putStarts.increment();
         final long now = clock.nanoTime();
+        // Most puts name a new key: when the home index holds no entry of this hash (read without the lock), skip the
+        // locked lookup of an existing object. The check under the lock before the insert still sees any entry; one
+        // this read missed (a racing put, or the index rehashed meanwhile) sends the put through the locked lookup.
+        final boolean absent = !shards[homeShard(hash)].keys.mayContain(hash);
+        final int result = putStart(tenant, clientId, keyBytes, hash, valueLength, options, avoidNodes, replicasOut,
+            versionOut, grants, softPinTtl, now, absent);
+        return result != RETRY_WITH_LOOKUP ? result : putStart(tenant, clientId, keyBytes, hash, valueLength, options,
+            avoidNodes, replicasOut, versionOut, grants, softPinTtl, now, false);
+    }
 
-        final ObjectMeta existing = lockForKey(tenant, keyBytes, 0, keyBytes.length, hash);
+    /**
+     * The rest of a put, after its checks; {@code assumeAbsent}: skip the lookup of an existing object, and answer
+     * {@link #RETRY_WITH_LOOKUP} (having changed nothing) if one turns out to be there.
+     */
+    int putStart(
+        final String tenant,
+        final String clientId,
+        final byte[] keyBytes,
+        final long hash,
+        final long valueLength,
+        final PutOptions options,
+        final Set<String> avoidNodes,
+        final List<Replica> replicasOut,
+        final long[] versionOut,
+        final SharedGrants grants,
+        final long[] softPinTtl,
+        final long now,
+        final boolean assumeAbsent)
+    {
+        final ObjectMeta existing = assumeAbsent ? null : lockForKey(tenant, keyBytes, 0, keyBytes.length, hash);
         if (existing != null)
         {
             final boolean stale = !existing.complete && now - existing.putStartNs > settings.putDiscardTimeoutNs;
@@ -627,6 +659,11 @@ public final class MetadataStore implements SnapshotSource
         if (placed.isEmpty())
         {
             unlinkParent(parentUnit);
+            if (assumeAbsent && shards[homeShard(hash)].keys.mayContain(hash))
+            {
+                retriedPutLookups.increment();
+                return RETRY_WITH_LOOKUP; // an object of this key may be there: its answer comes first
+            }
             allocationFailures.increment();
             return NO_AVAILABLE_HANDLE_VALUE;
         }
@@ -652,12 +689,18 @@ public final class MetadataStore implements SnapshotSource
             final ObjectMeta raced = home.get(tenant, keyBytes, 0, keyBytes.length, hash);
             if (raced != null && !raced.removed)
             {
-                // Another put of the same key got in between (its state is owned elsewhere: treat as existing).
+                // Another put of the same key got in between (its state is owned elsewhere: treat as existing), or,
+                // when the lookup was skipped, the object was there all along: look it up under its lock after all.
                 for (final ReplicaRecord r : replicas)
                 {
                     r.release();
                 }
                 unlinkParent(parentUnit);
+                if (assumeAbsent)
+                {
+                    retriedPutLookups.increment();
+                    return RETRY_WITH_LOOKUP;
+                }
                 return OBJECT_ALREADY_EXISTS_VALUE;
             }
             final MetadataShard owner = shards[o];
@@ -2570,6 +2613,12 @@ public final class MetadataStore implements SnapshotSource
     }
 
     // ------------------------------------------------------------------------------------ stats
+
+    /** Puts that skipped the lookup of an existing object (its key's index showed no entry) and then found one. */
+    long retriedPutLookups()
+    {
+        return retriedPutLookups.sum();
+    }
 
     public long objectCount()
     {

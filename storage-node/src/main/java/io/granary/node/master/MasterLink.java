@@ -20,6 +20,7 @@ import io.granary.proto.ReportLedgerResponse;
 import io.granary.proto.SegmentInfo;
 import io.granary.proto.ServerInfoRequest;
 import io.granary.proto.UnmountSegmentRequest;
+import com.google.common.util.concurrent.ListenableFuture;
 import io.grpc.ManagedChannel;
 import io.grpc.ManagedChannelBuilder;
 import io.grpc.Status;
@@ -36,7 +37,9 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -52,6 +55,8 @@ public final class MasterLink implements AutoCloseable
     private static final Logger LOG = LoggerFactory.getLogger(MasterLink.class);
     /** Total time close() spends unmounting segments. */
     static final long UNMOUNT_BUDGET_MS = 2_000;
+    /** How long past a call's deadline {@link #unmountAll} still waits for its answer. */
+    static final long AWAIT_GRACE_MS = 250;
     /** Ledger entries per ReportLedger call (the master accepts up to 65,536). */
     static final int REPORT_CHUNK_ENTRIES = 4096;
     /** Rough bytes per ReportLedger call, well below gRPC's default 4 MiB message limit. */
@@ -623,9 +628,16 @@ public final class MasterLink implements AutoCloseable
         }
     }
 
-    private void unmountAll()
+    /**
+     * Tells the master that this node's segments and then the node itself leave, within {@link #UNMOUNT_BUDGET_MS} in
+     * all. Each call also carries its share of the budget as a gRPC deadline, but the wait for it is this thread's own
+     * timed wait: a node that stops must stop even if the channel never completes a call (a stop once hung for half
+     * an hour in a blocking unmount whose deadline never fired, its master gone).
+     */
+    private void unmountAll() throws InterruptedException
     {
         final long deadlineNs = clock.nanoTime() + TimeUnit.MILLISECONDS.toNanos(UNMOUNT_BUDGET_MS);
+        final MasterServiceGrpc.MasterServiceFutureStub calls = MasterServiceGrpc.newFutureStub(channel);
         int unmounted = 0;
         for (final Segment segment : segments)
         {
@@ -634,38 +646,56 @@ public final class MasterLink implements AutoCloseable
             {
                 break;
             }
-            try
+            final String failure = await(calls.withDeadlineAfter(remainingNs, TimeUnit.NANOSECONDS)
+                .unmountSegment(UnmountSegmentRequest.newBuilder()
+                    .setNodeId(nodeId)
+                    .setSegmentId(segment.id())
+                    .build()), remainingNs);
+            if (failure != null)
             {
-                stub.withDeadlineAfter(remainingNs, TimeUnit.NANOSECONDS)
-                    .unmountSegment(UnmountSegmentRequest.newBuilder()
-                        .setNodeId(nodeId)
-                        .setSegmentId(segment.id())
-                        .build());
-                unmounted++;
-            }
-            catch (final StatusRuntimeException ex)
-            {
-                LOG.warn("could not unmount segment {} at master {}: {}", segment.name(), masterAddress, describe(ex));
+                LOG.warn("could not unmount segment {} at master {}: {}", segment.name(), masterAddress, failure);
                 break;
             }
+            unmounted++;
         }
         final long remainingNs = deadlineNs - clock.nanoTime();
         if (unmounted == segments.size() && remainingNs > 0)
         {
-            try
-            {
-                stub.withDeadlineAfter(remainingNs, TimeUnit.NANOSECONDS)
-                    .deregisterNode(DeregisterNodeRequest.newBuilder().setNodeId(nodeId).build());
-            }
-            catch (final StatusRuntimeException ex)
+            final String failure = await(calls.withDeadlineAfter(remainingNs, TimeUnit.NANOSECONDS)
+                .deregisterNode(DeregisterNodeRequest.newBuilder().setNodeId(nodeId).build()), remainingNs);
+            if (failure != null)
             {
                 // An older master without DeregisterNode expires the node after its TTL instead.
-                LOG.debug("could not deregister from master {}: {}", masterAddress, describe(ex));
+                LOG.debug("could not deregister from master {}: {}", masterAddress, failure);
             }
         }
         state = LinkState.STARTING;
         LOG.info("node {} unmounted {} of {} segment(s) at master {}",
             nodeName, unmounted, segments.size(), masterAddress);
+    }
+
+    /**
+     * Waits for {@code call} at most {@code timeoutNs} (its own deadline) and a little more, then gives up on it.
+     * @return null when it succeeded, else what went wrong.
+     */
+    private static String await(final ListenableFuture<?> call, final long timeoutNs)
+        throws InterruptedException
+    {
+        try
+        {
+            call.get(timeoutNs + TimeUnit.MILLISECONDS.toNanos(AWAIT_GRACE_MS), TimeUnit.NANOSECONDS);
+            return null;
+        }
+        catch (final ExecutionException ex)
+        {
+            return ex.getCause() instanceof StatusRuntimeException ?
+                describe((StatusRuntimeException)ex.getCause()) : String.valueOf(ex.getCause());
+        }
+        catch (final TimeoutException ex)
+        {
+            call.cancel(true);
+            return "no answer within its deadline";
+        }
     }
 
     /** Status code, description and root cause message, without a stack trace. */

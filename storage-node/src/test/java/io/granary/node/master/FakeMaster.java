@@ -45,6 +45,7 @@ public final class FakeMaster extends MasterServiceGrpc.MasterServiceImplBase im
     private final Queue<FreedExtent> freed = new ConcurrentLinkedQueue<>();
     private final Set<Long> rejectOffsets = ConcurrentHashMap.newKeySet();
     private volatile boolean discardAll;
+    private volatile boolean silentUnmounts;
     private volatile int refusedReportSegment;
     private Server server;
 
@@ -67,6 +68,12 @@ public final class FakeMaster extends MasterServiceGrpc.MasterServiceImplBase im
     public int port()
     {
         return server.getPort();
+    }
+
+    /** From now on, takes UnmountSegment calls and never answers them. */
+    public void silentUnmounts()
+    {
+        silentUnmounts = true;
     }
 
     /** Forgets every node, as a restarted master would. */
@@ -159,6 +166,10 @@ public final class FakeMaster extends MasterServiceGrpc.MasterServiceImplBase im
     public void unmountSegment(final UnmountSegmentRequest request, final StreamObserver<CodeResponse> response)
     {
         unmounts.add(request);
+        if (silentUnmounts)
+        {
+            return; // never answers, as a master that hangs
+        }
         response.onNext(CodeResponse.newBuilder().setCode(ErrorCode.OK_VALUE).build());
         response.onCompleted();
     }
