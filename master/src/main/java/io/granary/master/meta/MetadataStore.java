@@ -2050,9 +2050,9 @@ public final class MetadataStore implements SnapshotSource
 
     private static boolean touches(final ObjectMeta m, final Set<MountedSegment> gone)
     {
-        for (final ReplicaRecord r : m.replicas())
+        for (int i = 0, n = m.replicaCount(); i < n; i++) // every object is asked: no array per object
         {
-            if (gone.contains(r.segment()))
+            if (gone.contains(m.replica(i).segment()))
             {
                 return true;
             }
