@@ -124,7 +124,12 @@ public final class CommitRecord
     /** The UTF-8 length of the key and the group id together. */
     public int keyAndGroupUtf8Length()
     {
-        return keyAndGroup != null ? keyAndGroup.length : utf8Length(key) + utf8Length(groupId);
+        return keyUtf8Length() + groupUtf8Length();
+    }
+
+    private int groupUtf8Length()
+    {
+        return keyAndGroup != null ? keyAndGroup.length - keyBytes : utf8Length(groupId);
     }
 
     /**
@@ -133,13 +138,18 @@ public final class CommitRecord
      */
     public void putKeyAndGroup(final byte[] out, final int at)
     {
+        putKeyAndGroup(out, at, keyUtf8Length(), groupUtf8Length());
+    }
+
+    /** {@link #putKeyAndGroup(byte[], int)} with the key's and group id's UTF-8 lengths already known. */
+    private void putKeyAndGroup(final byte[] out, final int at, final int keyLength, final int groupLength)
+    {
         if (keyAndGroup != null)
         {
             System.arraycopy(keyAndGroup, 0, out, at, keyAndGroup.length);
             return;
         }
-        final int next = putUtf8(key, utf8Length(key), out, at);
-        putUtf8(groupId, utf8Length(groupId), out, next);
+        putUtf8(groupId, groupLength, out, putUtf8(key, keyLength, out, at));
     }
 
     public long valueLength()
@@ -190,7 +200,7 @@ public final class CommitRecord
     {
         final int t = utf8Length(tenant);
         final int k = keyUtf8Length();
-        final int g = keyAndGroupUtf8Length() - k;
+        final int g = groupUtf8Length();
         final byte[] out = new byte[COMMIT_STRINGS_OFFSET + t + k + g];
         final ByteBuffer fields = ByteBuffer.wrap(out);
         fields.put(COMMIT_FORMAT)
@@ -204,7 +214,7 @@ public final class CommitRecord
             .putInt(crc);
         int at = COMMIT_STRINGS_OFFSET;
         at = putUtf8(tenant, t, out, at);
-        putKeyAndGroup(out, at);
+        putKeyAndGroup(out, at, k, g);
         return out;
     }
 
@@ -273,7 +283,7 @@ public final class CommitRecord
         final int at = offset + COMMIT_STRINGS_OFFSET;
         final String tenant = tenant(payload, at, tenantLength);
         final int keyAt = at + tenantLength;
-        if (tenant == null || !validKey(payload, keyAt, keyLength) ||
+        if (tenant == null || !Limits.isValidKey(payload, keyAt, keyLength) ||
             !ProtoWireReader.validUtf8(payload, keyAt + keyLength, groupLength))
         {
             return null;
@@ -283,23 +293,12 @@ public final class CommitRecord
             crc);
     }
 
-    /**
-     * The tenant in {@code length} bytes at {@code at} if it is valid ({@link Limits#checkTenant}'s rule: 1-64 of
-     * [A-Za-z0-9._-], the first a letter or digit), else null; the one last decoded when it is the same.
-     */
+    /** The tenant in {@code length} bytes at {@code at} if it is valid, else null; the one last decoded when the same. */
     private static String tenant(final byte[] b, final int at, final int length)
     {
-        if (length == 0 || length > Limits.MAX_TENANT_LENGTH || !isAlphanumeric(b[at]))
+        if (!Limits.isValidTenant(b, at, length))
         {
             return null;
-        }
-        for (int i = at + 1; i < at + length; i++)
-        {
-            final byte c = b[i];
-            if (!isAlphanumeric(c) && c != '.' && c != '_' && c != '-')
-            {
-                return null;
-            }
         }
         final String last = lastTenant;
         if (last.length() == length)
@@ -317,43 +316,6 @@ public final class CommitRecord
         final String tenant = new String(b, at, length, StandardCharsets.US_ASCII);
         lastTenant = tenant;
         return tenant;
-    }
-
-    private static boolean isAlphanumeric(final byte c)
-    {
-        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-    }
-
-    /** {@link Limits#checkKey}'s rule on UTF-8 bytes: not empty, within the limit, valid UTF-8, no NUL. */
-    private static boolean validKey(final byte[] b, final int at, final int length)
-    {
-        if (length == 0 || length > Limits.MAX_KEY_BYTES)
-        {
-            return false;
-        }
-        final int end = at + length;
-        for (int i = at; i < end; i++)
-        {
-            final byte c = b[i];
-            if (c <= 0)
-            {
-                // NUL, or the first byte past ASCII: the rest is checked as UTF-8 (where a 0 byte is only ever NUL).
-                return c < 0 && ProtoWireReader.validUtf8(b, i, end - i) && noNul(b, i, end);
-            }
-        }
-        return true;
-    }
-
-    private static boolean noNul(final byte[] b, final int from, final int end)
-    {
-        for (int i = from; i < end; i++)
-        {
-            if (b[i] == 0)
-            {
-                return false;
-            }
-        }
-        return true;
     }
 
     @Override

@@ -53,18 +53,64 @@ public final class Limits
             return null; // empty means the default tenant
         }
         // [A-Za-z0-9][A-Za-z0-9._-]{0,63}, checked by hand: the master and every node run this per request.
-        boolean valid = tenant.length() <= MAX_TENANT_LENGTH && isAlphanumeric(tenant.charAt(0));
-        for (int i = 1; valid && i < tenant.length(); i++)
+        boolean valid = tenant.length() <= MAX_TENANT_LENGTH;
+        for (int i = 0; valid && i < tenant.length(); i++)
         {
-            final char c = tenant.charAt(i);
-            valid = isAlphanumeric(c) || c == '.' || c == '_' || c == '-';
+            valid = isTenantChar(tenant.charAt(i), i == 0);
         }
         return valid ? null : "tenant id must be 1-64 characters of [A-Za-z0-9._-] starting with a letter or digit";
     }
 
-    private static boolean isAlphanumeric(final char c)
+    /** {@link #checkTenant}'s rule on a non-empty tenant given as {@code length} bytes at {@code at}. */
+    public static boolean isValidTenant(final byte[] b, final int at, final int length)
     {
-        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+        boolean valid = length > 0 && length <= MAX_TENANT_LENGTH;
+        for (int i = 0; valid && i < length; i++)
+        {
+            valid = isTenantChar((char)(b[at + i] & 0xFF), i == 0);
+        }
+        return valid;
+    }
+
+    private static boolean isTenantChar(final char c, final boolean first)
+    {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+            (!first && (c == '.' || c == '_' || c == '-'));
+    }
+
+    /**
+     * {@link #checkKey}'s rule on a key given as {@code length} UTF-8 bytes at {@code at}: not empty, within
+     * {@link #MAX_KEY_BYTES}, valid UTF-8, no NUL. One pass while the key is ASCII.
+     */
+    public static boolean isValidKey(final byte[] b, final int at, final int length)
+    {
+        if (length == 0 || length > MAX_KEY_BYTES)
+        {
+            return false;
+        }
+        final int end = at + length;
+        for (int i = at; i < end; i++)
+        {
+            final byte c = b[i];
+            if (c <= 0)
+            {
+                // NUL, or the first byte past ASCII: the rest is checked as UTF-8 (where a 0 byte is only ever NUL).
+                return c < 0 && ProtoWireReader.validUtf8(b, i, end - i) && noNul(b, i, end);
+            }
+        }
+        return true;
+    }
+
+    private static boolean noNul(final byte[] b, final int from, final int end)
+    {
+        for (int i = from; i < end; i++)
+        {
+            if (b[i] == 0)
+            {
+                return false;
+            }
+        }
+        return true;
     }
 
     /** Null when the client id is acceptable (1..256 characters, no control characters), else the reason. */
