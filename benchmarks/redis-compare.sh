@@ -1,26 +1,46 @@
 #!/usr/bin/env bash
 # redis-compare.sh: Redis (redis-benchmark) and Granary (granary bench --local --baseline) at the same value sizes and
-# concurrency, measured one after the other in one run on this machine, printed side by side.
+# concurrency, measured in turns in one run on this machine, printed side by side.
 #
 # Installs redis-server and redis-tools from Debian when missing (needs root or sudo), starts a throw-away
 # redis-server on 127.0.0.1 and a free port (no persistence), and stops it on exit. Granary runs in-process
 # (bin/granary builds it on first use) with its loopback baseline, so the same run also shows how far each is from
-# what plain Java sockets move over loopback.
+# what plain Java sockets move over loopback. With --rounds N every shape is measured N times, Redis and Granary
+# in turn, and the table gives medians (the ratios are medians of each round's ratio), so a slow stretch of a shared
+# machine that falls on one side's turn does not decide the comparison.
 #
-# Usage: benchmarks/redis-compare.sh [--quick]     (--quick: about a tenth of the requests, for a smoke run)
+# Usage: benchmarks/redis-compare.sh [--quick] [--rounds N] [--shape PREFIX]
+#   --quick         about a tenth of the requests, for a smoke run
+#   --rounds N      turns per shape, 1-9 (default 1)
+#   --shape PREFIX  only the shapes whose label starts with PREFIX (e.g. "1m c=1"; default: all)
 # Environment: GRANARY_JAVA_OPTS is passed on to bin/granary.
 set -euo pipefail
 
 ROOT="$(cd -P "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 GRANARY="$ROOT/bin/granary"
 
+usage() { sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+
 quick=0
-case "${1:-}" in
-    --quick) quick=1 ;;
-    "") ;;
-    -h|--help) sed -n '2,11p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "redis-compare.sh: unknown argument '$1' (only --quick)" >&2; exit 2 ;;
-esac
+rounds=1
+only=""
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --quick) quick=1 ;;
+        --rounds)
+            [ $# -ge 2 ] || { echo "redis-compare.sh: --rounds needs a number 1-9" >&2; exit 2; }
+            [[ "$2" =~ ^[1-9]$ ]] || { echo "redis-compare.sh: --rounds must be 1-9, was '$2'" >&2; exit 2; }
+            rounds="$2"
+            shift ;;
+        --shape)
+            [ $# -ge 2 ] && [ -n "$2" ] || { echo "redis-compare.sh: --shape needs a label prefix" >&2; exit 2; }
+            only="$2"
+            shift ;;
+        -h|--help) usage; exit 0 ;;
+        *) echo "redis-compare.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+    esac
+    shift
+done
 
 die() {
     echo "redis-compare.sh: $*" >&2
@@ -117,76 +137,117 @@ redis_rps() {
     awk -F'","' -v t="\"$2" '$1 == t { gsub(/"/, "", $2); print $2; exit }' "$1"
 }
 
-gbps() { awk -v ops="$1" -v size="$2" 'BEGIN { printf "%.3f", ops * size / 1e9 }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
-ops() { awk -v v="$1" 'BEGIN { printf "%.0f", v }'; }
-pct() { awk -v v="$1" 'BEGIN { if (v == "" || v == "null") print "-"; else printf "%.1f", v }'; }
-num3() { awk -v v="$1" 'BEGIN { if (v == "" || v == "null") print "-"; else printf "%.3f", v }'; }
-
 echo "== redis-compare: $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, $(uname -srm), loopback only" >&2
 echo "== $(redis-server --version | head -n 1)" >&2
 echo "== $(java -version 2>&1 | head -n 1)" >&2
 echo "== load average at start: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 
-results=()
 declare -A redis_done=()
+rows="$WORK/rows.tsv"
+: >"$rows"
+measured=0
 for shape in "${SHAPES[@]}"; do
     IFS='|' read -r label size rc rp rn gc gb gn gw <<<"$shape"
+    if [ -n "$only" ] && [ "${label#"$only"}" = "$label" ]; then
+        continue
+    fi
+    measured=$((measured + 1))
     if [ "$quick" = 1 ]; then
         rn=$((rn / 10))
         gn=$((gn / 10))
         gw=$((gw / 10))
     fi
-    # The same Redis shape is measured once per run.
-    csv="$WORK/redis-$size-$rc-$rp.csv"
-    if [ -z "${redis_done[$csv]:-}" ]; then
-        echo "-- $label: redis-benchmark -t set,get -d $size -c $rc -P $rp -n $rn --csv" >&2
-        redis-cli -h 127.0.0.1 -p "$PORT" flushall >/dev/null
-        redis-benchmark -h 127.0.0.1 -p "$PORT" -t set,get -d "$size" -c "$rc" -n "$rn" -P "$rp" --csv \
-            >"$csv" 2>/dev/null || die "redis-benchmark failed for $label"
-        redis-cli -h 127.0.0.1 -p "$PORT" flushall >/dev/null
-        redis_done[$csv]=1
-    fi
-    set_rps="$(redis_rps "$csv" SET)"
-    get_rps="$(redis_rps "$csv" GET)"
-    [ -n "$set_rps" ] && [ -n "$get_rps" ] || die "no SET/GET rows in redis-benchmark output: $(cat "$csv")"
+    for round in $(seq 1 "$rounds"); do
+        # The same Redis shape is measured once per round (two 4 KiB shapes share one).
+        csv="$WORK/redis-$size-$rc-$rp-$round.csv"
+        if [ -z "${redis_done[$csv]:-}" ]; then
+            echo "-- $label, round $round/$rounds: redis-benchmark -t set,get -d $size -c $rc -P $rp -n $rn --csv" >&2
+            redis-cli -h 127.0.0.1 -p "$PORT" flushall >/dev/null
+            redis-benchmark -h 127.0.0.1 -p "$PORT" -t set,get -d "$size" -c "$rc" -n "$rn" -P "$rp" --csv \
+                >"$csv" 2>/dev/null || die "redis-benchmark failed for $label"
+            redis-cli -h 127.0.0.1 -p "$PORT" flushall >/dev/null
+            redis_done[$csv]=1
+        fi
+        set_rps="$(redis_rps "$csv" SET)"
+        get_rps="$(redis_rps "$csv" GET)"
+        [ -n "$set_rps" ] && [ -n "$get_rps" ] || die "no SET/GET rows in redis-benchmark output: $(cat "$csv")"
 
-    json="$WORK/granary.json"
-    echo "-- $label: granary bench --local --pre-touch --baseline --json --op both --size $size --concurrency $gc" \
-        "--batch $gb --count $gn --warmup $gw --warmup-seconds $warmup_seconds --warmup-calls $warmup_calls" >&2
-    "$GRANARY" bench --local --pre-touch --baseline --baseline-seconds "$baseline_seconds" --json --op both \
-        --size "$size" --concurrency "$gc" --batch "$gb" --count "$gn" --warmup "$gw" \
-        --warmup-seconds "$warmup_seconds" --warmup-calls "$warmup_calls" >"$json" 2>"$WORK/granary.err" ||
-        die "granary bench failed for $label: $(tail -n 5 "$WORK/granary.err")"
-    put_line="$(grep '"type":"granary"' "$json" | grep '"phase":"put"' | head -n 1)"
-    get_line="$(grep '"type":"granary"' "$json" | grep '"phase":"get"' | head -n 1)"
-    [ -n "$put_line" ] && [ -n "$get_line" ] || die "no put/get rows in granary bench output: $(cat "$json")"
-    put_ops="$(json_field "$put_line" valuesPerSec)"
-    get_ops="$(json_field "$get_line" valuesPerSec)"
-    results+=("$label|$size|$set_rps|$get_rps|$put_ops|$get_ops|$(json_field "$put_line" pctLimit)|$(json_field \
-        "$get_line" pctLimit)|$(json_field "$put_line" limitGbPerSec)|$(json_field "$get_line" limitGbPerSec)")
+        json="$WORK/granary.json"
+        echo "-- $label, round $round/$rounds: granary bench --local --pre-touch --baseline --json --op both" \
+            "--size $size --concurrency $gc --batch $gb --count $gn --warmup $gw --warmup-seconds $warmup_seconds" \
+            "--warmup-calls $warmup_calls" >&2
+        "$GRANARY" bench --local --pre-touch --baseline --baseline-seconds "$baseline_seconds" --json --op both \
+            --size "$size" --concurrency "$gc" --batch "$gb" --count "$gn" --warmup "$gw" \
+            --warmup-seconds "$warmup_seconds" --warmup-calls "$warmup_calls" >"$json" 2>"$WORK/granary.err" ||
+            die "granary bench failed for $label: $(tail -n 5 "$WORK/granary.err")"
+        put_line="$(grep '"type":"granary"' "$json" | grep '"phase":"put"' | head -n 1)"
+        get_line="$(grep '"type":"granary"' "$json" | grep '"phase":"get"' | head -n 1)"
+        [ -n "$put_line" ] && [ -n "$get_line" ] || die "no put/get rows in granary bench output: $(cat "$json")"
+        put_ops="$(json_field "$put_line" valuesPerSec)"
+        get_ops="$(json_field "$get_line" valuesPerSec)"
+        printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$label" "$size" "$round" "$set_rps" "$get_rps" \
+            "$put_ops" "$get_ops" "$(json_field "$put_line" pctLimit)" "$(json_field "$get_line" pctLimit)" \
+            "$(json_field "$put_line" limitGbPerSec)" "$(json_field "$get_line" limitGbPerSec)" >>"$rows"
+    done
 done
+[ "$measured" -gt 0 ] || die "no shape's label starts with '$only' (labels: $(printf '"%s" ' "${SHAPES[@]%%|*}"))"
 
 echo "== load average at end: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 echo
-printf '%-31s | %9s %7s | %9s %7s | %9s %7s %6s | %9s %7s %6s | %7s %7s\n' "shape (value, callers, pipeline)" \
-    "SET op/s" "GB/s" "GET op/s" "GB/s" "put op/s" "GB/s" "%LIM" "get op/s" "GB/s" "%LIM" "put/SET" "get/GET"
-printf '%-31s | %17s | %17s | %24s | %24s | %15s\n' "" "Redis SET" "Redis GET" "Granary put" "Granary get" \
-    "Granary / Redis"
-for row in "${results[@]}"; do
-    IFS='|' read -r label size set_rps get_rps put_ops get_ops put_pct get_pct put_lim get_lim <<<"$row"
-    printf '%-31s | %9s %7s | %9s %7s | %9s %7s %6s | %9s %7s %6s | %7s %7s\n' "$label" \
-        "$(ops "$set_rps")" "$(gbps "$set_rps" "$size")" "$(ops "$get_rps")" "$(gbps "$get_rps" "$size")" \
-        "$(ops "$put_ops")" "$(gbps "$put_ops" "$size")" "$(pct "$put_pct")" \
-        "$(ops "$get_ops")" "$(gbps "$get_ops" "$size")" "$(pct "$get_pct")" \
-        "$(ratio "$put_ops" "$set_rps")" "$(ratio "$get_ops" "$get_rps")"
-done
-echo
-echo "op/s = values per second; GB/s = 1e9 bytes/s of values. %LIM = Granary GB/s / loopback limit of the same shape"
-echo "(plain blocking Java NIO sockets between threads, same size, callers and batch, measured in the same granary run)."
-echo "Granary runs in-process (master, node and client in one JVM); Redis is one redis-server process. Shared 2-core"
-echo "machine: every number includes the client, the server and the kernel on the same two cores."
-for row in "${results[@]}"; do
-    IFS='|' read -r label size _ _ _ _ _ _ put_lim get_lim <<<"$row"
-    echo "loopback limit $label: put shape $(num3 "$put_lim") GB/s, get shape $(num3 "$get_lim") GB/s"
-done
+if [ "$rounds" -gt 1 ]; then
+    echo "Each figure is the median of $rounds rounds (Redis then Granary in each round); put/SET and get/GET are the"
+    echo "medians of each round's own ratio, with the lowest and highest round in brackets."
+    echo
+fi
+# Medians per shape, in the order measured. Empty or "null" fields (no limit measured) print as "-".
+awk -F'\t' -v rounds="$rounds" '
+    function median(list,    n, a, i, j, t) {
+        n = split(list, a, " ")
+        if (n == 0) return ""
+        for (i = 2; i <= n; i++) { t = a[i] + 0; for (j = i - 1; j >= 1 && a[j] + 0 > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
+        return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+    }
+    function lowest(list,    n, a, i, m) { n = split(list, a, " "); m = a[1] + 0; for (i = 2; i <= n; i++) if (a[i] + 0 < m) m = a[i] + 0; return m }
+    function highest(list,    n, a, i, m) { n = split(list, a, " "); m = a[1] + 0; for (i = 2; i <= n; i++) if (a[i] + 0 > m) m = a[i] + 0; return m }
+    function add(key, v) { if (v != "" && v != "null") vals[key] = vals[key] " " v }
+    function pct(v) { return v == "" ? "-" : sprintf("%.1f", v) }
+    function gbps(opsv, size) { return sprintf("%.3f", opsv * size / 1e9) }
+    function span(key) { return rounds > 1 && vals[key] != "" ? sprintf(" [%.2f-%.2f]", lowest(vals[key]), highest(vals[key])) : "" }
+    {
+        if (!($1 in seen)) { seen[$1] = 1; order[++shapes] = $1; size[$1] = $2 }
+        add($1 SUBSEP "set", $4); add($1 SUBSEP "get", $5); add($1 SUBSEP "put", $6); add($1 SUBSEP "gget", $7)
+        add($1 SUBSEP "putpct", $8); add($1 SUBSEP "getpct", $9); add($1 SUBSEP "putlim", $10); add($1 SUBSEP "getlim", $11)
+        if ($4 > 0) add($1 SUBSEP "rput", $6 / $4)
+        if ($5 > 0) add($1 SUBSEP "rget", $7 / $5)
+    }
+    END {
+        printf "%-31s | %9s %7s | %9s %7s | %9s %7s %6s | %9s %7s %6s | %17s %17s\n", "shape (value, callers, pipeline)", \
+            "SET op/s", "GB/s", "GET op/s", "GB/s", "put op/s", "GB/s", "%LIM", "get op/s", "GB/s", "%LIM", "put/SET", "get/GET"
+        printf "%-31s | %17s | %17s | %24s | %24s | %35s\n", "", "Redis SET", "Redis GET", "Granary put", "Granary get", \
+            "Granary / Redis"
+        for (i = 1; i <= shapes; i++) {
+            l = order[i]; z = size[l]
+            s = median(vals[l SUBSEP "set"]); g = median(vals[l SUBSEP "get"])
+            p = median(vals[l SUBSEP "put"]); q = median(vals[l SUBSEP "gget"])
+            rp = vals[l SUBSEP "rput"] == "" ? "-" : sprintf("%.2f", median(vals[l SUBSEP "rput"])) span(l SUBSEP "rput")
+            rg = vals[l SUBSEP "rget"] == "" ? "-" : sprintf("%.2f", median(vals[l SUBSEP "rget"])) span(l SUBSEP "rget")
+            printf "%-31s | %9.0f %7s | %9.0f %7s | %9.0f %7s %6s | %9.0f %7s %6s | %17s %17s\n", l, s, gbps(s, z), g, gbps(g, z), \
+                p, gbps(p, z), pct(median(vals[l SUBSEP "putpct"])), q, gbps(q, z), pct(median(vals[l SUBSEP "getpct"])), rp, rg
+        }
+        print ""
+        print "op/s = values per second; GB/s = 1e9 bytes/s of values. %LIM = Granary GB/s / loopback limit of the same shape"
+        print "(plain blocking Java NIO sockets between threads, same size, callers and batch, measured in the same granary run)."
+        print "Granary runs in-process (master, node and client in one JVM); Redis is one redis-server process. Shared 2-core"
+        print "machine: every number includes the client, the server and the kernel on the same two cores."
+        for (i = 1; i <= shapes; i++) {
+            l = order[i]
+            a = vals[l SUBSEP "putlim"] == "" ? "-" : sprintf("%.3f", median(vals[l SUBSEP "putlim"]))
+            b = vals[l SUBSEP "getlim"] == "" ? "-" : sprintf("%.3f", median(vals[l SUBSEP "getlim"]))
+            printf "loopback limit %s: put shape %s GB/s, get shape %s GB/s\n", l, a, b
+        }
+    }' "$rows"
+if [ "$rounds" -gt 1 ]; then
+    echo
+    echo "Every round (label, round, SET op/s, GET op/s, put op/s, get op/s, put %LIM, get %LIM):"
+    awk -F'\t' '{ printf "  %-31s %s  %10.0f %10.0f %10.0f %10.0f  %6.1f %6.1f\n", $1, $3, $4, $5, $6, $7, $8, $9 }' "$rows"
+fi
