@@ -142,7 +142,6 @@ echo "== $(redis-server --version | head -n 1)" >&2
 echo "== $(java -version 2>&1 | head -n 1)" >&2
 echo "== load average at start: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 
-declare -A redis_done=()
 rows="$WORK/rows.tsv"
 : >"$rows"
 measured=0
@@ -158,16 +157,14 @@ for shape in "${SHAPES[@]}"; do
         gw=$((gw / 10))
     fi
     for round in $(seq 1 "$rounds"); do
-        # The same Redis shape is measured once per round (two 4 KiB shapes share one).
-        csv="$WORK/redis-$size-$rc-$rp-$round.csv"
-        if [ -z "${redis_done[$csv]:-}" ]; then
-            echo "-- $label, round $round/$rounds: redis-benchmark -t set,get -d $size -c $rc -P $rp -n $rn --csv" >&2
-            redis-cli -h 127.0.0.1 -p "$PORT" flushall >/dev/null
-            redis-benchmark -h 127.0.0.1 -p "$PORT" -t set,get -d "$size" -c "$rc" -n "$rn" -P "$rp" --csv \
-                >"$csv" 2>/dev/null || die "redis-benchmark failed for $label"
-            redis-cli -h 127.0.0.1 -p "$PORT" flushall >/dev/null
-            redis_done[$csv]=1
-        fi
+        # Every turn measures Redis anew (also for a Redis shape another label used): its figure and Granary's
+        # then come from the same minute of this machine.
+        csv="$WORK/redis.csv"
+        echo "-- $label, round $round/$rounds: redis-benchmark -t set,get -d $size -c $rc -P $rp -n $rn --csv" >&2
+        redis-cli -h 127.0.0.1 -p "$PORT" flushall >/dev/null
+        redis-benchmark -h 127.0.0.1 -p "$PORT" -t set,get -d "$size" -c "$rc" -n "$rn" -P "$rp" --csv \
+            >"$csv" 2>/dev/null || die "redis-benchmark failed for $label"
+        redis-cli -h 127.0.0.1 -p "$PORT" flushall >/dev/null
         set_rps="$(redis_rps "$csv" SET)"
         get_rps="$(redis_rps "$csv" GET)"
         [ -n "$set_rps" ] && [ -n "$get_rps" ] || die "no SET/GET rows in redis-benchmark output: $(cat "$csv")"
