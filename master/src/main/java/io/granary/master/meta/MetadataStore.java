@@ -108,6 +108,8 @@ public final class MetadataStore implements SnapshotSource
     private final Clock clock;
     private final SegmentRegistry registry;
     private final ReplicaPlacement placement;
+    /** Tenants and client ids the objects keep, one instance each (a decoded request brings its own copies). */
+    private final StringCanon strings = new StringCanon();
 
     /** Extents whose writers may still be writing; freed when their time comes. Guarded by itself. */
     private final PriorityQueue<PendingRelease> pendingReleases =
@@ -704,14 +706,15 @@ public final class MetadataStore implements SnapshotSource
                 return OBJECT_ALREADY_EXISTS_VALUE;
             }
             final MetadataShard owner = shards[o];
-            final GroupMeta group = groupId.isEmpty() ? null : owner.groupOrCreate(tenant, groupId);
+            final String keptTenant = strings.canonical(tenant); // the object keeps it: one instance for all
+            final GroupMeta group = groupId.isEmpty() ? null : owner.groupOrCreate(keptTenant, groupId);
             final long version = nextVersion();
             for (final ReplicaRecord r : replicas)
             {
                 r.version = version;
             }
-            final ObjectMeta m = new ObjectMeta(tenant, keyBytes, hash, o, valueLength, clientId, now,
-                options.getHardPin(), group, replicas, softPinTtl[0], version, false);
+            final ObjectMeta m = new ObjectMeta(keptTenant, keyBytes, hash, o, valueLength,
+                strings.canonical(clientId), now, options.getHardPin(), group, replicas, softPinTtl[0], version, false);
             m.parentUnit = parentUnit;
             m.parentKeyBytes = parentUnit == null ? null : parentKey[0];
             if (versionOut != null)
@@ -1763,9 +1766,10 @@ public final class MetadataStore implements SnapshotSource
             }
             final long now = clock.nanoTime();
             final MetadataShard owner = shards[o];
-            final GroupMeta group = groupId.isEmpty() ? null : owner.groupOrCreate(tenant, groupId);
+            final String keptTenant = strings.canonical(tenant);
+            final GroupMeta group = groupId.isEmpty() ? null : owner.groupOrCreate(keptTenant, groupId);
             final boolean hardPin = (e.getFlags() & io.granary.protocol.CommitRecord.FLAG_HARD_PIN) != 0;
-            final ObjectMeta m = new ObjectMeta(tenant, keyBytes, hash, o, e.getValueLength(), "", now, hardPin,
+            final ObjectMeta m = new ObjectMeta(keptTenant, keyBytes, hash, o, e.getValueLength(), "", now, hardPin,
                 group, new ReplicaRecord[] {replica}, 0, e.getVersion(), true);
             m.complete = true;
             m.hasCrc = e.hasCrc32C();
