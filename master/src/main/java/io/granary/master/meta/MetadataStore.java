@@ -174,11 +174,14 @@ public final class MetadataStore implements SnapshotSource
     private static final class PendingRelease
     {
         final long releaseAtNs;
+        /** The version the replicas' object had (what their nodes' ledgers forget). */
+        final long version;
         final ReplicaRecord[] replicas;
 
-        PendingRelease(final long releaseAtNs, final ReplicaRecord[] replicas)
+        PendingRelease(final long releaseAtNs, final long version, final ReplicaRecord[] replicas)
         {
             this.releaseAtNs = releaseAtNs;
+            this.version = version;
             this.replicas = replicas;
         }
     }
@@ -635,7 +638,7 @@ public final class MetadataStore implements SnapshotSource
             detachLocked(existing);
             unlockOwner(existing);
             finishDetach(existing);
-            quarantine(existing.replicas(), existing.putStartNs + settings.putReleaseTimeoutNs);
+            quarantine(existing.replicas(), existing.version, existing.putStartNs + settings.putReleaseTimeoutNs);
             discardedPuts.increment();
         }
 
@@ -649,7 +652,7 @@ public final class MetadataStore implements SnapshotSource
             // Room just freed may take every replica asked for: place again from scratch.
             for (final ReplicaRecord r : placed)
             {
-                r.release(); // no version yet: nothing to tell a node
+                r.release(0); // no version yet: nothing to tell a node
             }
             placed = place(wanted, valueLength, options, avoidNodes);
         }
@@ -695,7 +698,7 @@ public final class MetadataStore implements SnapshotSource
                 // when the lookup was skipped, the object was there all along: look it up under its lock after all.
                 for (final ReplicaRecord r : replicas)
                 {
-                    r.release();
+                    r.release(0); // no version yet
                 }
                 unlinkParent(parentUnit);
                 if (assumeAbsent)
@@ -709,10 +712,6 @@ public final class MetadataStore implements SnapshotSource
             final String keptTenant = strings.canonical(tenant); // the object keeps it: one instance for all
             final GroupMeta group = groupId.isEmpty() ? null : owner.groupOrCreate(keptTenant, groupId);
             final long version = nextVersion();
-            for (final ReplicaRecord r : replicas)
-            {
-                r.version = version;
-            }
             final ObjectMeta m = new ObjectMeta(keptTenant, keyBytes, hash, o, valueLength,
                 strings.canonical(clientId), now, options.getHardPin(), group, replicas, softPinTtl[0], version, false);
             m.parentUnit = parentUnit;
@@ -934,15 +933,15 @@ public final class MetadataStore implements SnapshotSource
         }
         finishDetach(m);
         // A write that timed out on the client may still land: keep those extents out of use for a while.
-        final ReplicaRecord[] held = releaseSettled(m.replicas(), settled);
-        quarantine(held, clock.nanoTime() + settings.putDiscardTimeoutNs);
+        final ReplicaRecord[] held = releaseSettled(m.replicas(), m.version, settled);
+        quarantine(held, m.version, clock.nanoTime() + settings.putDiscardTimeoutNs);
         putRevokes.increment();
         return OK_VALUE;
     }
 
     /** Frees the replicas named in {@code settled}; returns the others (the same array when none was freed). */
     private ReplicaRecord[] releaseSettled(
-        final ReplicaRecord[] replicas, final List<SettledReplica> settled)
+        final ReplicaRecord[] replicas, final long version, final List<SettledReplica> settled)
     {
         if (settled.isEmpty() || replicas.length == 0)
         {
@@ -953,7 +952,7 @@ public final class MetadataStore implements SnapshotSource
         {
             if (isSettled(r, settled))
             {
-                r.release();
+                r.release(version);
                 revokedExtentsReleased.increment();
             }
             else
@@ -977,7 +976,8 @@ public final class MetadataStore implements SnapshotSource
         return false;
     }
 
-    private void quarantine(final ReplicaRecord[] replicas, final long releaseAtNs)
+    /** Releases {@code replicas} of an object of {@code version} at {@code releaseAtNs}, not before. */
+    private void quarantine(final ReplicaRecord[] replicas, final long version, final long releaseAtNs)
     {
         if (replicas.length == 0)
         {
@@ -985,7 +985,7 @@ public final class MetadataStore implements SnapshotSource
         }
         synchronized (pendingReleases)
         {
-            pendingReleases.add(new PendingRelease(releaseAtNs, replicas));
+            pendingReleases.add(new PendingRelease(releaseAtNs, version, replicas));
         }
     }
 
@@ -1481,7 +1481,7 @@ public final class MetadataStore implements SnapshotSource
         finishDetach(m);
         if (leasedUntilNs != 0)
         {
-            quarantine(m.replicas(), leasedUntilNs);
+            quarantine(m.replicas(), m.version, leasedUntilNs);
         }
         removedObjects.increment();
         return OK_VALUE;
@@ -1715,7 +1715,7 @@ public final class MetadataStore implements SnapshotSource
             }
             final ReplicaRecord[] had = m.replicas();
             final ReplicaRecord[] replicas = Arrays.copyOf(had, had.length + 1);
-            replicas[had.length] = new ReplicaRecord(segment, e.getOffset(), e.getValueLength(), version);
+            replicas[had.length] = new ReplicaRecord(segment, e.getOffset(), e.getValueLength());
             m.replicas(replicas);
             if (!m.hasCrc && e.hasCrc32C())
             {
@@ -1744,7 +1744,7 @@ public final class MetadataStore implements SnapshotSource
         {
             return Adoption.REJECTED_OVERLAP;
         }
-        final ReplicaRecord replica = new ReplicaRecord(segment, e.getOffset(), e.getValueLength(), e.getVersion());
+        final ReplicaRecord replica = new ReplicaRecord(segment, e.getOffset(), e.getValueLength());
         final String groupId = e.getGroupId();
         final int h = homeShard(hash);
         final int o = groupId.isEmpty() ? h : groupShard(tenant, groupId);
@@ -2153,7 +2153,7 @@ public final class MetadataStore implements SnapshotSource
             }
             for (final ReplicaRecord r : due.replicas)
             {
-                r.release();
+                r.release(due.version);
                 freed++;
             }
         }

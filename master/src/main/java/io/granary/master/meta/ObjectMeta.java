@@ -199,7 +199,7 @@ public final class ObjectMeta
     int touchReplicas()
     {
         final Object set = replicaSet;
-        return set == null ? 0 : set instanceof ReplicaRecord ? (int)((ReplicaRecord)set).version :
+        return set == null ? 0 : set instanceof ReplicaRecord ? (int)((ReplicaRecord)set).offset() :
             ((ReplicaRecord[])set).length;
     }
 
@@ -208,7 +208,7 @@ public final class ObjectMeta
     {
         for (int i = 0, n = replicaCount(); i < n; i++)
         {
-            replica(i).release();
+            replica(i).release(version);
         }
     }
 

@@ -8,8 +8,9 @@ import java.lang.invoke.VarHandle;
 import java.nio.ByteOrder;
 
 /**
- * One copy of an object: an extent of a mounted segment, and the version of the object it holds (set once,
- * under the owner shard lock, before the object is published).
+ * One copy of an object: an extent of a mounted segment. The version of the value it holds is its object's
+ * ({@link ObjectMeta#version}: every replica of an object holds the same version), passed to {@link #release} so that
+ * the node's ledger forgets that version; the record does not keep a copy of it (8 bytes less per replica).
  */
 public final class ReplicaRecord
 {
@@ -17,7 +18,6 @@ public final class ReplicaRecord
     private final long offset;
     private final long length;
     /** Version of the object in this extent; the node's ledger entry is freed by it. 0 until set. */
-    long version;
     private static final VarHandle INT = MethodHandles.byteArrayViewVarHandle(int[].class, ByteOrder.BIG_ENDIAN);
     private static final VarHandle LONG = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.BIG_ENDIAN);
 
@@ -38,12 +38,6 @@ public final class ReplicaRecord
         this.segment = segment;
         this.offset = offset;
         this.length = length;
-    }
-
-    ReplicaRecord(final MountedSegment segment, final long offset, final long length, final long version)
-    {
-        this(segment, offset, length);
-        this.version = version;
     }
 
     /**
@@ -84,11 +78,6 @@ public final class ReplicaRecord
         return token;
     }
 
-    public long version()
-    {
-        return version;
-    }
-
     public MountedSegment segment()
     {
         return segment;
@@ -107,8 +96,11 @@ public final class ReplicaRecord
     /**
      * Gives the extent back to its segment's allocator and tells its node, so that the node's ledger forgets
      * the object (ignored if the segment is gone).
+     *
+     * @param version the version of the object this replica held ({@link ObjectMeta#version}), or 0 when none was
+     *     issued yet (a placement given back within its PutStart): then there is nothing for the node to forget.
      */
-    public void release()
+    public void release(final long version)
     {
         segment.free(offset, version);
     }

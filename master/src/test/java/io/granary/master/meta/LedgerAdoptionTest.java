@@ -129,6 +129,58 @@ class LedgerAdoptionTest
     }
 
     @Test
+    void shouldTellTheNodeTheVersionOfEveryPutReplicaItGivesBack()
+    {
+        final MountedSegment a = mount("a", 11, true);
+        f.registry.markPlaceable(a);
+        final PutOptions one = PutOptions.newBuilder().setReplicas(1).build();
+        final long[] removedVersion = new long[1];
+        final List<Replica> removedAt = new ArrayList<>();
+        assertThat(f.store.putStart(T, CLIENT, "removed", 4096, one, Set.of(), removedAt, removedVersion))
+            .isEqualTo(OK_VALUE);
+        assertThat(f.store.putEnd(T, CLIENT, "removed")).isEqualTo(OK_VALUE);
+        final long[] revokedVersion = new long[1];
+        final List<Replica> revokedAt = new ArrayList<>();
+        assertThat(f.store.putStart(T, CLIENT, "revoked", 4096, one, Set.of(), revokedAt, revokedVersion))
+            .isEqualTo(OK_VALUE);
+        assertThat(removedVersion[0]).isPositive();
+        assertThat(revokedVersion[0]).isGreaterThan(removedVersion[0]);
+        assertThat(freed("a")).isEmpty();
+
+        // Removed without a lease: its extent goes back at once, and the node forgets exactly that version there.
+        assertThat(f.store.remove(T, "removed", false)).isEqualTo(OK_VALUE);
+        assertThat(freed("a")).singleElement().satisfies(x ->
+        {
+            assertThat(x.getOffset()).isEqualTo(removedAt.get(0).getOffset());
+            assertThat(x.getVersion()).isEqualTo(removedVersion[0]);
+        });
+
+        // Revoked: held back for the discard timeout (a write may still land), then given back with its version.
+        assertThat(f.store.putRevoke(T, CLIENT, "revoked")).isEqualTo(OK_VALUE);
+        assertThat(freed("a")).isEmpty();
+        f.clock.advanceMillis(31_000);
+        f.store.reclaimAbandonedPuts();
+        assertThat(freed("a")).singleElement().satisfies(x ->
+        {
+            assertThat(x.getOffset()).isEqualTo(revokedAt.get(0).getOffset());
+            assertThat(x.getVersion()).isEqualTo(revokedVersion[0]);
+        });
+
+        // Abandoned (never ended nor revoked): reclaimed after the release timeout, with its version.
+        final long[] abandonedVersion = new long[1];
+        final List<Replica> abandonedAt = new ArrayList<>();
+        assertThat(f.store.putStart(T, CLIENT, "abandoned", 4096, one, Set.of(), abandonedAt, abandonedVersion))
+            .isEqualTo(OK_VALUE);
+        f.clock.advanceMillis(601_000);
+        assertThat(f.store.reclaimAbandonedPuts()).isEqualTo(1);
+        assertThat(freed("a")).singleElement().satisfies(x ->
+        {
+            assertThat(x.getOffset()).isEqualTo(abandonedAt.get(0).getOffset());
+            assertThat(x.getVersion()).isEqualTo(abandonedVersion[0]);
+        });
+    }
+
+    @Test
     void shouldKeepTheNewestVersionWhicheverNodeReportsFirst()
     {
         final MountedSegment a = mount("a", 11, true);
