@@ -21,7 +21,7 @@ public final class MetadataShard
     int ownedObjects;
     /**
      * Objects owned by this shard whose put is unfinished (PROCESSING), oldest PutStart first, linked through their
-     * {@link ObjectMeta#processingPrev}/{@link ObjectMeta#processingNext}: a put leaves the list when it completes or
+     * {@link ObjectMeta#pending} state: a put leaves the list when it completes or
      * its object is removed, so an abandoned put holds nothing but itself until the release timeout reclaims it. The
      * housekeeper reads the head without the lock as a hint (whether to lock this shard at all), then again under it.
      */
@@ -68,15 +68,16 @@ public final class MetadataShard
     /** Appends a new PROCESSING object (owned here) to the list of unfinished puts. */
     void linkProcessing(final ObjectMeta m)
     {
-        m.processingPrev = processingTail;
-        m.processingNext = null;
+        final ObjectMeta.PendingPut p = m.pending;
+        p.prev = processingTail;
+        p.next = null;
         if (processingTail == null)
         {
             processingHead = m;
         }
         else
         {
-            processingTail.processingNext = m;
+            processingTail.pending.next = m;
         }
         processingTail = m;
         processingCount++;
@@ -85,28 +86,29 @@ public final class MetadataShard
     /** Takes an object off the list of unfinished puts; nothing if it is not on it. */
     void unlinkProcessing(final ObjectMeta m)
     {
-        if (m.processingPrev == null && processingHead != m)
+        final ObjectMeta.PendingPut p = m.pending;
+        if (p == null || (p.prev == null && processingHead != m))
         {
             return;
         }
-        if (m.processingPrev == null)
+        if (p.prev == null)
         {
-            processingHead = m.processingNext;
+            processingHead = p.next;
         }
         else
         {
-            m.processingPrev.processingNext = m.processingNext;
+            p.prev.pending.next = p.next;
         }
-        if (m.processingNext == null)
+        if (p.next == null)
         {
-            processingTail = m.processingPrev;
+            processingTail = p.prev;
         }
         else
         {
-            m.processingNext.processingPrev = m.processingPrev;
+            p.next.pending.prev = p.prev;
         }
-        m.processingPrev = null;
-        m.processingNext = null;
+        p.prev = null;
+        p.next = null;
         processingCount--;
     }
 

@@ -611,7 +611,9 @@ public final class MetadataStore implements SnapshotSource
         final ObjectMeta existing = assumeAbsent ? null : lockForKey(tenant, keyBytes, 0, keyBytes.length, hash);
         if (existing != null)
         {
-            final boolean stale = !existing.complete && now - existing.putStartNs > settings.putDiscardTimeoutNs;
+            // An unfinished put's start (its pending state is there until it completes).
+            final long startNs = existing.complete ? 0 : existing.pending.startNs;
+            final boolean stale = !existing.complete && now - startNs > settings.putDiscardTimeoutNs;
             if (!stale)
             {
                 if (existing.complete)
@@ -623,7 +625,7 @@ public final class MetadataStore implements SnapshotSource
                     // The same client asking again (a retried request): hand back the same extents.
                     for (final ReplicaRecord r : existing.replicas())
                     {
-                        writeReplica(r, existing.putStartNs, now, replicasOut, grants);
+                        writeReplica(r, startNs, now, replicasOut, grants);
                     }
                     if (versionOut != null)
                     {
@@ -638,7 +640,7 @@ public final class MetadataStore implements SnapshotSource
             detachLocked(existing);
             unlockOwner(existing);
             finishDetach(existing);
-            quarantine(existing.replicas(), existing.version, existing.putStartNs + settings.putReleaseTimeoutNs);
+            quarantine(existing.replicas(), existing.version, startNs + settings.putReleaseTimeoutNs);
             discardedPuts.increment();
         }
 
@@ -859,6 +861,7 @@ public final class MetadataStore implements SnapshotSource
             final long now = clock.nanoTime();
             m.complete = true;
             shards[m.ownerShard].unlinkProcessing(m);
+            m.pending = null; // a stored object keeps none of its put's state
             m.hasCrc = hasCrc;
             m.crc32c = crc32c;
             if (m.group == null)
@@ -1772,6 +1775,7 @@ public final class MetadataStore implements SnapshotSource
             final ObjectMeta m = new ObjectMeta(keptTenant, keyBytes, hash, o, e.getValueLength(), "", now, hardPin,
                 group, new ReplicaRecord[] {replica}, 0, e.getVersion(), true);
             m.complete = true;
+            m.pending = null; // rebuilt complete: never a put in progress here
             m.hasCrc = e.hasCrc32C();
             m.crc32c = e.getCrc32C();
             if (group == null)
@@ -2093,9 +2097,11 @@ public final class MetadataStore implements SnapshotSource
         int reclaimed = 0;
         for (final MetadataShard shard : shards)
         {
-            // A hint read without the lock (the head's putStartNs is final); checked again under it.
+            // A hint read without the lock (a pending state's start is final; the state may be gone if the put just
+            // completed: then look under the lock); checked again under it.
             final ObjectMeta oldest = shard.processingHead;
-            if (oldest == null || now - oldest.putStartNs <= settings.putReleaseTimeoutNs)
+            final ObjectMeta.PendingPut hint = oldest == null ? null : oldest.pending;
+            if (oldest == null || hint != null && now - hint.startNs <= settings.putReleaseTimeoutNs)
             {
                 continue;
             }
@@ -2104,7 +2110,8 @@ public final class MetadataStore implements SnapshotSource
             try
             {
                 ObjectMeta head;
-                while ((head = shard.processingHead) != null && now - head.putStartNs > settings.putReleaseTimeoutNs)
+                while ((head = shard.processingHead) != null &&
+                    now - head.pending.startNs > settings.putReleaseTimeoutNs)
                 {
                     detachLocked(head); // takes it off the list
                     head.releaseReplicas();

@@ -19,7 +19,6 @@ public final class ObjectMeta
     final int ownerShard;
     final long sizeBytes;
     final String clientId;
-    final long putStartNs;
     final boolean hardPinned;
     final GroupMeta group;
     /** The master's version of this object (see {@code MetadataStore#nextVersion}); 0 in old tests. */
@@ -58,11 +57,26 @@ public final class ObjectMeta
     /** Sequence of the last STORED event announcing this object (see EventJournal); -1 = none. */
     long storedSeq = -1;
     /**
-     * Neighbours in the owner shard's list of unfinished puts while this object is PROCESSING (see
-     * {@link MetadataShard#linkProcessing}); owner shard lock.
+     * What only an unfinished put needs (when it started; its place in the owner shard's list of unfinished puts):
+     * set from the PutStart until the put completes, then null, so that a stored object does not carry it (8 bytes
+     * less per object). Owner shard lock; read without it only as a hint (MetadataStore#reclaimAbandonedPuts).
      */
-    ObjectMeta processingPrev;
-    ObjectMeta processingNext;
+    PendingPut pending;
+
+    /** An unfinished put's own state (see {@link #pending}). */
+    static final class PendingPut
+    {
+        /** nanoTime of the PutStart. */
+        final long startNs;
+        /** Neighbours in the owner shard's list of unfinished puts ({@link MetadataShard#linkProcessing}). */
+        ObjectMeta prev;
+        ObjectMeta next;
+
+        PendingPut(final long startNs)
+        {
+            this.startNs = startNs;
+        }
+    }
 
     ObjectMeta(
         final String tenant,
@@ -104,7 +118,7 @@ public final class ObjectMeta
         this.ownerShard = ownerShard;
         this.sizeBytes = sizeBytes;
         this.clientId = clientId;
-        this.putStartNs = putStartNs;
+        this.pending = new PendingPut(putStartNs);
         this.hardPinned = hardPinned;
         this.group = group;
         replicas(replicas);

@@ -405,6 +405,20 @@ class MetadataStoreTest
 
         // Only the two unfinished puts are tracked: nothing finished or removed waits behind the abandoned one.
         assertThat(store.processingPuts()).isEqualTo(2);
+        // A stored object keeps none of its put's state; an unfinished one keeps when it started.
+        final ObjectMeta kept = store.lockForKey(T, "kept");
+        final ObjectMeta open = store.lockForKey(T, "open");
+        try
+        {
+            assertThat(kept.pending).isNull();
+            assertThat(open.pending).isNotNull();
+            assertThat(open.pending.startNs).isEqualTo(clock.nanoTime());
+        }
+        finally
+        {
+            store.unlockOwner(open);
+            store.unlockOwner(kept);
+        }
         clock.advance(Duration.ofMinutes(10).plusMillis(1));
         assertThat(store.reclaimAbandonedPuts()).isEqualTo(2);
         assertThat(store.processingPuts()).isZero();
