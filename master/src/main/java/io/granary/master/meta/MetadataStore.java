@@ -1775,7 +1775,6 @@ public final class MetadataStore implements SnapshotSource
             final ObjectMeta m = new ObjectMeta(keptTenant, keyBytes, hash, o, e.getValueLength(), "", now, hardPin,
                 group, new ReplicaRecord[] {replica}, 0, e.getVersion(), true);
             m.complete = true;
-            m.pending = null; // rebuilt complete: never a put in progress here
             m.hasCrc = e.hasCrc32C();
             m.crc32c = e.getCrc32C();
             if (group == null)
@@ -2101,7 +2100,7 @@ public final class MetadataStore implements SnapshotSource
             // completed: then look under the lock); checked again under it.
             final ObjectMeta oldest = shard.processingHead;
             final ObjectMeta.PendingPut hint = oldest == null ? null : oldest.pending;
-            if (oldest == null || hint != null && now - hint.startNs <= settings.putReleaseTimeoutNs)
+            if (oldest == null || (hint != null && now - hint.startNs <= settings.putReleaseTimeoutNs))
             {
                 continue;
             }

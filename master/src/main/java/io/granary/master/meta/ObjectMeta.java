@@ -118,7 +118,7 @@ public final class ObjectMeta
         this.ownerShard = ownerShard;
         this.sizeBytes = sizeBytes;
         this.clientId = clientId;
-        this.pending = new PendingPut(putStartNs);
+        this.pending = adopted ? null : new PendingPut(putStartNs); // rebuilt objects are complete from the start
         this.hardPinned = hardPinned;
         this.group = group;
         replicas(replicas);

@@ -17,7 +17,6 @@ public final class ReplicaRecord
     private final MountedSegment segment;
     private final long offset;
     private final long length;
-    /** Version of the object in this extent; the node's ledger entry is freed by it. 0 until set. */
     private static final VarHandle INT = MethodHandles.byteArrayViewVarHandle(int[].class, ByteOrder.BIG_ENDIAN);
     private static final VarHandle LONG = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.BIG_ENDIAN);
 
