@@ -111,6 +111,11 @@ final class MasterCommand implements Callable<Integer>
     @Option(names = "--metadata-shards", paramLabel = "N", description = "Metadata shards (a power of two).")
     private int metadataShards;
 
+    @Option(names = "--max-objects", paramLabel = "N",
+        description = "Most objects the master holds: a put beyond it evicts first and is refused "
+            + "(NO_AVAILABLE_HANDLE) if nothing can go; 0 = 70 %% of the max heap at 512 bytes an object.")
+    private long maxObjects;
+
     @Option(names = "--allocation-granularity", paramLabel = "BYTES",
         description = "Allocation unit inside segments (a power of two, 8..1048576).")
     private int allocationGranularity;
@@ -256,6 +261,7 @@ final class MasterCommand implements Callable<Integer>
             .putDiscardTimeout(putDiscardTimeout)
             .putReleaseTimeout(putReleaseTimeout)
             .metadataShards(metadataShards)
+            .maxObjects(maxObjects)
             .allocationGranularity(allocationGranularity)
             .listKeysLimit(listKeysLimit)
             .readyAfterNodes(readyAfterNodes)

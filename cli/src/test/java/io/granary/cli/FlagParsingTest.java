@@ -80,6 +80,7 @@ class FlagParsingTest
         assertThat(ctx.putDiscardTimeout()).isEqualTo(defaults.putDiscardTimeout());
         assertThat(ctx.putReleaseTimeout()).isEqualTo(defaults.putReleaseTimeout());
         assertThat(ctx.metadataShards()).isEqualTo(defaults.metadataShards());
+        assertThat(ctx.maxObjects()).isEqualTo(defaults.maxObjects()).isZero();
         assertThat(ctx.allocationGranularity()).isEqualTo(defaults.allocationGranularity());
         assertThat(ctx.listKeysLimit()).isEqualTo(defaults.listKeysLimit());
     }
@@ -91,8 +92,11 @@ class FlagParsingTest
             "--lease-ttl", "500ms", "--soft-pin-default-ttl", "30m", "--soft-pin-max-ttl", "24h",
             "--allow-evict-soft-pinned", "false", "--eviction-high-watermark", "0.8", "--eviction-ratio", "0.1",
             "--node-ttl", "10s", "--put-discard-timeout", "30s", "--put-release-timeout", "10m",
-            "--eviction-policy", "prefix-leaf-first");
+            "--eviction-policy", "prefix-leaf-first", "--max-objects", "250000000");
         final MasterServer.Context ctx = command.context().conclude();
+
+        assertThat(ctx.maxObjects()).isEqualTo(250_000_000L);
+        assertThat(ctx.effectiveMaxObjects()).isEqualTo(250_000_000L);
 
         assertThat(ctx.evictionPolicy()).isEqualTo(EvictionPolicy.PREFIX_LEAF_FIRST);
         assertThat(ctx.port()).isEqualTo(50052);

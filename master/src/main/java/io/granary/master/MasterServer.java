@@ -94,6 +94,7 @@ public final class MasterServer implements AutoCloseable
         private Duration putDiscardTimeout = Configuration.PUT_DISCARD_TIMEOUT_DEFAULT;
         private Duration putReleaseTimeout = Configuration.PUT_RELEASE_TIMEOUT_DEFAULT;
         private int metadataShards = Configuration.METADATA_SHARDS_DEFAULT;
+        private long maxObjects = Configuration.MAX_OBJECTS_DEFAULT;
         private int allocationGranularity = Configuration.ALLOCATION_GRANULARITY_DEFAULT;
         private int listKeysLimit = Configuration.LIST_KEYS_LIMIT_DEFAULT;
         private int readyAfterNodes = Configuration.READY_AFTER_NODES_DEFAULT;
@@ -291,6 +292,31 @@ public final class MasterServer implements AutoCloseable
         {
             this.metadataShards = metadataShards;
             return this;
+        }
+
+        /** The object budget as set: 0 derives it from the heap ({@link #effectiveMaxObjects()}). */
+        public long maxObjects()
+        {
+            return maxObjects;
+        }
+
+        public Context maxObjects(final long maxObjects)
+        {
+            this.maxObjects = maxObjects;
+            return this;
+        }
+
+        /** The object budget in force: {@link #maxObjects()}, or derived from this JVM's max heap when that is 0. */
+        public long effectiveMaxObjects()
+        {
+            return maxObjects > 0 ? maxObjects : objectsForHeap(Runtime.getRuntime().maxMemory());
+        }
+
+        /** The object budget derived from a max heap of {@code maxHeapBytes} (see {@link Configuration#MAX_OBJECTS_PROP}). */
+        static long objectsForHeap(final long maxHeapBytes)
+        {
+            return Math.max(1, maxHeapBytes / 100 * Configuration.METADATA_HEAP_SHARE_PERCENT /
+                Configuration.BYTES_PER_OBJECT_ESTIMATE);
         }
 
         public int allocationGranularity()
@@ -527,6 +553,7 @@ public final class MasterServer implements AutoCloseable
                 fmt(putDiscardTimeout) + ")");
             require(metadataShards >= 1 && metadataShards <= 65536 && Integer.bitCount(metadataShards) == 1,
                 "--metadata-shards must be a power of two in 1..65536, was " + metadataShards);
+            require(maxObjects >= 0, "--max-objects must be 0 (from the heap) or positive, was " + maxObjects);
             require(allocationGranularity >= 8 && allocationGranularity <= 1 << 20 &&
                 Integer.bitCount(allocationGranularity) == 1,
                 "--allocation-granularity must be a power of two in 8..1048576, was " + allocationGranularity);
@@ -610,6 +637,7 @@ public final class MasterServer implements AutoCloseable
             s.putDiscardTimeoutNs = putDiscardTimeout.toNanos();
             s.putReleaseTimeoutNs = putReleaseTimeout.toNanos();
             s.listKeysLimit = listKeysLimit;
+            s.maxObjects = effectiveMaxObjects();
             // A token's grant fields are 32-bit: with tokens, no value may be longer than a token can cover.
             s.maxValueBytes = dataTokens ? Math.min(Limits.MAX_VALUE_BYTES, FrameDescriptor.MAX_GRANT_LENGTH) :
                 Limits.MAX_VALUE_BYTES;
@@ -812,11 +840,13 @@ public final class MasterServer implements AutoCloseable
     {
         ctx.conclude();
         final MasterServer server = new MasterServer(ctx);
-        LOG.info("master ready: grpc={}:{} lookup={} admin={} id={} shards={} lease-ttl={} node-ttl={} eviction={} "
-            + "data-tokens={} tls={}",
+        LOG.info("master ready: grpc={}:{} lookup={} admin={} id={} shards={} max-objects={}{} lease-ttl={} node-ttl={} "
+            + "eviction={} data-tokens={} tls={}",
             ctx.host(), server.grpcPort(), server.lookupPort(), server.adminPort(), server.masterId,
-            ctx.metadataShards(), Units.formatDuration(ctx.leaseTtl()), Units.formatDuration(ctx.nodeTtl()),
-            ctx.evictionPolicy(),
+            ctx.metadataShards(), server.store.settings().maxObjects,
+            ctx.maxObjects() > 0 ? "" : " (" + Configuration.METADATA_HEAP_SHARE_PERCENT + " % of the max heap at " +
+                Configuration.BYTES_PER_OBJECT_ESTIMATE + " bytes an object)",
+            Units.formatDuration(ctx.leaseTtl()), Units.formatDuration(ctx.nodeTtl()), ctx.evictionPolicy(),
             !ctx.dataTokens() ? "off" : ctx.tokenKey() != null ? "on (key from " + ctx.tokenKeyFile() + ")" :
             "on (random key)",
             ctx.tls().isEnabled() ? "on (client auth " + ctx.tls().clientAuth().flagValue() + ")" : "off");

@@ -211,6 +211,61 @@ class MasterServerTest
     }
 
     @Test
+    void shouldHoldNoMoreObjectsThanItsBudgetAndSaySo() throws IOException, InterruptedException
+    {
+        final MasterServer small = MasterServer.launch(new MasterServer.Context()
+            .port(0).lookupPort(-1).adminPort(0).clock(clock).housekeeping(false).metadataShards(16).maxObjects(3));
+        final ManagedChannel ch = ManagedChannelBuilder.forAddress("127.0.0.1", small.grpcPort()).usePlaintext().build();
+        try
+        {
+            final MasterServiceGrpc.MasterServiceBlockingStub s =
+                MasterServiceGrpc.newBlockingStub(ch).withDeadlineAfter(10, TimeUnit.SECONDS);
+            assertThat(s.mountSegment(MountSegmentRequest.newBuilder().setNodeId("n1").setNodeName("n1")
+                .setEndpoint("127.0.0.1:7001").setSegment(SegmentInfo.newBuilder().setSegmentId(5).setName("n1/seg0")
+                    .setSizeBytes(1 << 20)).build()).getCode()).isEqualTo(OK_VALUE);
+            for (int i = 0; i < 3; i++)
+            {
+                assertThat(s.putStart(PutStartRequest.newBuilder().setClientId("c").setKey("k" + i).setValueLength(100)
+                    .build()).getCode()).isEqualTo(OK_VALUE);
+                assertThat(s.putEnd(PutEndRequest.newBuilder().setClientId("c").setKey("k" + i).build()).getCode())
+                    .isEqualTo(OK_VALUE);
+                // Read: leased, so the on-demand round may not take it.
+                assertThat(s.getReplicaList(KeyRequest.newBuilder().setKey("k" + i).build()).getCode())
+                    .isEqualTo(OK_VALUE);
+            }
+
+            assertThat(s.putStart(PutStartRequest.newBuilder().setClientId("c").setKey("k3").setValueLength(100)
+                .build()).getCode()).as("a fourth object, the pool still roomy").isEqualTo(NO_AVAILABLE_HANDLE_VALUE);
+
+            final HttpClient http = HttpClient.newHttpClient();
+            final String status = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + small.adminPort() +
+                "/status")).build(), HttpResponse.BodyHandlers.ofString()).body();
+            assertThat(status).contains("\"objects\":3,\"max_objects\":3").contains("\"object_budget_refusals\":1");
+            final String metrics = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + small.adminPort() +
+                "/metrics")).build(), HttpResponse.BodyHandlers.ofString()).body();
+            assertThat(metrics).contains("granary_master_objects_max 3.0")
+                .contains("granary_master_put_object_budget_refusals_total 1.0");
+        }
+        finally
+        {
+            ch.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
+            small.close();
+        }
+    }
+
+    @Test
+    void shouldDeriveTheObjectBudgetFromTheHeapUnlessGivenOne()
+    {
+        // 70 % of 1 GiB at 512 bytes an object.
+        assertThat(MasterServer.Context.objectsForHeap(1L << 30)).isEqualTo(1_468_006);
+        assertThat(new MasterServer.Context().effectiveMaxObjects())
+            .isEqualTo(MasterServer.Context.objectsForHeap(Runtime.getRuntime().maxMemory()));
+        assertThat(new MasterServer.Context().maxObjects(1000).effectiveMaxObjects()).isEqualTo(1000);
+        assertThat(master.store().settings().maxObjects).as("the running master's, from the heap")
+            .isEqualTo(MasterServer.Context.objectsForHeap(Runtime.getRuntime().maxMemory()));
+    }
+
+    @Test
     void shouldServeHealthAndStatusOnTheAdminPort() throws IOException, InterruptedException
     {
         mount("n1", "127.0.0.1:7001", 5, 1 << 20);
@@ -236,6 +291,8 @@ class MasterServerTest
             .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("--soft-pin-default-ttl");
         assertThatThrownBy(() -> new MasterServer.Context().metadataShards(1000).conclude())
             .hasMessageContaining("power of two");
+        assertThatThrownBy(() -> new MasterServer.Context().maxObjects(-1).conclude())
+            .hasMessageContaining("--max-objects must be 0 (from the heap) or positive, was -1");
         assertThatThrownBy(() -> new MasterServer.Context().evictionHighWatermark(1.5).conclude())
             .hasMessageContaining("--eviction-high-watermark");
         assertThatThrownBy(() -> new MasterServer.Context().leaseTtl(Duration.ZERO).conclude())

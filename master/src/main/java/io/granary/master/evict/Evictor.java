@@ -121,10 +121,14 @@ public final class Evictor
         this.policy = policy;
     }
 
-    /** Installs on-demand eviction: a failed allocation evicts at least the eviction ratio, then retries. */
+    /**
+     * Installs on-demand eviction: a failed allocation evicts at least the eviction ratio of the pool, a put finding
+     * the store at its object budget at least the eviction ratio of the budget; either then tries again.
+     */
     public Evictor attach()
     {
         store.allocationFailureHandler(this::evictForAllocation);
+        store.objectBudgetHandler(this::evictForObjects);
         return this;
     }
 
@@ -147,17 +151,59 @@ public final class Evictor
         return reserveRounds.sum();
     }
 
-    /** Background check: above the high watermark, evict down to (watermark - ratio) of capacity. */
+    /**
+     * Background check: above the high watermark of the pool's bytes, evict down to (watermark - ratio) of capacity;
+     * above the high watermark of the store's object budget, evict down to (watermark - ratio) of the budget.
+     */
     public Result maybeEvict()
     {
         final long[] usage = usage();
         final long capacity = usage[0];
-        if (capacity == 0 || usage[1] <= (long)(highWatermark * capacity))
+        long target = 0;
+        if (capacity > 0 && usage[1] > (long)(highWatermark * capacity))
         {
-            return null;
+            target = usage[1] - (long)(Math.max(0.0, highWatermark - ratio) * capacity);
         }
-        final long floor = (long)(Math.max(0.0, highWatermark - ratio) * capacity);
-        return evict(usage[1] - floor);
+        final double maxObjects = store.settings().maxObjects;
+        final long objects = store.objectCount();
+        if (objects > (long)(highWatermark * maxObjects))
+        {
+            final long excess = objects - (long)(Math.max(0.0, highWatermark - ratio) * maxObjects);
+            target = Math.max(target, bytesForObjects(excess, usage[1]));
+        }
+        return target > 0 ? evict(target) : null;
+    }
+
+    /**
+     * The bytes that evicting {@code objects} objects frees if they are of the average size of those held: how a
+     * deficit counted in objects becomes a round's target (a round takes units in age order, whatever their size).
+     */
+    private long bytesForObjects(final long objects, final long allocatedBytes)
+    {
+        final long held = Math.max(1, store.objectCount());
+        final long perObject = Math.max(1, allocatedBytes / held);
+        return objects > Long.MAX_VALUE / perObject ? Long.MAX_VALUE : objects * perObject;
+    }
+
+    /**
+     * On demand, when a put found the store at its object budget ({@link MetadataStore.Settings#maxObjects}) and
+     * {@code neededObjects} must go for it to fit: evicts at least the eviction ratio of the budget.
+     *
+     * @return true if anything was freed.
+     */
+    public boolean evictForObjects(final long neededObjects)
+    {
+        final long roundsBefore = rounds.sum();
+        synchronized (this)
+        {
+            if (rounds.sum() != roundsBefore)
+            {
+                return true; // a round finished while we waited: check the budget again first
+            }
+            onDemandRounds.increment();
+            final long objects = Math.max(neededObjects, (long)Math.ceil(ratio * store.settings().maxObjects));
+            return evict(bytesForObjects(objects, usage()[1])).totalObjects() > 0;
+        }
     }
 
     /** On demand, when a put of {@code neededBytes} found no room. @return true if anything was freed. */

@@ -65,6 +65,12 @@ public final class MetadataStore implements SnapshotSource
         public long maxValueBytes = Limits.MAX_VALUE_BYTES;
         /** Non-zero: placement draws from one generator with this seed, so the same calls place alike (tests). */
         public long placementSeed;
+        /**
+         * Most objects the store holds (complete or not): a put that would add one more asks the object budget
+         * handler to evict, and is refused with NO_AVAILABLE_HANDLE if that frees none, so that metadata never
+         * outgrows the heap.
+         */
+        public long maxObjects = Long.MAX_VALUE;
     }
 
     /** Outcome of a lookup that may grant a lease. */
@@ -119,6 +125,7 @@ public final class MetadataStore implements SnapshotSource
     private final PriorityQueue<PinExpiry> pinExpiries =
         new PriorityQueue<>(Comparator.comparingLong((PinExpiry p) -> p.deadlineNs));
     private volatile java.util.function.LongPredicate allocationFailureHandler;
+    private volatile java.util.function.LongPredicate objectBudgetHandler;
     private volatile LeaseListener leaseListener;
     private volatile ReplicaTokens replicaTokens;
     private final java.util.concurrent.atomic.AtomicLong pinEpoch = new java.util.concurrent.atomic.AtomicLong();
@@ -158,6 +165,7 @@ public final class MetadataStore implements SnapshotSource
     /** Extents of revoked puts freed at once (their client named them settled) instead of quarantined. */
     private final LongAdder revokedExtentsReleased = new LongAdder();
     private final LongAdder allocationFailures = new LongAdder();
+    private final LongAdder objectBudgetRefusals = new LongAdder();
     private final LongAdder partialAllocations = new LongAdder();
     private final LongAdder discardedPuts = new LongAdder();
     private final LongAdder releasedPuts = new LongAdder();
@@ -644,6 +652,16 @@ public final class MetadataStore implements SnapshotSource
             discardedPuts.increment();
         }
 
+        if (!roomForOneMoreObject())
+        {
+            if (assumeAbsent && shards[homeShard(hash)].keys.mayContain(hash))
+            {
+                retriedPutLookups.increment();
+                return RETRY_WITH_LOOKUP; // an object of this key may be there: its answer comes first
+            }
+            objectBudgetRefusals.increment();
+            return NO_AVAILABLE_HANDLE_VALUE;
+        }
         // Linked before placement, so that the eviction this put may trigger never takes its parent as a leaf.
         final byte[][] parentKey = new byte[1][];
         final Object parentUnit = linkParent(tenant, options.getParentKey(), keyBytes, options.getGroupId(), parentKey);
@@ -999,6 +1017,28 @@ public final class MetadataStore implements SnapshotSource
     public void allocationFailureHandler(final java.util.function.LongPredicate handler)
     {
         this.allocationFailureHandler = handler;
+    }
+
+    /**
+     * Called with the number of objects to free when a put finds the store at {@link Settings#maxObjects}; returns
+     * true when it freed any (the put then checks the budget once more). The evictor installs itself here.
+     */
+    public void objectBudgetHandler(final java.util.function.LongPredicate handler)
+    {
+        this.objectBudgetHandler = handler;
+    }
+
+    /** Whether one more object fits the budget, after asking the handler to evict if it does not. No lock held. */
+    private boolean roomForOneMoreObject()
+    {
+        final long max = settings.maxObjects;
+        final long count = objectCount.get();
+        if (count < max)
+        {
+            return true;
+        }
+        final java.util.function.LongPredicate handler = objectBudgetHandler;
+        return handler != null && handler.test(count - max + 1) && objectCount.get() < max;
     }
 
     /** Soft pins an object until {@code deadlineNs} (or later, if already pinned longer); owner lock held. */
@@ -2659,6 +2699,12 @@ public final class MetadataStore implements SnapshotSource
     public long allocationFailures()
     {
         return allocationFailures.sum();
+    }
+
+    /** PutStart calls refused because the store held {@link Settings#maxObjects} objects and eviction freed none. */
+    public long objectBudgetRefusals()
+    {
+        return objectBudgetRefusals.sum();
     }
 
     public long partialAllocations()

@@ -54,6 +54,8 @@ public final class MasterMetrics implements AutoCloseable
 
         gauge(meters, "granary.master.objects", "Objects (keys) the master holds, all tenants, complete or not",
             store, MetadataStore::objectCount);
+        gauge(meters, "granary.master.objects.max", "The object budget (--max-objects, or derived from the heap): " +
+            "eviction keeps the objects below its high watermark", store, s -> s.settings().maxObjects);
         gauge(meters, "granary.master.puts.processing", "Puts started and not finished: in flight, or abandoned " +
             "until --put-release-timeout reclaims them", store, MetadataStore::processingPuts);
         gauge(meters, "granary.master.soft.pinned.objects", "Objects with a soft pin in force", store,
@@ -105,6 +107,9 @@ public final class MasterMetrics implements AutoCloseable
         counter(meters, "granary.master.put.allocation.failures",
             "PutStart calls refused for lack of space (NO_AVAILABLE_HANDLE), after eviction", store,
             MetadataStore::allocationFailures);
+        counter(meters, "granary.master.put.object.budget.refusals",
+            "PutStart calls refused (NO_AVAILABLE_HANDLE) because the master held --max-objects objects and eviction " +
+            "freed none", store, MetadataStore::objectBudgetRefusals);
         counter(meters, "granary.master.put.partial.allocations",
             "PutStart calls that got fewer replicas than asked", store, MetadataStore::partialAllocations);
         counter(meters, "granary.master.puts.discarded",

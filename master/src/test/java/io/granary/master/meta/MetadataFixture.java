@@ -38,9 +38,16 @@ public final class MetadataFixture
     /** With a non-zero {@code placementSeed}, two fixtures given the same calls place replicas alike. */
     public MetadataFixture(final int shards, final long placementSeed)
     {
+        this(shards, placementSeed, Long.MAX_VALUE);
+    }
+
+    /** ... and a store that holds at most {@code maxObjects} objects. */
+    public MetadataFixture(final int shards, final long placementSeed, final long maxObjects)
+    {
         final MetadataStore.Settings settings = new MetadataStore.Settings();
         settings.shardCount = shards;
         settings.placementSeed = placementSeed;
+        settings.maxObjects = maxObjects;
         store = new MetadataStore(settings, clock, registry);
         probe = new BatchProbe(store);
     }
