@@ -1028,6 +1028,15 @@ public final class MetadataStore implements SnapshotSource
         this.objectBudgetHandler = handler;
     }
 
+    /**
+     * The instance of {@code s} (a tenant or client id) that objects keep: a batch's handler asks once, so that each
+     * of its puts finds that very instance in the table instead of comparing characters (see {@link StringCanon}).
+     */
+    public String canonical(final String s)
+    {
+        return strings.canonical(s);
+    }
+
     /** Whether one more object fits the budget, after asking the handler to evict if it does not. No lock held. */
     private boolean roomForOneMoreObject()
     {

@@ -471,11 +471,12 @@ public final class MasterRequestHandler
             return BatchPutStartResponse.newBuilder().setCode(INVALID_PARAMS_VALUE).build();
         }
         final boolean perKey = req.getPerKeyOptionsCount() != 0;
-        final String tenant = tenant(req.getTenant());
+        final String tenant = store.canonical(tenant(req.getTenant()));
+        final String clientId = store.canonical(req.getClientId());
         store.touch(tenant, req.getKeysList()); // a batch of new keys still probes cold index slots
         final Set<String> avoid = avoid(req.getAvoidNodeIdsList());
         return startBatch(req.getKeysCount(), req.getSharedGrants(), wire, (i, replicas, version, grants) ->
-            store.putStart(tenant, req.getClientId(), req.getKeys(i), req.getValueLengths(i),
+            store.putStart(tenant, clientId, req.getKeys(i), req.getValueLengths(i),
                 perKey ? req.getPerKeyOptions(i) : req.getOptions(), avoid, replicas, version, grants));
     }
 
@@ -496,12 +497,13 @@ public final class MasterRequestHandler
             return BatchPutStartResponse.newBuilder().setCode(INVALID_PARAMS_VALUE).build();
         }
         final boolean perKey = !perKeyOptions.isEmpty();
-        final String t = tenant(tenant);
+        final String t = store.canonical(tenant(tenant));
+        final String c = store.canonical(clientId);
         final long tenantMix = MetadataStore.tenantMix(t);
         store.touch(t, tenantMix, keys);
         final Set<String> avoid = avoid(avoidNodeIds);
         return startBatch(n, sharedGrants, wire, (i, replicas, version, grants) ->
-            store.putStart(t, tenantMix, clientId, keys, i, lengths[i], perKey ? perKeyOptions.get(i) : options, avoid,
+            store.putStart(t, tenantMix, c, keys, i, lengths[i], perKey ? perKeyOptions.get(i) : options, avoid,
                 replicas, version, grants));
     }
 
@@ -592,13 +594,15 @@ public final class MasterRequestHandler
         {
             return b.setCode(INVALID_PARAMS_VALUE).build();
         }
-        final String t = tenant(tenant);
+        // The instances the objects keep: each key's tenant and client checks then end at an identity comparison.
+        final String t = store.canonical(tenant(tenant));
+        final String c = store.canonical(clientId);
         final long tenantMix = MetadataStore.tenantMix(t);
         store.touch(t, tenantMix, keys);
         final boolean hasCrc = crcCount != 0;
         for (int i = 0; i < n; i++)
         {
-            b.addCodes(store.putEnd(t, tenantMix, clientId, keys, i, hasCrc, hasCrc ? crcs[i] : 0));
+            b.addCodes(store.putEnd(t, tenantMix, c, keys, i, hasCrc, hasCrc ? crcs[i] : 0));
         }
         return b.setCode(OK_VALUE).build();
     }
