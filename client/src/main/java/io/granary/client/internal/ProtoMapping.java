@@ -132,7 +132,8 @@ final class ProtoMapping
         final io.granary.proto.RebuildStatus r = response.getRebuild();
         final ClusterStatus.Rebuild rebuild = response.hasRebuild() ? new ClusterStatus.Rebuild(r.getMasterId(),
             r.getReady(), r.getLedgerReports(), r.getObjectsRebuilt(), r.getReplicasRebuilt(),
-            r.getRejectedStale() + r.getRejectedOverlap() + r.getRejectedInvalid() + r.getRejectedRemoved(),
+            r.getRejectedStale() + r.getRejectedOverlap() + r.getRejectedInvalid() + r.getRejectedRemoved() +
+                r.getRejectedBudget(),
             r.getUptimeMs()) : ClusterStatus.Rebuild.NONE;
         return new ClusterStatus(
             nodes, segments, response.getObjects(), response.getCapacityBytes(), response.getAllocatedBytes(),

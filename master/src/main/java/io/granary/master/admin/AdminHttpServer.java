@@ -139,6 +139,7 @@ public final class AdminHttpServer implements AutoCloseable
             .field("rejected_overlap", r.getRejectedOverlap())
             .field("rejected_invalid", r.getRejectedInvalid())
             .field("rejected_removed", r.getRejectedRemoved())
+            .field("rejected_budget", r.getRejectedBudget())
             .field("replaced_older", r.getReplacedOlder())
             .field("discarded_reports", r.getDiscardedReports())
             .field("uptime_ms", r.getUptimeMs())

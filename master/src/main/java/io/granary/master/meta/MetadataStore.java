@@ -1662,7 +1662,9 @@ public final class MetadataStore implements SnapshotSource
         /** A bad key, tenant, version or range, or the same version with another length or group. */
         REJECTED_INVALID,
         /** Removed or evicted on this master after another node reported it. */
-        REJECTED_REMOVED;
+        REJECTED_REMOVED,
+        /** A new object, and the master holds {@link Settings#maxObjects} already (the node drops the entry). */
+        REJECTED_BUDGET;
 
         public boolean rejected()
         {
@@ -1727,6 +1729,11 @@ public final class MetadataStore implements SnapshotSource
                 }
                 finishDetach(existing); // a newer version replaced it: create below
                 rebuild.replacedOlder.increment();
+            }
+            if (objectCount.get() >= settings.maxObjects)
+            {
+                // A rebuild must not fill the heap either: what does not fit is dropped, as if evicted.
+                return Adoption.REJECTED_BUDGET;
             }
             final Adoption created = createAdopted(segment, e, keyBytes, hash);
             if (created != null)
@@ -1915,6 +1922,7 @@ public final class MetadataStore implements SnapshotSource
         final LongAdder rejectedOverlap = new LongAdder();
         final LongAdder rejectedInvalid = new LongAdder();
         final LongAdder rejectedRemoved = new LongAdder();
+        final LongAdder rejectedBudget = new LongAdder();
         final LongAdder replacedOlder = new LongAdder();
 
         void count(final Adoption outcome)
@@ -1927,7 +1935,8 @@ public final class MetadataStore implements SnapshotSource
                 case REJECTED_STALE: rejectedStale.increment(); break;
                 case REJECTED_OVERLAP: rejectedOverlap.increment(); break;
                 case REJECTED_INVALID: rejectedInvalid.increment(); break;
-                default: rejectedRemoved.increment(); break;
+                case REJECTED_REMOVED: rejectedRemoved.increment(); break;
+                default: rejectedBudget.increment(); break;
             }
         }
 
@@ -1971,6 +1980,12 @@ public final class MetadataStore implements SnapshotSource
         public long rejectedRemoved()
         {
             return rejectedRemoved.sum();
+        }
+
+        /** New objects refused because the master held {@link Settings#maxObjects} already. */
+        public long rejectedBudget()
+        {
+            return rejectedBudget.sum();
         }
 
         /** Rebuilt objects a newer reported version replaced. */

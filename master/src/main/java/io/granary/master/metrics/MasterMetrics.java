@@ -139,6 +139,8 @@ public final class MasterMetrics implements AutoCloseable
             rebuild, MetadataStore.RebuildCounters::rejectedInvalid, "reason", "invalid");
         counter(meters, "granary.master.rebuild.entries.rejected", "Reported ledger entries refused, by reason",
             rebuild, MetadataStore.RebuildCounters::rejectedRemoved, "reason", "removed");
+        counter(meters, "granary.master.rebuild.entries.rejected", "Reported ledger entries refused, by reason",
+            rebuild, MetadataStore.RebuildCounters::rejectedBudget, "reason", "budget");
 
         for (final LeaseMode mode : LeaseMode.values())
         {

@@ -280,6 +280,7 @@ public final class MasterRequestHandler
                 .setRejectedOverlap(r.rejectedOverlap())
                 .setRejectedInvalid(r.rejectedInvalid())
                 .setRejectedRemoved(r.rejectedRemoved())
+                .setRejectedBudget(r.rejectedBudget())
                 .setReplacedOlder(r.replacedOlder())
                 .setDiscardedReports(server.discardedReports())
                 .setUptimeMs(server.uptimeMs()))

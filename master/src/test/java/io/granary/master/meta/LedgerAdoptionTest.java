@@ -86,6 +86,30 @@ class LedgerAdoptionTest
     }
 
     @Test
+    void shouldDropNewObjectsBeyondTheObjectBudgetButTakeReplicasAndNewerVersionsOfKnownOnes()
+    {
+        final MetadataFixture small = new MetadataFixture(16, 0, 2);
+        assertThat(small.registry.mount("a", "a", "127.0.0.1:7011", 11, "a/seg0", MIB, true).code).isEqualTo(OK_VALUE);
+        assertThat(small.registry.mount("b", "b", "127.0.0.1:7012", 12, "b/seg0", MIB, true).code).isEqualTo(OK_VALUE);
+        final MountedSegment a = small.registry.segment("a", 11);
+        final MountedSegment b = small.registry.segment("b", 12);
+
+        assertThat(small.store.adopt(a, entry("k0", 0, 500, 5))).isEqualTo(OBJECT);
+        assertThat(small.store.adopt(a, entry("k1", 1024, 500, 6))).isEqualTo(OBJECT);
+        assertThat(small.store.adopt(a, entry("k2", 2048, 500, 7))).isEqualTo(REJECTED_BUDGET);
+        assertThat(REJECTED_BUDGET.rejected()).as("the node is told to drop it").isTrue();
+        assertThat(small.store.adopt(b, entry("k0", 0, 500, 5))).as("a replica adds no object").isEqualTo(REPLICA);
+        assertThat(small.store.adopt(b, entry("k1", 4096, 500, 9))).as("a newer version replaces the object")
+            .isEqualTo(OBJECT);
+
+        assertThat(small.store.objectCount()).isEqualTo(2);
+        assertThat(small.present("k2")).isFalse();
+        assertThat(a.stats().allocationCount()).as("k2's extent stays free on this master").isEqualTo(1);
+        assertThat(small.store.rebuildCounters().rejectedBudget()).isEqualTo(1);
+        assertThat(small.store.rebuildCounters().objects()).isEqualTo(3);
+    }
+
+    @Test
     void shouldTreatEqualVersionsOnTwoNodesAsReplicasAndRepeatedReportsAsDuplicates()
     {
         final MountedSegment a = mount("a", 11, true);
