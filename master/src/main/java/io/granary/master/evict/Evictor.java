@@ -51,6 +51,20 @@ public final class Evictor
     /** Rounds served (at least in part) from the reserve of an earlier scan, without a scan of their own. */
     private final LongAdder reserveRounds = new LongAdder();
 
+    /**
+     * After an on-demand round that freed nothing, another on-demand round within this time answers "nothing freed"
+     * at once, unless a put completed or a soft pin changed since (either can make a candidate): a round scans every
+     * object on the RPC thread that asked, and a pool full of leased objects would otherwise scan once per put.
+     */
+    static final long FRUITLESS_HOLDOFF_NS = 100_000_000L;
+
+    // The last on-demand round that freed nothing, and what it saw. This object's monitor.
+    private boolean fruitless;
+    private long fruitlessAtNs;
+    private long fruitlessPutEnds;
+    private long fruitlessPinEpoch;
+    private final LongAdder heldOffRounds = new LongAdder();
+
     /** How many rounds' worth of candidates a scan keeps (oldest-lease policy): the rest wait in the reserve. */
     static final int RESERVE_ROUNDS = 4;
     /** A reserve older than this is dropped rather than used. */
@@ -200,9 +214,13 @@ public final class Evictor
             {
                 return true; // a round finished while we waited: check the budget again first
             }
+            if (heldOff())
+            {
+                return false;
+            }
             onDemandRounds.increment();
             final long objects = Math.max(neededObjects, (long)Math.ceil(ratio * store.settings().maxObjects));
-            return evict(bytesForObjects(objects, usage()[1])).totalObjects() > 0;
+            return noteOnDemand(evict(bytesForObjects(objects, usage()[1])).totalObjects() > 0);
         }
     }
 
@@ -216,11 +234,46 @@ public final class Evictor
             {
                 return true; // a round finished while we waited: try the allocation again first
             }
+            if (heldOff())
+            {
+                return false;
+            }
             onDemandRounds.increment();
             final long capacity = usage()[0];
             final long target = Math.max(neededBytes, (long)(ratio * capacity));
-            return evict(target).totalBytes() > 0;
+            return noteOnDemand(evict(target).totalBytes() > 0);
         }
+    }
+
+    /** Whether an on-demand round now would repeat a fruitless one with nothing changed since (monitor held). */
+    private boolean heldOff()
+    {
+        if (fruitless && store.nowNs() - fruitlessAtNs < FRUITLESS_HOLDOFF_NS && store.putEnds() == fruitlessPutEnds &&
+            store.pinEpoch() == fruitlessPinEpoch)
+        {
+            heldOffRounds.increment();
+            return true;
+        }
+        return false;
+    }
+
+    /** Records whether an on-demand round freed anything (monitor held); returns {@code freed}. */
+    private boolean noteOnDemand(final boolean freed)
+    {
+        fruitless = !freed;
+        if (!freed)
+        {
+            fruitlessAtNs = store.nowNs();
+            fruitlessPutEnds = store.putEnds();
+            fruitlessPinEpoch = store.pinEpoch();
+        }
+        return freed;
+    }
+
+    /** On-demand rounds not run because one that freed nothing had just run with nothing changed since. */
+    public long heldOffRounds()
+    {
+        return heldOffRounds.sum();
     }
 
     /** One eviction round freeing at least {@code targetBytes} if the rules allow. */
