@@ -13,6 +13,7 @@ import java.util.Comparator;
 import java.util.List;
 import java.util.PriorityQueue;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.function.LongSupplier;
 
 /**
  * Decides what to evict and when: above the high watermark (background) and when an allocation
@@ -207,41 +208,37 @@ public final class Evictor
      */
     public boolean evictForObjects(final long neededObjects)
     {
-        final long roundsBefore = rounds.sum();
-        synchronized (this)
-        {
-            if (rounds.sum() != roundsBefore)
-            {
-                return true; // a round finished while we waited: check the budget again first
-            }
-            if (heldOff())
-            {
-                return false;
-            }
-            onDemandRounds.increment();
-            final long objects = Math.max(neededObjects, (long)Math.ceil(ratio * store.settings().maxObjects));
-            return noteOnDemand(evict(bytesForObjects(objects, usage()[1])).totalObjects() > 0);
-        }
+        return onDemand(() -> bytesForObjects(
+            Math.max(neededObjects, (long)Math.ceil(ratio * store.settings().maxObjects)), usage()[1]));
     }
 
     /** On demand, when a put of {@code neededBytes} found no room. @return true if anything was freed. */
     public boolean evictForAllocation(final long neededBytes)
+    {
+        return onDemand(() -> Math.max(neededBytes, (long)(ratio * usage()[0])));
+    }
+
+    /**
+     * An on-demand round of the target {@code targetBytes} gives (computed under this object's monitor), unless one
+     * finished while this caller waited for the monitor (then true: the caller tries again first) or the last one
+     * freed nothing and nothing changed since ({@link #heldOff}). @return true if anything was freed.
+     */
+    private boolean onDemand(final LongSupplier targetBytes)
     {
         final long roundsBefore = rounds.sum();
         synchronized (this)
         {
             if (rounds.sum() != roundsBefore)
             {
-                return true; // a round finished while we waited: try the allocation again first
+                return true;
             }
             if (heldOff())
             {
                 return false;
             }
             onDemandRounds.increment();
-            final long capacity = usage()[0];
-            final long target = Math.max(neededBytes, (long)(ratio * capacity));
-            return noteOnDemand(evict(target).totalBytes() > 0);
+            final Result round = evict(targetBytes.getAsLong());
+            return noteOnDemand(round.totalObjects() > 0 || round.totalBytes() > 0);
         }
     }
 
