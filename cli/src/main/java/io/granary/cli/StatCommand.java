@@ -115,10 +115,13 @@ final class StatCommand extends ClientCommand
             " of their extents freed at once), " + number(puts, "allocation_failures") + " allocation failures, " +
             number(puts, "partial_allocations") + " partial, " + number(puts, "discarded") + " discarded, " +
             number(puts, "released") + " released");
+        out.println("object budget: " + number(summary, "max_objects") + " (" +
+            percent(number(summary, "objects"), number(summary, "max_objects")) + " held), " +
+            number(puts, "object_budget_refusals") + " puts refused at it");
         final Map<String, Object> eviction = map(summary, "eviction");
         out.println("eviction: " + number(eviction, "rounds") + " rounds (" + number(eviction, "on_demand_rounds") +
-            " on demand), policy " + text(eviction, "policy") + ", " + number(eviction, "prefix_breaks") +
-            " prefix breaks");
+            " on demand, " + number(eviction, "on_demand_held_off") + " held off), policy " + text(eviction, "policy") +
+            ", " + number(eviction, "prefix_breaks") + " prefix breaks");
         final Table passes = new Table("PASS", ">OBJECTS", ">BYTES");
         passes.row("1 (unpinned)", number(eviction, "pass1_objects"),
             Units.formatBytes(number(eviction, "pass1_bytes")));
