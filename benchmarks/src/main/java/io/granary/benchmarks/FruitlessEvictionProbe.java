@@ -17,7 +17,8 @@ import java.util.Locale;
  * front) with the evictor attached fills one segment exactly with {@code objects} 64-byte objects and reads every one
  * (a lease of 10 s), then times puts that cannot fit. The first runs an on-demand eviction round that scans every
  * object and frees nothing; the next ones, within 100 ms and with nothing changed, are held off and refused at once;
- * puts after a pause of 150 ms scan again.
+ * puts after a pause of 150 ms scan again. Then 30 background checks 100 ms apart (the pool is above its 0.9 watermark):
+ * how many rounds they ran, how many were held off, and the time they took.
  *
  * <pre>
  * java -Xmx4g -cp benchmarks/target/benchmarks.jar io.granary.benchmarks.FruitlessEvictionProbe [objects]
@@ -40,7 +41,7 @@ public final class FruitlessEvictionProbe
             (id, name, size) -> new SegmentAllocation(id, name, new TlsfExtentAllocator(size, 64)));
         registry.mount("node", "node", "127.0.0.1:7000", 1, "node/seg0", 64L * objects);
         final MetadataStore store = new MetadataStore(new MetadataStore.Settings(), Clock.SYSTEM, registry);
-        final Evictor evictor = new Evictor(store, registry, 1.0, 0.05, false).attach();
+        final Evictor evictor = new Evictor(store, registry, 0.9, 0.05, false).attach();
         final PutOptions options = PutOptions.getDefaultInstance();
         for (int i = 0; i < objects; i++)
         {
@@ -65,5 +66,19 @@ public final class FruitlessEvictionProbe
                 code == ErrorCode.NO_AVAILABLE_HANDLE_VALUE ? "refused" : "code " + code, ns / 1e6,
                 evictor.onDemandRounds(), evictor.heldOffRounds());
         }
+        // The background check, as the master's evictor thread runs it: every 100 ms, the pool above its watermark.
+        Thread.sleep(150);
+        final long roundsBefore = evictor.rounds();
+        final long heldOffBefore = evictor.heldOffRounds();
+        long busyNs = 0;
+        for (int check = 0; check < 30; check++)
+        {
+            final long startNs = System.nanoTime();
+            evictor.maybeEvict();
+            busyNs += System.nanoTime() - startNs;
+            Thread.sleep(100);
+        }
+        System.out.printf(Locale.ROOT, "background: 30 checks 100 ms apart: %d rounds run, %d held off, %.0f ms scanning%n",
+            evictor.rounds() - roundsBefore, evictor.heldOffRounds() - heldOffBefore, busyNs / 1e6);
     }
 }

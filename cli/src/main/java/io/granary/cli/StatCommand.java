@@ -120,7 +120,7 @@ final class StatCommand extends ClientCommand
             number(puts, "object_budget_refusals") + " puts refused at it");
         final Map<String, Object> eviction = map(summary, "eviction");
         out.println("eviction: " + number(eviction, "rounds") + " rounds (" + number(eviction, "on_demand_rounds") +
-            " on demand, " + number(eviction, "on_demand_held_off") + " held off), policy " + text(eviction, "policy") +
+            " on demand, " + number(eviction, "held_off") + " held off), policy " + text(eviction, "policy") +
             ", " + number(eviction, "prefix_breaks") + " prefix breaks");
         final Table passes = new Table("PASS", ">OBJECTS", ">BYTES");
         passes.row("1 (unpinned)", number(eviction, "pass1_objects"),

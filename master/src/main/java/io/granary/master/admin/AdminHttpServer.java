@@ -109,7 +109,7 @@ public final class AdminHttpServer implements AutoCloseable
             .beginObject("eviction")
             .field("rounds", master.evictor().rounds())
             .field("on_demand_rounds", master.evictor().onDemandRounds())
-            .field("on_demand_held_off", master.evictor().heldOffRounds())
+            .field("held_off", master.evictor().heldOffRounds())
             .field("pass1_objects", master.evictor().evictedObjects(0))
             .field("pass1_bytes", master.evictor().evictedBytes(0))
             .field("pass2_objects", master.evictor().evictedObjects(1))

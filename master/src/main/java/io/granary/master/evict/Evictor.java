@@ -53,13 +53,18 @@ public final class Evictor
     private final LongAdder reserveRounds = new LongAdder();
 
     /**
-     * After an on-demand round that freed nothing, another on-demand round within this time answers "nothing freed"
-     * at once, unless a put completed or a soft pin changed since (either can make a candidate): a round scans every
-     * object on the RPC thread that asked, and a pool full of leased objects would otherwise scan once per put.
+     * After a round that freed nothing, an on-demand round within this time answers "nothing freed" at once, unless a
+     * put completed or a soft pin changed since (either can make a candidate): a round scans every object on the RPC
+     * thread that asked, and a pool full of leased objects would otherwise be scanned once per put.
      */
     static final long FRUITLESS_HOLDOFF_NS = 100_000_000L;
+    /**
+     * The same for the background check, which runs every 100 ms: above a watermark with nothing evictable it would
+     * scan every object ten times a second; leases lapse with time, so it looks again after this long.
+     */
+    static final long FRUITLESS_BACKGROUND_HOLDOFF_NS = 1_000_000_000L;
 
-    // The last on-demand round that freed nothing, and what it saw. This object's monitor.
+    // The last round that freed nothing, and what it saw. This object's monitor.
     private boolean fruitless;
     private long fruitlessAtNs;
     private long fruitlessPutEnds;
@@ -186,7 +191,20 @@ public final class Evictor
             final long excess = objects - (long)(Math.max(0.0, highWatermark - ratio) * maxObjects);
             target = Math.max(target, bytesForObjects(excess, usage[1]));
         }
-        return target > 0 ? evict(target) : null;
+        if (target <= 0)
+        {
+            return null;
+        }
+        synchronized (this)
+        {
+            if (heldOff(FRUITLESS_BACKGROUND_HOLDOFF_NS))
+            {
+                return null;
+            }
+            final Result round = evict(target);
+            noteRound(round.totalObjects() > 0 || round.totalBytes() > 0);
+            return round;
+        }
     }
 
     /**
@@ -221,7 +239,7 @@ public final class Evictor
     /**
      * An on-demand round of the target {@code targetBytes} gives (computed under this object's monitor), unless one
      * finished while this caller waited for the monitor (then true: the caller tries again first) or the last one
-     * freed nothing and nothing changed since ({@link #heldOff}). @return true if anything was freed.
+     * freed nothing and nothing changed since ({@link #heldOff(long)}). @return true if anything was freed.
      */
     private boolean onDemand(final LongSupplier targetBytes)
     {
@@ -232,20 +250,20 @@ public final class Evictor
             {
                 return true;
             }
-            if (heldOff())
+            if (heldOff(FRUITLESS_HOLDOFF_NS))
             {
                 return false;
             }
             onDemandRounds.increment();
             final Result round = evict(targetBytes.getAsLong());
-            return noteOnDemand(round.totalObjects() > 0 || round.totalBytes() > 0);
+            return noteRound(round.totalObjects() > 0 || round.totalBytes() > 0);
         }
     }
 
-    /** Whether an on-demand round now would repeat a fruitless one with nothing changed since (monitor held). */
-    private boolean heldOff()
+    /** Whether a round now would repeat a fruitless one less than {@code windowNs} ago, nothing changed since. */
+    private boolean heldOff(final long windowNs)
     {
-        if (fruitless && store.nowNs() - fruitlessAtNs < FRUITLESS_HOLDOFF_NS && store.putEnds() == fruitlessPutEnds &&
+        if (fruitless && store.nowNs() - fruitlessAtNs < windowNs && store.putEnds() == fruitlessPutEnds &&
             store.pinEpoch() == fruitlessPinEpoch)
         {
             heldOffRounds.increment();
@@ -254,8 +272,8 @@ public final class Evictor
         return false;
     }
 
-    /** Records whether an on-demand round freed anything (monitor held); returns {@code freed}. */
-    private boolean noteOnDemand(final boolean freed)
+    /** Records whether a round freed anything (monitor held); returns {@code freed}. */
+    private boolean noteRound(final boolean freed)
     {
         fruitless = !freed;
         if (!freed)
@@ -267,7 +285,7 @@ public final class Evictor
         return freed;
     }
 
-    /** On-demand rounds not run because one that freed nothing had just run with nothing changed since. */
+    /** Rounds (on demand or background) not run because one that freed nothing had just run, nothing changed since. */
     public long heldOffRounds()
     {
         return heldOffRounds.sum();

@@ -87,8 +87,8 @@ public final class MasterMetrics implements AutoCloseable
             Evictor::rounds);
         counter(meters, "granary.master.eviction.rounds.on.demand",
             "Eviction rounds run because an allocation found no room or a put found the master at its object budget", evictor, Evictor::onDemandRounds);
-        counter(meters, "granary.master.eviction.rounds.held.off", "On-demand eviction rounds not run because one " +
-            "that freed nothing had just run with nothing changed since (the put was refused at once)", evictor,
+        counter(meters, "granary.master.eviction.rounds.held.off", "Eviction rounds (on demand or " +
+            "background) not run because one that freed nothing had just run with nothing changed since", evictor,
             Evictor::heldOffRounds);
         counter(meters, "granary.master.eviction.prefix.breaks",
             "Units evicted while a live object still named them as its parent (a hole in a prefix chain)", evictor,

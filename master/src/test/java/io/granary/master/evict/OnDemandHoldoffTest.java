@@ -13,9 +13,10 @@ import static io.granary.proto.ErrorCode.OK_VALUE;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * An on-demand round scans every object on the RPC thread that asked for it. When one freed nothing (everything
- * leased, pinned or unfinished), the next within {@link Evictor#FRUITLESS_HOLDOFF_NS} answers at once, unless a put
- * completed or a soft pin changed since; after that time a round runs again.
+ * A round scans every object, an on-demand one on the RPC thread that asked for it. When one freed nothing
+ * (everything leased, pinned or unfinished), an on-demand round within {@link Evictor#FRUITLESS_HOLDOFF_NS} answers at
+ * once and the background check waits {@link Evictor#FRUITLESS_BACKGROUND_HOLDOFF_NS}, unless a put completed or a soft
+ * pin changed since; after that time a round runs again.
  */
 class OnDemandHoldoffTest
 {
@@ -51,6 +52,40 @@ class OnDemandHoldoffTest
         assertThat(f.present("unfinished")).as("evicted for y").isFalse();
         assertThat(evictor.heldOffRounds()).isEqualTo(1);
         assertThat(f.store.allocationFailures()).isEqualTo(3);
+    }
+
+    @Test
+    void shouldNotRescanEveryHundredMillisecondsInTheBackground()
+    {
+        final MetadataFixture f = new MetadataFixture(8, 0, 10).mount("node-a", 64 * PAGE);
+        final Evictor evictor = f.evictor(0.5, 0.1, false); // above 5 of the 10 objects allowed: evict
+        for (int i = 0; i < 8; i++)
+        {
+            f.clock.advance(Duration.ofMillis(1));
+            f.put("k" + i, PAGE);
+            assertThat(f.store.exists(T, "k" + i, true)).isEqualTo(1);
+        }
+
+        final Evictor.Result first = evictor.maybeEvict();
+        assertThat(first).isNotNull();
+        assertThat(first.totalObjects()).as("everything leased").isZero();
+        for (int check = 0; check < 9; check++) // the background thread's checks over the next 900 ms
+        {
+            f.clock.advance(Duration.ofMillis(100));
+            assertThat(evictor.maybeEvict()).as("check %d", check).isNull();
+        }
+        assertThat(evictor.rounds()).isEqualTo(1);
+        assertThat(evictor.heldOffRounds()).isEqualTo(9);
+
+        f.clock.advance(Duration.ofMillis(100)); // 1 s after the fruitless round: look again
+        assertThat(evictor.maybeEvict()).isNotNull();
+        assertThat(evictor.rounds()).isEqualTo(2);
+
+        f.put("fresh", PAGE); // a completed put is a candidate: the next check evicts at once
+        final Evictor.Result round = evictor.maybeEvict();
+        assertThat(round).isNotNull();
+        assertThat(round.totalObjects()).isEqualTo(1);
+        assertThat(f.present("fresh")).isFalse();
     }
 
     @Test
