@@ -113,6 +113,12 @@ public final class Evictor
         {
             return objects[0] + objects[1];
         }
+
+        /** Whether the round took anything. */
+        boolean freedAny()
+        {
+            return totalObjects() > 0 || totalBytes() > 0;
+        }
     }
 
     public Evictor(
@@ -195,16 +201,8 @@ public final class Evictor
         {
             return null;
         }
-        synchronized (this)
-        {
-            if (heldOff(FRUITLESS_BACKGROUND_HOLDOFF_NS))
-            {
-                return null;
-            }
-            final Result round = evict(target);
-            noteRound(round.totalObjects() > 0 || round.totalBytes() > 0);
-            return round;
-        }
+        final long background = target;
+        return roundUnlessHeldOff(FRUITLESS_BACKGROUND_HOLDOFF_NS, () -> background);
     }
 
     /**
@@ -239,7 +237,7 @@ public final class Evictor
     /**
      * An on-demand round of the target {@code targetBytes} gives (computed under this object's monitor), unless one
      * finished while this caller waited for the monitor (then true: the caller tries again first) or the last one
-     * freed nothing and nothing changed since ({@link #heldOff(long)}). @return true if anything was freed.
+     * freed nothing and nothing changed since ({@link #roundUnlessHeldOff}). @return true if anything was freed.
      */
     private boolean onDemand(final LongSupplier targetBytes)
     {
@@ -250,39 +248,34 @@ public final class Evictor
             {
                 return true;
             }
-            if (heldOff(FRUITLESS_HOLDOFF_NS))
+            final Result round = roundUnlessHeldOff(FRUITLESS_HOLDOFF_NS, targetBytes);
+            if (round == null)
             {
                 return false;
             }
             onDemandRounds.increment();
-            final Result round = evict(targetBytes.getAsLong());
-            return noteRound(round.totalObjects() > 0 || round.totalBytes() > 0);
+            return round.freedAny();
         }
     }
 
-    /** Whether a round now would repeat a fruitless one less than {@code windowNs} ago, nothing changed since. */
-    private boolean heldOff(final long windowNs)
+    /**
+     * A round of the target {@code targetBytes} gives, unless one that freed nothing ran less than {@code windowNs} ago
+     * and no put completed and no soft pin changed since: then null. Remembers whether this round freed anything.
+     */
+    private synchronized Result roundUnlessHeldOff(final long windowNs, final LongSupplier targetBytes)
     {
         if (fruitless && store.nowNs() - fruitlessAtNs < windowNs && store.putEnds() == fruitlessPutEnds &&
             store.pinEpoch() == fruitlessPinEpoch)
         {
             heldOffRounds.increment();
-            return true;
+            return null;
         }
-        return false;
-    }
-
-    /** Records whether a round freed anything (monitor held); returns {@code freed}. */
-    private boolean noteRound(final boolean freed)
-    {
-        fruitless = !freed;
-        if (!freed)
-        {
-            fruitlessAtNs = store.nowNs();
-            fruitlessPutEnds = store.putEnds();
-            fruitlessPinEpoch = store.pinEpoch();
-        }
-        return freed;
+        final Result round = evict(targetBytes.getAsLong());
+        fruitless = !round.freedAny();
+        fruitlessAtNs = store.nowNs();
+        fruitlessPutEnds = store.putEnds();
+        fruitlessPinEpoch = store.pinEpoch();
+        return round;
     }
 
     /** Rounds (on demand or background) not run because one that freed nothing had just run, nothing changed since. */

@@ -654,13 +654,7 @@ public final class MetadataStore implements SnapshotSource
 
         if (!roomForOneMoreObject())
         {
-            if (assumeAbsent && shards[homeShard(hash)].keys.mayContain(hash))
-            {
-                retriedPutLookups.increment();
-                return RETRY_WITH_LOOKUP; // an object of this key may be there: its answer comes first
-            }
-            objectBudgetRefusals.increment();
-            return NO_AVAILABLE_HANDLE_VALUE;
+            return noRoom(assumeAbsent, hash, objectBudgetRefusals);
         }
         // Linked before placement, so that the eviction this put may trigger never takes its parent as a leaf.
         final byte[][] parentKey = new byte[1][];
@@ -684,13 +678,7 @@ public final class MetadataStore implements SnapshotSource
         if (placed.isEmpty())
         {
             unlinkParent(parentUnit);
-            if (assumeAbsent && shards[homeShard(hash)].keys.mayContain(hash))
-            {
-                retriedPutLookups.increment();
-                return RETRY_WITH_LOOKUP; // an object of this key may be there: its answer comes first
-            }
-            allocationFailures.increment();
-            return NO_AVAILABLE_HANDLE_VALUE;
+            return noRoom(assumeAbsent, hash, allocationFailures);
         }
         if (placed.size() < wanted)
         {
@@ -1035,6 +1023,21 @@ public final class MetadataStore implements SnapshotSource
     public String canonical(final String s)
     {
         return strings.canonical(s);
+    }
+
+    /**
+     * The answer to a put that found no room (counted in {@code refusals}), unless it skipped the lookup of an existing
+     * object and one of its key may be there: that object's answer comes first ({@link #RETRY_WITH_LOOKUP}).
+     */
+    private int noRoom(final boolean assumeAbsent, final long hash, final LongAdder refusals)
+    {
+        if (assumeAbsent && shards[homeShard(hash)].keys.mayContain(hash))
+        {
+            retriedPutLookups.increment();
+            return RETRY_WITH_LOOKUP;
+        }
+        refusals.increment();
+        return NO_AVAILABLE_HANDLE_VALUE;
     }
 
     /** Whether one more object fits the budget, after asking the handler to evict if it does not. No lock held. */
