@@ -120,6 +120,20 @@ class FlagParsingTest
     }
 
     @Test
+    void shouldRefuseANegativeOrMalformedObjectBudgetNamingTheFlag()
+    {
+        final CliRun negative = CliRun.run("master", "--max-objects", "-5", "--port", "0", "--lookup-port", "-1",
+            "--admin-port", "-1");
+        final CliRun malformed = CliRun.run("master", "--max-objects", "lots");
+
+        assertThat(negative.exitCode()).as(negative.toString()).isNotZero();
+        assertThat(negative.err()).contains("--max-objects must be 0 (from the heap) or positive, was -5")
+            .doesNotContain("\tat ");
+        assertThat(malformed.exitCode()).as(malformed.toString()).isEqualTo(2);
+        assertThat(malformed.err()).contains("--max-objects").contains("lots").doesNotContain("\tat ");
+    }
+
+    @Test
     void shouldRefuseAnUnknownEvictionPolicyNamingTheChoices()
     {
         final CliRun run = CliRun.run("master", "--eviction-policy", "lfu");
