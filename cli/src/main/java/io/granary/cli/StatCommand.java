@@ -90,7 +90,8 @@ final class StatCommand extends ClientCommand
             segments.print(out, "  ");
         }
 
-        out.println("objects: " + status.objects());
+        out.println("objects: " + status.objects() + (status.maxObjects() == 0 ? "" : " of at most " +
+            status.maxObjects() + " (" + percent(status.objects(), status.maxObjects()) + " of the object budget)"));
         out.println("capacity: " + Units.formatBytes(status.capacityBytes()) + ", used " +
             Units.formatBytes(status.allocatedBytes()) + " (" +
             percent(status.allocatedBytes(), status.capacityBytes()) + ")");
@@ -115,9 +116,7 @@ final class StatCommand extends ClientCommand
             " of their extents freed at once), " + number(puts, "allocation_failures") + " allocation failures, " +
             number(puts, "partial_allocations") + " partial, " + number(puts, "discarded") + " discarded, " +
             number(puts, "released") + " released");
-        out.println("object budget: " + number(summary, "max_objects") + " (" +
-            percent(number(summary, "objects"), number(summary, "max_objects")) + " held), " +
-            number(puts, "object_budget_refusals") + " puts refused at it");
+        out.println("object budget: " + number(puts, "object_budget_refusals") + " puts of new keys refused at it");
         final Map<String, Object> eviction = map(summary, "eviction");
         out.println("eviction: " + number(eviction, "rounds") + " rounds (" + number(eviction, "on_demand_rounds") +
             " on demand, " + number(eviction, "held_off") + " held off), policy " + text(eviction, "policy") +
@@ -148,7 +147,8 @@ final class StatCommand extends ClientCommand
                 number(s, "largest_free_bytes")));
         }
         return new ClusterStatus(nodes, segments, number(summary, "objects"), number(summary, "capacity_bytes"),
-            number(summary, "allocated_bytes"), number(summary, "lease_ttl_ms"), text(summary, "version"));
+            number(summary, "allocated_bytes"), number(summary, "lease_ttl_ms"), text(summary, "version"),
+            ClusterStatus.Rebuild.NONE, number(summary, "max_objects"));
     }
 
     /** GETs {@code http://admin/status} and parses the JSON. */

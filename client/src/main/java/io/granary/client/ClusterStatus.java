@@ -15,6 +15,9 @@ import java.util.Objects;
  * @param leaseTtlMs     read-lease TTL the master grants.
  * @param version        the master's version string.
  * @param rebuild        what this master incarnation rebuilt from its nodes' ledgers.
+ * @param maxObjects     the master's object budget ({@code --max-objects}, or derived from its heap): most objects it
+ *                       holds before eviction makes room or puts of new keys are refused; 0 when the master reports
+ *                       none (an older master).
  */
 public record ClusterStatus(
     List<Node> nodes,
@@ -24,9 +27,24 @@ public record ClusterStatus(
     long allocatedBytes,
     long leaseTtlMs,
     String version,
-    Rebuild rebuild)
+    Rebuild rebuild,
+    long maxObjects)
 {
-    /** A status without rebuild figures (an older master). */
+    /** A status without an object budget (an older master). */
+    public ClusterStatus(
+        final List<Node> nodes,
+        final List<Segment> segments,
+        final long objects,
+        final long capacityBytes,
+        final long allocatedBytes,
+        final long leaseTtlMs,
+        final String version,
+        final Rebuild rebuild)
+    {
+        this(nodes, segments, objects, capacityBytes, allocatedBytes, leaseTtlMs, version, rebuild, 0);
+    }
+
+    /** A status without rebuild figures or object budget (an older master). */
     public ClusterStatus(
         final List<Node> nodes,
         final List<Segment> segments,
@@ -88,5 +106,9 @@ public record ClusterStatus(
         segments = List.copyOf(Objects.requireNonNull(segments, "segments"));
         Objects.requireNonNull(version, "version");
         Objects.requireNonNull(rebuild, "rebuild");
+        if (maxObjects < 0)
+        {
+            throw new IllegalArgumentException("maxObjects must be >= 0, was " + maxObjects);
+        }
     }
 }

@@ -237,6 +237,10 @@ class MasterServerTest
             assertThat(s.putStart(PutStartRequest.newBuilder().setClientId("c").setKey("k3").setValueLength(100)
                 .build()).getCode()).as("a fourth object, the pool still roomy").isEqualTo(NO_AVAILABLE_HANDLE_VALUE);
 
+            final ClusterStatusResponse cluster = s.getClusterStatus(ClusterStatusRequest.getDefaultInstance());
+            assertThat(cluster.getObjects()).isEqualTo(3);
+            assertThat(cluster.getMaxObjects()).isEqualTo(3);
+
             final HttpClient http = HttpClient.newHttpClient();
             final String status = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + small.adminPort() +
                 "/status")).build(), HttpResponse.BodyHandlers.ofString()).body();

@@ -137,6 +137,7 @@ final class ProtoMapping
             r.getUptimeMs()) : ClusterStatus.Rebuild.NONE;
         return new ClusterStatus(
             nodes, segments, response.getObjects(), response.getCapacityBytes(), response.getAllocatedBytes(),
-            response.getLeaseTtlMs(), response.getVersion(), rebuild);
+            response.getLeaseTtlMs(), response.getVersion(), rebuild,
+            response.getMaxObjects() < 0 ? Long.MAX_VALUE : response.getMaxObjects()); // a uint64 above 2^63 - 1
     }
 }

@@ -25,4 +25,15 @@ class ProtoMappingTest
         assertThat(status.rebuild().objectsRebuilt()).isEqualTo(7);
         assertThat(status.rebuild().replicasRebuilt()).isEqualTo(9);
     }
+
+    @Test
+    void shouldCarryTheObjectBudgetAndReadAnUnsignedOneAboveLongRangeAsUnbounded()
+    {
+        assertThat(ProtoMapping.toClusterStatus(ClusterStatusResponse.newBuilder().setMaxObjects(91_750).build())
+            .maxObjects()).isEqualTo(91_750);
+        assertThat(ProtoMapping.toClusterStatus(ClusterStatusResponse.getDefaultInstance()).maxObjects())
+            .as("an older master reports none").isZero();
+        assertThat(ProtoMapping.toClusterStatus(ClusterStatusResponse.newBuilder().setMaxObjects(-2).build())
+            .maxObjects()).as("uint64 2^64 - 2 on the wire").isEqualTo(Long.MAX_VALUE);
+    }
 }

@@ -100,7 +100,7 @@ public final class AdminHttpServer implements AutoCloseable
         final Json json = Json.object()
             .field("version", s.getVersion())
             .field("objects", s.getObjects())
-            .field("max_objects", store.settings().maxObjects)
+            .field("max_objects", s.getMaxObjects())
             .field("capacity_bytes", s.getCapacityBytes())
             .field("allocated_bytes", s.getAllocatedBytes())
             .field("lease_ttl_ms", s.getLeaseTtlMs())

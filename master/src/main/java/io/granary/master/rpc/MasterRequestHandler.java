@@ -264,7 +264,9 @@ public final class MasterRequestHandler
             }
         }
         final MetadataStore.RebuildCounters r = store.rebuildCounters();
+        final long maxObjects = store.settings().maxObjects;
         return b.setObjects(store.objectCount())
+            .setMaxObjects(maxObjects == Long.MAX_VALUE ? 0 : maxObjects)
             .setCapacityBytes(capacity)
             .setAllocatedBytes(allocated)
             .setLeaseTtlMs(store.settings().leaseTtlNs / 1_000_000L)
