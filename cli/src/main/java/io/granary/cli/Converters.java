@@ -6,7 +6,9 @@ import picocli.CommandLine.ITypeConverter;
 import picocli.CommandLine.TypeConversionException;
 
 import java.time.Duration;
+import java.util.LinkedHashMap;
 import java.util.Locale;
+import java.util.Map;
 
 /**
  * Flag values in the human units of {@link Units} (durations ms/s/m/h, sizes k/m/g/t) and their exact
@@ -49,6 +51,49 @@ final class Converters
             {
                 throw new TypeConversionException(ex.getMessage());
             }
+        }
+    }
+
+    /** Byte quotas by tenant, as {@link TenantQuotasConverter} read them (a type of its own: not a picocli map option). */
+    record TenantQuotas(Map<String, Long> bytes)
+    {
+    }
+
+    /** "TENANT=SIZE[,TENANT=SIZE...]" (sizes as {@link SizeConverter} reads them; empty: no tenant). */
+    static final class TenantQuotasConverter implements ITypeConverter<TenantQuotas>
+    {
+        @Override
+        public TenantQuotas convert(final String value)
+        {
+            final Map<String, Long> quotas = new LinkedHashMap<>();
+            if (value.isBlank())
+            {
+                return new TenantQuotas(quotas);
+            }
+            for (final String entry : value.split(",", -1))
+            {
+                final int eq = entry.indexOf('=');
+                if (eq <= 0 || eq == entry.length() - 1)
+                {
+                    throw new TypeConversionException(
+                        "expected TENANT=SIZE[,TENANT=SIZE...] (e.g. team-a=64g,team-b=8g), found '" + entry + "'");
+                }
+                final String tenant = entry.substring(0, eq).trim();
+                final long bytes;
+                try
+                {
+                    bytes = Units.parseSize(entry.substring(eq + 1).trim());
+                }
+                catch (final IllegalArgumentException ex)
+                {
+                    throw new TypeConversionException("tenant '" + tenant + "': " + ex.getMessage());
+                }
+                if (quotas.put(tenant, bytes) != null)
+                {
+                    throw new TypeConversionException("tenant '" + tenant + "' is named twice");
+                }
+            }
+            return new TenantQuotas(quotas);
         }
     }
 

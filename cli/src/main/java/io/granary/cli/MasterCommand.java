@@ -116,6 +116,16 @@ final class MasterCommand implements Callable<Integer>
             + "(NO_AVAILABLE_HANDLE) if nothing can go; 0 = 70 %% of the max heap at 512 bytes an object.")
     private long maxObjects;
 
+    @Option(names = "--tenant-quotas", paramLabel = "TENANT=SIZE,...", converter = Converters.TenantQuotasConverter.class,
+        description = "Byte quotas of named tenants (e.g. team-a=64g,team-b=8g): the value bytes of a tenant's objects, "
+            + "replicas counted once. A put of a new key beyond its tenant's quota evicts that tenant's oldest objects "
+            + "first and is refused (TENANT_QUOTA_EXCEEDED) if none can go.")
+    private Converters.TenantQuotas tenantQuotas;
+
+    @Option(names = "--default-tenant-quota", paramLabel = "SIZE", converter = Converters.SizeConverter.class,
+        description = "Byte quota of every tenant --tenant-quotas does not name; 0 = none.")
+    private long defaultTenantQuota;
+
     @Option(names = "--allocation-granularity", paramLabel = "BYTES",
         description = "Allocation unit inside segments (a power of two, 8..1048576).")
     private int allocationGranularity;
@@ -262,6 +272,8 @@ final class MasterCommand implements Callable<Integer>
             .putReleaseTimeout(putReleaseTimeout)
             .metadataShards(metadataShards)
             .maxObjects(maxObjects)
+            .tenantQuotas(tenantQuotas.bytes())
+            .defaultTenantQuota(defaultTenantQuota)
             .allocationGranularity(allocationGranularity)
             .listKeysLimit(listKeysLimit)
             .readyAfterNodes(readyAfterNodes)

@@ -81,6 +81,8 @@ class FlagParsingTest
         assertThat(ctx.putReleaseTimeout()).isEqualTo(defaults.putReleaseTimeout());
         assertThat(ctx.metadataShards()).isEqualTo(defaults.metadataShards());
         assertThat(ctx.maxObjects()).isEqualTo(defaults.maxObjects()).isZero();
+        assertThat(ctx.tenantQuotas()).isEqualTo(defaults.tenantQuotas()).isEmpty();
+        assertThat(ctx.defaultTenantQuota()).isEqualTo(defaults.defaultTenantQuota()).isZero();
         assertThat(ctx.allocationGranularity()).isEqualTo(defaults.allocationGranularity());
         assertThat(ctx.listKeysLimit()).isEqualTo(defaults.listKeysLimit());
     }
@@ -131,6 +133,35 @@ class FlagParsingTest
             .doesNotContain("\tat ");
         assertThat(malformed.exitCode()).as(malformed.toString()).isEqualTo(2);
         assertThat(malformed.err()).contains("--max-objects").contains("lots").doesNotContain("\tat ");
+    }
+
+    @Test
+    void shouldReadTenantQuotasAndRefuseMalformedOnesNamingTheFlag()
+    {
+        final MasterCommand command = parse("master", "--tenant-quotas", "team-a=64g, batch.jobs=512m",
+            "--default-tenant-quota", "1g");
+        final MasterServer.Context ctx = command.context().conclude();
+        assertThat(ctx.tenantQuotas()).containsExactlyInAnyOrderEntriesOf(
+            java.util.Map.of("team-a", 64L << 30, "batch.jobs", 512L << 20));
+        assertThat(ctx.defaultTenantQuota()).isEqualTo(1L << 30);
+
+        final String[][] bad = {
+            {"--tenant-quotas", "team-a"}, {"--tenant-quotas", "team-a=64g,=1g"}, {"--tenant-quotas", "team-a=lots"},
+            {"--tenant-quotas", "a=1g,a=2g"}, {"--default-tenant-quota", "-1"}};
+        for (final String[] flags : bad)
+        {
+            final CliRun run = CliRun.run("master", flags[0], flags[1]);
+            assertThat(run.exitCode()).as(run.toString()).isEqualTo(2);
+            assertThat(run.err()).as(flags[1]).contains(flags[0]).doesNotContain("\tat ");
+        }
+        final CliRun badTenant = CliRun.run("master", "--tenant-quotas", "no spaces=1g", "--port", "0",
+            "--lookup-port", "-1", "--admin-port", "-1");
+        assertThat(badTenant.exitCode()).as(badTenant.toString()).isNotZero();
+        assertThat(badTenant.err()).contains("--tenant-quotas names an invalid tenant 'no spaces'")
+            .doesNotContain("\tat ");
+        final CliRun zero = CliRun.run("master", "--tenant-quotas", "team-a=0", "--port", "0", "--lookup-port", "-1",
+            "--admin-port", "-1");
+        assertThat(zero.err()).contains("--tenant-quotas must give tenant 'team-a' a quota > 0 bytes, was 0");
     }
 
     @Test

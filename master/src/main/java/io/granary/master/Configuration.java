@@ -72,6 +72,18 @@ public final class Configuration
      */
     public static final int BYTES_PER_OBJECT_ESTIMATE = 512;
 
+    /**
+     * Byte quotas of named tenants, {@code TENANT=SIZE[,TENANT=SIZE...]} (e.g. {@code llama-70b=64g,batch=8g}): the
+     * value bytes of a tenant's objects, replicas counted once. A put of a new key beyond evicts the tenant's own oldest
+     * objects first and is refused with TENANT_QUOTA_EXCEEDED if none can go. Empty: no tenant is named.
+     */
+    public static final String TENANT_QUOTAS_PROP = "tenant-quotas";
+    public static final String TENANT_QUOTAS_DEFAULT = "";
+
+    /** The byte quota of every tenant {@link #TENANT_QUOTAS_PROP} does not name; 0 = none. */
+    public static final String DEFAULT_TENANT_QUOTA_PROP = "default-tenant-quota";
+    public static final long DEFAULT_TENANT_QUOTA_DEFAULT = 0;
+
     public static final String ALLOCATION_GRANULARITY_PROP = "allocation-granularity";
     public static final int ALLOCATION_GRANULARITY_DEFAULT = 64;
 

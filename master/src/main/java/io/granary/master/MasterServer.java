@@ -55,6 +55,7 @@ import java.time.Duration;
 import java.util.HashSet;
 import java.util.HexFormat;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
@@ -95,6 +96,8 @@ public final class MasterServer implements AutoCloseable
         private Duration putReleaseTimeout = Configuration.PUT_RELEASE_TIMEOUT_DEFAULT;
         private int metadataShards = Configuration.METADATA_SHARDS_DEFAULT;
         private long maxObjects = Configuration.MAX_OBJECTS_DEFAULT;
+        private Map<String, Long> tenantQuotas = Map.of();
+        private long defaultTenantQuota = Configuration.DEFAULT_TENANT_QUOTA_DEFAULT;
         private int allocationGranularity = Configuration.ALLOCATION_GRANULARITY_DEFAULT;
         private int listKeysLimit = Configuration.LIST_KEYS_LIMIT_DEFAULT;
         private int readyAfterNodes = Configuration.READY_AFTER_NODES_DEFAULT;
@@ -303,6 +306,30 @@ public final class MasterServer implements AutoCloseable
         public Context maxObjects(final long maxObjects)
         {
             this.maxObjects = maxObjects;
+            return this;
+        }
+
+        /** Byte quotas of named tenants ({@link Configuration#TENANT_QUOTAS_PROP}). */
+        public Map<String, Long> tenantQuotas()
+        {
+            return tenantQuotas;
+        }
+
+        public Context tenantQuotas(final Map<String, Long> tenantQuotas)
+        {
+            this.tenantQuotas = Map.copyOf(tenantQuotas);
+            return this;
+        }
+
+        /** The byte quota of every tenant not named in {@link #tenantQuotas()}; 0 = none. */
+        public long defaultTenantQuota()
+        {
+            return defaultTenantQuota;
+        }
+
+        public Context defaultTenantQuota(final long bytes)
+        {
+            this.defaultTenantQuota = bytes;
             return this;
         }
 
@@ -554,6 +581,16 @@ public final class MasterServer implements AutoCloseable
             require(metadataShards >= 1 && metadataShards <= 65536 && Integer.bitCount(metadataShards) == 1,
                 "--metadata-shards must be a power of two in 1..65536, was " + metadataShards);
             require(maxObjects >= 0, "--max-objects must be 0 (from the heap) or positive, was " + maxObjects);
+            tenantQuotas.forEach((tenant, bytes) ->
+            {
+                final String bad = Limits.checkTenant(tenant);
+                require(!tenant.isEmpty() && bad == null, "--tenant-quotas names an invalid tenant '" + tenant + "': " +
+                    (bad == null ? "empty" : bad));
+                require(bytes != null && bytes > 0,
+                    "--tenant-quotas must give tenant '" + tenant + "' a quota > 0 bytes, was " + bytes);
+            });
+            require(defaultTenantQuota >= 0,
+                "--default-tenant-quota must be 0 (none) or positive, was " + defaultTenantQuota);
             require(allocationGranularity >= 8 && allocationGranularity <= 1 << 20 &&
                 Integer.bitCount(allocationGranularity) == 1,
                 "--allocation-granularity must be a power of two in 8..1048576, was " + allocationGranularity);
@@ -638,6 +675,8 @@ public final class MasterServer implements AutoCloseable
             s.putReleaseTimeoutNs = putReleaseTimeout.toNanos();
             s.listKeysLimit = listKeysLimit;
             s.maxObjects = effectiveMaxObjects();
+            s.tenantQuotaBytes = tenantQuotas;
+            s.defaultTenantQuotaBytes = defaultTenantQuota;
             // A token's grant fields are 32-bit: with tokens, no value may be longer than a token can cover.
             s.maxValueBytes = dataTokens ? Math.min(Limits.MAX_VALUE_BYTES, FrameDescriptor.MAX_GRANT_LENGTH) :
                 Limits.MAX_VALUE_BYTES;
@@ -850,6 +889,12 @@ public final class MasterServer implements AutoCloseable
             !ctx.dataTokens() ? "off" : ctx.tokenKey() != null ? "on (key from " + ctx.tokenKeyFile() + ")" :
             "on (random key)",
             ctx.tls().isEnabled() ? "on (client auth " + ctx.tls().clientAuth().flagValue() + ")" : "off");
+        if (!ctx.tenantQuotas().isEmpty() || ctx.defaultTenantQuota() > 0)
+        {
+            LOG.info("tenant quotas: {}; every other tenant: {}", ctx.tenantQuotas().isEmpty() ? "none named" :
+                new java.util.TreeMap<>(ctx.tenantQuotas()), ctx.defaultTenantQuota() > 0 ?
+                ctx.defaultTenantQuota() + " bytes" : "none");
+        }
         return server;
     }
 

@@ -6,6 +6,7 @@ import io.granary.common.http.AdminHttp.Response;
 import io.granary.common.http.Json;
 import io.granary.master.MasterServer;
 import io.granary.master.meta.MetadataStore;
+import io.granary.master.meta.TenantQuota;
 import io.granary.master.meta.ObjectSnapshot;
 import io.granary.master.metrics.MasterMetrics;
 import io.granary.master.rpc.MasterRequestHandler;
@@ -110,6 +111,7 @@ public final class AdminHttpServer implements AutoCloseable
             .field("rounds", master.evictor().rounds())
             .field("on_demand_rounds", master.evictor().onDemandRounds())
             .field("held_off", master.evictor().heldOffRounds())
+            .field("tenant_rounds", master.evictor().tenantRounds())
             .field("pass1_objects", master.evictor().evictedObjects(0))
             .field("pass1_bytes", master.evictor().evictedBytes(0))
             .field("pass2_objects", master.evictor().evictedObjects(1))
@@ -124,6 +126,7 @@ public final class AdminHttpServer implements AutoCloseable
             .field("revoked_extents_released", store.revokedExtentsReleased())
             .field("allocation_failures", store.allocationFailures())
             .field("object_budget_refusals", store.objectBudgetRefusals())
+            .field("tenant_quota_refusals", store.tenantQuotaRefusals())
             .field("partial_allocations", store.partialAllocations())
             .field("discarded", store.discardedPuts())
             .field("released", store.releasedPuts())
@@ -154,6 +157,18 @@ public final class AdminHttpServer implements AutoCloseable
                 .field("endpoint", n.getEndpoint())
                 .field("last_heartbeat_ago_ms", n.getLastHeartbeatAgoMs())
                 .field("segments", n.getSegments())
+                .endObject();
+        }
+        json.endArray().field("default_tenant_quota_bytes", store.settings().defaultTenantQuotaBytes)
+            .beginArray("tenant_quotas");
+        for (final TenantQuota q : store.tenantQuotas())
+        {
+            json.beginElement()
+                .field("tenant", q.tenant())
+                .field("quota_bytes", q.limitBytes())
+                .field("used_bytes", q.usedBytes())
+                .field("refusals", q.refusals())
+                .field("evicted_bytes", q.evictedBytes())
                 .endObject();
         }
         json.endArray().beginArray("segments");

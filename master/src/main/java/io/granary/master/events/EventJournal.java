@@ -90,21 +90,39 @@ public final class EventJournal
         final boolean groupComplete,
         final byte[] parentKeyOrNull)
     {
+        return stored(tenant, key, groupId, valueLength, groupComplete, parentKeyOrNull, clock.epochMillis());
+    }
+
+    /**
+     * As {@link #stored(String, byte[], String, long, boolean, byte[])}, at {@code epochMillis} as the caller read this
+     * journal's clock (a batch of puts reads it once).
+     */
+    public long stored(
+        final String tenant,
+        final byte[] key,
+        final String groupId,
+        final long valueLength,
+        final boolean groupComplete,
+        final byte[] parentKeyOrNull,
+        final long epochMillis)
+    {
         return append(KvEventType.KV_EVENT_STORED, KvEventReason.KV_REASON_NONE, tenant, key, groupId, valueLength,
-            groupComplete, parentKeyOrNull);
+            groupComplete, parentKeyOrNull, epochMillis);
     }
 
     /** A readable object stopped being readable. @return its sequence. */
     public long removed(
         final String tenant, final byte[] key, final String groupId, final long valueLength, final KvEventReason reason)
     {
-        return append(KvEventType.KV_EVENT_REMOVED, reason, tenant, key, groupId, valueLength, false, null);
+        return append(KvEventType.KV_EVENT_REMOVED, reason, tenant, key, groupId, valueLength, false, null,
+            clock.epochMillis());
     }
 
     /** Every key of {@code tenant} ("" = of every tenant) is to be forgotten. @return its sequence. */
     public long cleared(final String tenant, final KvEventReason reason)
     {
-        return append(KvEventType.KV_EVENT_CLEARED, reason, tenant, KvEventRecord.NO_KEY, null, 0, false, null);
+        return append(KvEventType.KV_EVENT_CLEARED, reason, tenant, KvEventRecord.NO_KEY, null, 0, false, null,
+            clock.epochMillis());
     }
 
     private long append(
@@ -115,11 +133,12 @@ public final class EventJournal
         final String groupId,
         final long valueLength,
         final boolean groupComplete,
-        final byte[] parentKey)
+        final byte[] parentKey,
+        final long epochMillis)
     {
         final long sequence = nextSequence.getAndIncrement();
         final KvEventRecord event = new KvEventRecord(
-            sequence, type, reason, tenant, key, groupId, valueLength, groupComplete, clock.epochMillis(), parentKey);
+            sequence, type, reason, tenant, key, groupId, valueLength, groupComplete, epochMillis, parentKey);
         final int slot = (int)sequence & mask;
         while (true)
         {

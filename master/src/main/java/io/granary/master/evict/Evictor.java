@@ -2,6 +2,7 @@ package io.granary.master.evict;
 
 import io.granary.master.meta.EvictionCandidate;
 import io.granary.master.meta.MetadataStore;
+import io.granary.master.meta.TenantQuota;
 import io.granary.master.segment.MountedSegment;
 import io.granary.master.segment.SegmentRegistry;
 import org.slf4j.Logger;
@@ -10,7 +11,9 @@ import org.slf4j.LoggerFactory;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Comparator;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.PriorityQueue;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.LongSupplier;
@@ -64,12 +67,20 @@ public final class Evictor
      */
     static final long FRUITLESS_BACKGROUND_HOLDOFF_NS = 1_000_000_000L;
 
-    // The last round that freed nothing, and what it saw. This object's monitor.
-    private boolean fruitless;
-    private long fruitlessAtNs;
-    private long fruitlessPutEnds;
-    private long fruitlessPinEpoch;
+    /** The last round (of the whole pool, or of one tenant) and whether it freed nothing. This object's monitor. */
+    private static final class HoldOff
+    {
+        boolean fruitless;
+        long atNs;
+        long putEnds;
+        long pinEpoch;
+    }
+
+    private final HoldOff poolHoldOff = new HoldOff();
+    /** Per tenant with a quota that needed a round. This object's monitor. */
+    private final Map<String, HoldOff> tenantHoldOffs = new HashMap<>();
     private final LongAdder heldOffRounds = new LongAdder();
+    private final LongAdder tenantRounds = new LongAdder();
 
     /** How many rounds' worth of candidates a scan keeps (oldest-lease policy): the rest wait in the reserve. */
     static final int RESERVE_ROUNDS = 4;
@@ -155,6 +166,7 @@ public final class Evictor
     {
         store.allocationFailureHandler(this::evictForAllocation);
         store.objectBudgetHandler(this::evictForObjects);
+        store.tenantQuotaHandler(this::evictForTenant);
         return this;
     }
 
@@ -202,7 +214,7 @@ public final class Evictor
             return null;
         }
         final long background = target;
-        return roundUnlessHeldOff(FRUITLESS_BACKGROUND_HOLDOFF_NS, () -> background);
+        return roundUnlessHeldOff(poolHoldOff, FRUITLESS_BACKGROUND_HOLDOFF_NS, () -> background, null);
     }
 
     /**
@@ -248,7 +260,7 @@ public final class Evictor
             {
                 return true;
             }
-            final Result round = roundUnlessHeldOff(FRUITLESS_HOLDOFF_NS, targetBytes);
+            final Result round = roundUnlessHeldOff(poolHoldOff, FRUITLESS_HOLDOFF_NS, targetBytes, null);
             if (round == null)
             {
                 return false;
@@ -259,22 +271,58 @@ public final class Evictor
     }
 
     /**
+     * On demand, when a put of a new key would take a tenant beyond its quota and {@code neededBytes} of the tenant's
+     * objects must go for it to fit: a round over that tenant's units only, in the policy's order, freeing at least
+     * the eviction ratio of the quota. Unless the last such round for the tenant freed nothing and nothing changed
+     * since (as {@link #roundUnlessHeldOff}). @return true if anything was freed, or the tenant's use fell meanwhile.
+     */
+    public boolean evictForTenant(final TenantQuota quota, final long neededBytes)
+    {
+        final long usedBefore = quota.usedBytes();
+        synchronized (this)
+        {
+            final long stillNeeded = neededBytes - (usedBefore - quota.usedBytes());
+            if (stillNeeded <= 0)
+            {
+                return true; // another put's round made the room while this one waited
+            }
+            final HoldOff holdOff = tenantHoldOffs.computeIfAbsent(quota.tenant(), t -> new HoldOff());
+            final Result round = roundUnlessHeldOff(holdOff, FRUITLESS_HOLDOFF_NS,
+                () -> Math.max(stillNeeded, (long)Math.ceil(ratio * quota.limitBytes())), quota.tenant());
+            if (round == null)
+            {
+                return false;
+            }
+            tenantRounds.increment();
+            quota.evicted(round.totalBytes());
+            return round.freedAny();
+        }
+    }
+
+    /** Rounds run over one tenant's objects to bring it under its quota. */
+    public long tenantRounds()
+    {
+        return tenantRounds.sum();
+    }
+
+    /**
      * A round of the target {@code targetBytes} gives, unless one that freed nothing ran less than {@code windowNs} ago
      * and no put completed and no soft pin changed since: then null. Remembers whether this round freed anything.
      */
-    private synchronized Result roundUnlessHeldOff(final long windowNs, final LongSupplier targetBytes)
+    private synchronized Result roundUnlessHeldOff(
+        final HoldOff last, final long windowNs, final LongSupplier targetBytes, final String tenant)
     {
-        if (fruitless && store.nowNs() - fruitlessAtNs < windowNs && store.putEnds() == fruitlessPutEnds &&
-            store.pinEpoch() == fruitlessPinEpoch)
+        if (last.fruitless && store.nowNs() - last.atNs < windowNs && store.putEnds() == last.putEnds &&
+            store.pinEpoch() == last.pinEpoch)
         {
             heldOffRounds.increment();
             return null;
         }
-        final Result round = evict(targetBytes.getAsLong());
-        fruitless = !round.freedAny();
-        fruitlessAtNs = store.nowNs();
-        fruitlessPutEnds = store.putEnds();
-        fruitlessPinEpoch = store.pinEpoch();
+        final Result round = evict(targetBytes.getAsLong(), tenant);
+        last.fruitless = !round.freedAny();
+        last.atNs = store.nowNs();
+        last.putEnds = store.putEnds();
+        last.pinEpoch = store.pinEpoch();
         return round;
     }
 
@@ -285,7 +333,13 @@ public final class Evictor
     }
 
     /** One eviction round freeing at least {@code targetBytes} if the rules allow. */
-    public synchronized Result evict(final long targetBytes)
+    public Result evict(final long targetBytes)
+    {
+        return evict(targetBytes, null);
+    }
+
+    /** {@link #evict(long)} taking only units of {@code tenant} (null: of any tenant). */
+    public synchronized Result evict(final long targetBytes, final String tenant)
     {
         final Result result = new Result(targetBytes);
         if (targetBytes <= 0)
@@ -295,11 +349,11 @@ public final class Evictor
         rounds.increment();
         if (policy == EvictionPolicy.PREFIX_LEAF_FIRST)
         {
-            evictLeafFirst(result);
+            evictLeafFirst(result, tenant);
         }
         else
         {
-            evictOldestLease(result);
+            evictOldestLease(result, tenant);
         }
         for (int pass = 0; pass < 2; pass++)
         {
@@ -319,8 +373,13 @@ public final class Evictor
      * target; what the round does not take, and was older than the scan's start, is kept as a reserve that the next
      * rounds take first, in the same order, without scanning (see {@link #reserveUsable}).
      */
-    private void evictOldestLease(final Result result)
+    private void evictOldestLease(final Result result, final String tenant)
     {
+        if (tenant != null)
+        {
+            evictOldestLeaseOf(tenant, result);
+            return;
+        }
         if (reserveUsable())
         {
             reserveNext = evictInAgeOrder(reserve, reserveNext, 0, result, true);
@@ -438,12 +497,40 @@ public final class Evictor
      * kept as long as they are. Only if the leaves cannot cover the target do the oldest units that still have
      * children go (unpinned first, soft-pinned ones only when allowed), each counted in {@link #prefixBreaks()}.
      */
-    private void evictLeafFirst(final Result result)
+    /**
+     * Oldest lease first among one tenant's units: a scan of its own, kept to the target (the reserve serves rounds of
+     * the whole pool only).
+     */
+    private void evictOldestLeaseOf(final String tenant, final Result result)
+    {
+        final OldestCovering[] oldest = {new OldestCovering(result.targetBytes), new OldestCovering(result.targetBytes)};
+        store.scanEvictionCandidates(allowSoftPinned, tenant, new MetadataStore.EvictionSink()
+        {
+            @Override
+            public boolean wants(final long ageNs, final boolean softPinned)
+            {
+                return oldest[softPinned ? 1 : 0].wants(ageNs);
+            }
+
+            @Override
+            public void accept(final EvictionCandidate c)
+            {
+                oldest[c.softPinned() ? 1 : 0].offer(c);
+            }
+        });
+        evictInAgeOrder(oldest[0].inAgeOrder(), 0, 0, result, false);
+        if (allowSoftPinned)
+        {
+            evictInAgeOrder(oldest[1].inAgeOrder(), 0, 1, result, false);
+        }
+    }
+
+    private void evictLeafFirst(final Result result, final String tenant)
     {
         final long targetBytes = result.targetBytes;
         final OldestCovering[] leaves = {new OldestCovering(targetBytes), new OldestCovering(targetBytes)};
         final OldestCovering[] inner = {new OldestCovering(targetBytes), new OldestCovering(targetBytes)};
-        store.scanEvictionCandidates(allowSoftPinned, new MetadataStore.EvictionSink()
+        store.scanEvictionCandidates(allowSoftPinned, tenant, new MetadataStore.EvictionSink()
         {
             @Override
             public boolean wants(final long ageNs, final boolean softPinned)

@@ -71,6 +71,25 @@ public final class MetadataStore implements SnapshotSource
          * outgrows the heap.
          */
         public long maxObjects = Long.MAX_VALUE;
+        /**
+         * Byte quotas of named tenants (value bytes of their objects, see {@link TenantQuota}): a put of a new key that
+         * would take its tenant beyond asks the tenant quota handler to evict the tenant's own objects, and is refused
+         * with TENANT_QUOTA_EXCEEDED if that does not make room. Tenants not named here get
+         * {@link #defaultTenantQuotaBytes}.
+         */
+        public Map<String, Long> tenantQuotaBytes = Map.of();
+        /** The quota of every tenant {@link #tenantQuotaBytes} does not name; 0: none. */
+        public long defaultTenantQuotaBytes;
+    }
+
+    /**
+     * Asked to evict objects of a tenant over its quota: {@code neededBytes} must go for the put to fit. Returns true
+     * when it freed any (the put then tries its charge once more).
+     */
+    @FunctionalInterface
+    public interface TenantQuotaHandler
+    {
+        boolean evict(TenantQuota quota, long neededBytes);
     }
 
     /** Outcome of a lookup that may grant a lease. */
@@ -126,6 +145,9 @@ public final class MetadataStore implements SnapshotSource
         new PriorityQueue<>(Comparator.comparingLong((PinExpiry p) -> p.deadlineNs));
     private volatile java.util.function.LongPredicate allocationFailureHandler;
     private volatile java.util.function.LongPredicate objectBudgetHandler;
+    private volatile TenantQuotaHandler tenantQuotaHandler;
+    /** Quotas of the tenants that have one, created at their first put (null when no tenant has a quota). */
+    private final java.util.concurrent.ConcurrentHashMap<String, TenantQuota> tenantQuotas;
     private volatile LeaseListener leaseListener;
     private volatile ReplicaTokens replicaTokens;
     private final java.util.concurrent.atomic.AtomicLong pinEpoch = new java.util.concurrent.atomic.AtomicLong();
@@ -223,6 +245,83 @@ public final class MetadataStore implements SnapshotSource
         this.shardMask = settings.shardCount - 1;
         this.placement = settings.placementSeed != 0 ? new ReplicaPlacement(settings.placementSeed) :
             new ReplicaPlacement();
+        if (settings.defaultTenantQuotaBytes < 0)
+        {
+            throw new IllegalArgumentException(
+                "the default tenant quota must be >= 0 bytes, was " + settings.defaultTenantQuotaBytes);
+        }
+        if (settings.tenantQuotaBytes.isEmpty() && settings.defaultTenantQuotaBytes == 0)
+        {
+            this.tenantQuotas = null;
+        }
+        else
+        {
+            this.tenantQuotas = new java.util.concurrent.ConcurrentHashMap<>();
+            settings.tenantQuotaBytes.forEach((tenant, bytes) -> tenantQuotas.put(tenant, new TenantQuota(tenant, bytes)));
+        }
+    }
+
+    /** The quota of {@code tenant}, or null when it has none. */
+    public TenantQuota tenantQuota(final String tenant)
+    {
+        final java.util.concurrent.ConcurrentHashMap<String, TenantQuota> quotas = tenantQuotas;
+        if (quotas == null)
+        {
+            return null;
+        }
+        final TenantQuota q = quotas.get(tenant);
+        if (q != null || settings.defaultTenantQuotaBytes == 0)
+        {
+            return q;
+        }
+        return quotas.computeIfAbsent(tenant, t -> new TenantQuota(t, settings.defaultTenantQuotaBytes));
+    }
+
+    /** Puts of new keys refused with TENANT_QUOTA_EXCEEDED, all tenants. */
+    public long tenantQuotaRefusals()
+    {
+        long refusals = 0;
+        for (final TenantQuota q : tenantQuotas())
+        {
+            refusals += q.refusals();
+        }
+        return refusals;
+    }
+
+    /** The quotas of the tenants that have one and have put (or are named in the settings), by tenant. */
+    public List<TenantQuota> tenantQuotas()
+    {
+        if (tenantQuotas == null)
+        {
+            return List.of();
+        }
+        final List<TenantQuota> all = new ArrayList<>(tenantQuotas.values());
+        all.sort(Comparator.comparing(TenantQuota::tenant));
+        return all;
+    }
+
+    /**
+     * Called with a tenant's quota and the bytes to free when a put would take the tenant beyond it; returns true when
+     * it freed any (the put then tries once more). The evictor installs itself here.
+     */
+    public void tenantQuotaHandler(final TenantQuotaHandler handler)
+    {
+        this.tenantQuotaHandler = handler;
+    }
+
+    /**
+     * Charges a new object of {@code valueLength} bytes to {@code quota}, after asking the handler to evict the
+     * tenant's objects if it does not fit. @return false (nothing charged) when the put must be refused.
+     */
+    private boolean charge(final TenantQuota quota, final long valueLength)
+    {
+        if (quota.tryCharge(valueLength))
+        {
+            return true;
+        }
+        final TenantQuotaHandler handler = tenantQuotaHandler;
+        return valueLength <= quota.limitBytes() && handler != null &&
+            handler.evict(quota, quota.excessWith(valueLength)) && quota.tryCharge(valueLength);
     }
 
     public Settings settings()
@@ -372,6 +471,10 @@ public final class MetadataStore implements SnapshotSource
         final MetadataShard owner = shards[m.ownerShard];
         owner.ownedObjects--;
         objectCount.decrementAndGet();
+        if (tenantQuotas != null)
+        {
+            refund(tenantQuota(m.tenant), m.sizeBytes);
+        }
         if (m.group != null)
         {
             m.group.members.remove(m);
@@ -404,8 +507,31 @@ public final class MetadataStore implements SnapshotSource
      */
     public long nextVersion()
     {
-        final long wall = clock.epochMillis() * 1_000_000L;
+        return nextVersion(clock.epochMillis());
+    }
+
+    /** {@link #nextVersion()} with the wall clock read by the caller ({@code epochMillis}). */
+    private long nextVersion(final long epochMillis)
+    {
+        final long wall = epochMillis * 1_000_000L;
         return lastVersion.updateAndGet(v -> Math.max(v + 1, wall));
+    }
+
+    /**
+     * The store's clocks read once: a batch handler reads them before its keys and hands the reading to each key's
+     * put call, instead of every key reading both (a clock read cost about as much as a key's index insert).
+     *
+     * @param nanos       {@link Clock#nanoTime()}: ages, leases and deadlines.
+     * @param epochMillis {@link Clock#epochMillis()}: versions and event times.
+     */
+    public record Now(long nanos, long epochMillis)
+    {
+    }
+
+    /** Both clocks, read now; see {@link Now}. */
+    public Now now()
+    {
+        return new Now(clock.nanoTime(), clock.epochMillis());
     }
 
     /** The last version issued or adopted. */
@@ -529,7 +655,7 @@ public final class MetadataStore implements SnapshotSource
         }
         final byte[] keyBytes = KeyBytes.utf8(key);
         return putStart(tenant, clientId, keyBytes, hashOf(tenant, keyBytes, 0, keyBytes.length), valueLength, options,
-            avoidNodes, replicasOut, versionOut, grants);
+            avoidNodes, replicasOut, versionOut, grants, now());
     }
 
     /**
@@ -548,7 +674,8 @@ public final class MetadataStore implements SnapshotSource
         final Set<String> avoidNodes,
         final List<Replica> replicasOut,
         final long[] versionOut,
-        final SharedGrants grants)
+        final SharedGrants grants,
+        final Now now)
     {
         final int off = keys.offsets[i];
         final int len = keys.lengths[i];
@@ -558,7 +685,7 @@ public final class MetadataStore implements SnapshotSource
             return code;
         }
         return putStart(tenant, clientId, Arrays.copyOfRange(keys.bytes, off, off + len),
-            combine(keys.hashes[i], tenantMix), valueLength, options, avoidNodes, replicasOut, versionOut, grants);
+            combine(keys.hashes[i], tenantMix), valueLength, options, avoidNodes, replicasOut, versionOut, grants, now);
     }
 
     /** A put of a valid key given as its own UTF-8 bytes (kept by the object) and its {@link #hashOf hash}. */
@@ -572,7 +699,8 @@ public final class MetadataStore implements SnapshotSource
         final Set<String> avoidNodes,
         final List<Replica> replicasOut,
         final long[] versionOut,
-        final SharedGrants grants)
+        final SharedGrants grants,
+        final Now clocks)
     {
         if (valueLength < 0 || valueLength > settings.maxValueBytes || clientId.isEmpty())
         {
@@ -586,15 +714,15 @@ public final class MetadataStore implements SnapshotSource
             return code;
         }
         putStarts.increment();
-        final long now = clock.nanoTime();
+        final long now = clocks.nanos();
         // Most puts name a new key: when the home index holds no entry of this hash (read without the lock), skip the
         // locked lookup of an existing object. The check under the lock before the insert still sees any entry; one
         // this read missed (a racing put, or the index rehashed meanwhile) sends the put through the locked lookup.
         final boolean absent = !shards[homeShard(hash)].keys.mayContain(hash);
         final int result = putStart(tenant, clientId, keyBytes, hash, valueLength, options, avoidNodes, replicasOut,
-            versionOut, grants, softPinTtl, now, absent);
+            versionOut, grants, softPinTtl, now, clocks.epochMillis(), absent);
         return result != RETRY_WITH_LOOKUP ? result : putStart(tenant, clientId, keyBytes, hash, valueLength, options,
-            avoidNodes, replicasOut, versionOut, grants, softPinTtl, now, false);
+            avoidNodes, replicasOut, versionOut, grants, softPinTtl, now, clocks.epochMillis(), false);
     }
 
     /**
@@ -614,6 +742,7 @@ public final class MetadataStore implements SnapshotSource
         final SharedGrants grants,
         final long[] softPinTtl,
         final long now,
+        final long epochMillis,
         final boolean assumeAbsent)
     {
         final ObjectMeta existing = assumeAbsent ? null : lockForKey(tenant, keyBytes, 0, keyBytes.length, hash);
@@ -656,6 +785,16 @@ public final class MetadataStore implements SnapshotSource
         {
             return noRoom(assumeAbsent, hash, objectBudgetRefusals);
         }
+        final TenantQuota quota = tenantQuota(tenant);
+        if (quota != null && !charge(quota, valueLength))
+        {
+            if (mayExist(assumeAbsent, hash))
+            {
+                return RETRY_WITH_LOOKUP;
+            }
+            quota.refused();
+            return TENANT_QUOTA_EXCEEDED_VALUE;
+        }
         // Linked before placement, so that the eviction this put may trigger never takes its parent as a leaf.
         final byte[][] parentKey = new byte[1][];
         final Object parentUnit = linkParent(tenant, options.getParentKey(), keyBytes, options.getGroupId(), parentKey);
@@ -678,6 +817,7 @@ public final class MetadataStore implements SnapshotSource
         if (placed.isEmpty())
         {
             unlinkParent(parentUnit);
+            refund(quota, valueLength);
             return noRoom(assumeAbsent, hash, allocationFailures);
         }
         if (placed.size() < wanted)
@@ -709,6 +849,7 @@ public final class MetadataStore implements SnapshotSource
                     r.release(0); // no version yet
                 }
                 unlinkParent(parentUnit);
+                refund(quota, valueLength);
                 if (assumeAbsent)
                 {
                     retriedPutLookups.increment();
@@ -719,7 +860,7 @@ public final class MetadataStore implements SnapshotSource
             final MetadataShard owner = shards[o];
             final String keptTenant = strings.canonical(tenant); // the object keeps it: one instance for all
             final GroupMeta group = groupId.isEmpty() ? null : owner.groupOrCreate(keptTenant, groupId);
-            final long version = nextVersion();
+            final long version = nextVersion(epochMillis);
             final ObjectMeta m = new ObjectMeta(keptTenant, keyBytes, hash, o, valueLength,
                 strings.canonical(clientId), now, options.getHardPin(), group, replicas, softPinTtl[0], version, false);
             m.parentUnit = parentUnit;
@@ -826,7 +967,7 @@ public final class MetadataStore implements SnapshotSource
         {
             return code;
         }
-        return putEndLocked(lockForKey(tenant, key), clientId, hasCrc, crc32c);
+        return putEndLocked(lockForKey(tenant, key), clientId, hasCrc, crc32c, now());
     }
 
     /**
@@ -834,7 +975,7 @@ public final class MetadataStore implements SnapshotSource
      * port decodes keys without building Strings); {@code tenantMix} is {@link #tenantMix}{@code (tenant)}.
      */
     public int putEnd(final String tenant, final long tenantMix, final String clientId, final KeyBatch keys,
-        final int i, final boolean hasCrc, final int crc32c)
+        final int i, final boolean hasCrc, final int crc32c, final Now now)
     {
         final int off = keys.offsets[i];
         final int len = keys.lengths[i];
@@ -844,11 +985,12 @@ public final class MetadataStore implements SnapshotSource
             return code;
         }
         return putEndLocked(
-            lockForKey(tenant, keys.bytes, off, len, combine(keys.hashes[i], tenantMix)), clientId, hasCrc, crc32c);
+            lockForKey(tenant, keys.bytes, off, len, combine(keys.hashes[i], tenantMix)), clientId, hasCrc, crc32c, now);
     }
 
     /** The rest of a PutEnd for {@code m} as {@link #lockForKey} returned it (owner shard locked, or null); unlocks. */
-    private int putEndLocked(final ObjectMeta m, final String clientId, final boolean hasCrc, final int crc32c)
+    private int putEndLocked(
+        final ObjectMeta m, final String clientId, final boolean hasCrc, final int crc32c, final Now clocks)
     {
         if (m == null)
         {
@@ -864,7 +1006,7 @@ public final class MetadataStore implements SnapshotSource
             {
                 return OK_VALUE;
             }
-            final long now = clock.nanoTime();
+            final long now = clocks.nanos();
             m.complete = true;
             shards[m.ownerShard].unlinkProcessing(m);
             m.pending = null; // a stored object keeps none of its put's state
@@ -883,7 +1025,7 @@ public final class MetadataStore implements SnapshotSource
             {
                 pinLocked(m, now + pinTtlNs);
             }
-            storedLocked(m);
+            storedLocked(m, clocks.epochMillis());
             putEnds.increment();
             return OK_VALUE;
         }
@@ -1031,13 +1173,34 @@ public final class MetadataStore implements SnapshotSource
      */
     private int noRoom(final boolean assumeAbsent, final long hash, final LongAdder refusals)
     {
-        if (assumeAbsent && shards[homeShard(hash)].keys.mayContain(hash))
+        if (mayExist(assumeAbsent, hash))
         {
-            retriedPutLookups.increment();
             return RETRY_WITH_LOOKUP;
         }
         refusals.increment();
         return NO_AVAILABLE_HANDLE_VALUE;
+    }
+
+    /**
+     * Whether a put that skipped the lookup of an existing object ({@code assumeAbsent}) must be retried with it
+     * before it may be refused: the key may be there after all (counted in {@code retriedPutLookups}).
+     */
+    private boolean mayExist(final boolean assumeAbsent, final long hash)
+    {
+        if (assumeAbsent && shards[homeShard(hash)].keys.mayContain(hash))
+        {
+            retriedPutLookups.increment();
+            return true;
+        }
+        return false;
+    }
+
+    private static void refund(final TenantQuota quota, final long bytes)
+    {
+        if (quota != null)
+        {
+            quota.refund(bytes);
+        }
     }
 
     /** Whether one more object fits the budget, after asking the handler to evict if it does not. No lock held. */
@@ -1855,6 +2018,11 @@ public final class MetadataStore implements SnapshotSource
             }
             owner.ownedObjects++;
             objectCount.incrementAndGet();
+            final TenantQuota quota = tenantQuota(keptTenant);
+            if (quota != null)
+            {
+                quota.charge(m.sizeBytes); // it exists already: counted even beyond the quota, puts then evict
+            }
             final long pinLeftNs = softPinLeftNs(e);
             if (pinLeftNs > 0)
             {
@@ -2262,6 +2430,12 @@ public final class MetadataStore implements SnapshotSource
      */
     public void scanEvictionCandidates(final boolean includeSoftPinned, final EvictionSink sink)
     {
+        scanEvictionCandidates(includeSoftPinned, null, sink);
+    }
+
+    /** {@link #scanEvictionCandidates(boolean, EvictionSink)} of one tenant's units only ({@code tenant} null: all). */
+    public void scanEvictionCandidates(final boolean includeSoftPinned, final String tenant, final EvictionSink sink)
+    {
         for (final MetadataShard shard : shards)
         {
             shard.lock();
@@ -2273,7 +2447,7 @@ public final class MetadataStore implements SnapshotSource
                 {
                     final ObjectMeta m = keys.at(i);
                     if (m == null || m.group != null || m.ownerShard != shard.index || !evictableMember(m) ||
-                        m.leaseDeadlineNs - now > 0)
+                        m.leaseDeadlineNs - now > 0 || (tenant != null && !m.tenant.equals(tenant)))
                     {
                         continue;
                     }
@@ -2284,7 +2458,8 @@ public final class MetadataStore implements SnapshotSource
                             new EvictionCandidate(m, m.ownerShard, m.leaseDeadlineNs, m.sizeBytes, soft, m.childRefs));
                     }
                 }
-                for (final Map<String, GroupMeta> groups : shard.groupsByTenant.values())
+                for (final Map<String, GroupMeta> groups : tenant == null ? shard.groupsByTenant.values() :
+                    List.of(shard.groupsByTenant.getOrDefault(tenant, Map.of())))
                 {
                     for (final GroupMeta g : groups.values())
                     {
@@ -2488,11 +2663,17 @@ public final class MetadataStore implements SnapshotSource
     /** Records that {@code m} became readable (or is announced again); owner lock held. */
     private void storedLocked(final ObjectMeta m)
     {
+        storedLocked(m, clock.epochMillis());
+    }
+
+    /** {@link #storedLocked(ObjectMeta)} at {@code epochMillis} (the wall clock as the caller read it). */
+    private void storedLocked(final ObjectMeta m, final long epochMillis)
+    {
         final EventJournal journal = events;
         if (journal != null)
         {
             m.storedSeq = journal.stored(m.tenant, m.keyBytes, m.group == null ? null : m.group.groupId, m.sizeBytes,
-                m.group != null && groupReadableLocked(m.group), m.parentKeyBytes);
+                m.group != null && groupReadableLocked(m.group), m.parentKeyBytes, epochMillis);
         }
     }
 

@@ -7,6 +7,7 @@ import io.granary.master.events.EventJournal;
 import io.granary.master.events.zmq.ZmqEventPublisher;
 import io.granary.master.meta.BatchProbe;
 import io.granary.master.meta.MetadataStore;
+import io.granary.master.meta.TenantQuota;
 import io.granary.master.segment.MountedSegment;
 import io.granary.master.segment.SegmentRegistry;
 import io.granary.proto.LeaseMode;
@@ -90,6 +91,24 @@ public final class MasterMetrics implements AutoCloseable
         counter(meters, "granary.master.eviction.rounds.held.off", "Eviction rounds (on demand or " +
             "background) not run because one that freed nothing had just run with nothing changed since", evictor,
             Evictor::heldOffRounds);
+        counter(meters, "granary.master.eviction.rounds.tenant", "Eviction rounds run over one tenant's objects because a " +
+            "put would have taken it beyond its quota", evictor, Evictor::tenantRounds);
+        counter(meters, "granary.master.put.tenant.quota.refusals", "Puts of new keys refused with " +
+            "TENANT_QUOTA_EXCEEDED, all tenants", store, MetadataStore::tenantQuotaRefusals);
+        // Per tenant only for those --tenant-quotas names: a bounded set of label values.
+        for (final String tenant : store.settings().tenantQuotaBytes.keySet())
+        {
+            final TenantQuota q = store.tenantQuota(tenant);
+            Gauge.builder("granary.master.tenant.quota.bytes", q, TenantQuota::limitBytes).tag("tenant", tenant)
+                .description("The tenant's byte quota (--tenant-quotas)").baseUnit("bytes").register(meters);
+            Gauge.builder("granary.master.tenant.used.bytes", q, TenantQuota::usedBytes).tag("tenant", tenant)
+                .description("Value bytes of the tenant's objects, replicas counted once").baseUnit("bytes")
+                .register(meters);
+            counter(meters, "granary.master.tenant.quota.refusals", "Puts of the tenant's new keys refused with " +
+                "TENANT_QUOTA_EXCEEDED", q, TenantQuota::refusals, "tenant", tenant);
+            counter(meters, "granary.master.tenant.quota.evicted.bytes", "Bytes evicted to keep the tenant within " +
+                "its quota", q, TenantQuota::evictedBytes, "tenant", tenant);
+        }
         counter(meters, "granary.master.eviction.prefix.breaks",
             "Units evicted while a live object still named them as its parent (a hole in a prefix chain)", evictor,
             Evictor::prefixBreaks);

@@ -505,9 +505,10 @@ public final class MasterRequestHandler
         final long tenantMix = MetadataStore.tenantMix(t);
         store.touch(t, tenantMix, keys);
         final Set<String> avoid = avoid(avoidNodeIds);
+        final MetadataStore.Now now = store.now(); // the batch's keys share one reading of the clocks
         return startBatch(n, sharedGrants, wire, (i, replicas, version, grants) ->
             store.putStart(t, tenantMix, c, keys, i, lengths[i], perKey ? perKeyOptions.get(i) : options, avoid,
-                replicas, version, grants));
+                replicas, version, grants, now));
     }
 
     /** The PutStart of key {@code i} of a batch (see {@link MetadataStore#putStart}). */
@@ -603,9 +604,10 @@ public final class MasterRequestHandler
         final long tenantMix = MetadataStore.tenantMix(t);
         store.touch(t, tenantMix, keys);
         final boolean hasCrc = crcCount != 0;
+        final MetadataStore.Now now = store.now(); // the batch's keys share one reading of the clocks
         for (int i = 0; i < n; i++)
         {
-            b.addCodes(store.putEnd(t, tenantMix, c, keys, i, hasCrc, hasCrc ? crcs[i] : 0));
+            b.addCodes(store.putEnd(t, tenantMix, c, keys, i, hasCrc, hasCrc ? crcs[i] : 0, now));
         }
         return b.setCode(OK_VALUE).build();
     }

@@ -44,10 +44,19 @@ public final class MetadataFixture
     /** ... and a store that holds at most {@code maxObjects} objects. */
     public MetadataFixture(final int shards, final long placementSeed, final long maxObjects)
     {
+        this(shards, settings ->
+        {
+            settings.placementSeed = placementSeed;
+            settings.maxObjects = maxObjects;
+        });
+    }
+
+    /** A store of {@code shards} shards with the settings {@code tune} makes (tenant quotas, for one). */
+    public MetadataFixture(final int shards, final java.util.function.Consumer<MetadataStore.Settings> tune)
+    {
         final MetadataStore.Settings settings = new MetadataStore.Settings();
         settings.shardCount = shards;
-        settings.placementSeed = placementSeed;
-        settings.maxObjects = maxObjects;
+        tune.accept(settings);
         store = new MetadataStore(settings, clock, registry);
         probe = new BatchProbe(store);
     }

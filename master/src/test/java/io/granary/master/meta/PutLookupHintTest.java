@@ -167,7 +167,7 @@ class PutLookupHintTest
     {
         final byte[] bytes = key.getBytes(StandardCharsets.UTF_8);
         return store.putStart(T, client, bytes, MetadataStore.hashOf(T, bytes, 0, bytes.length), 4096, options(), Set.of(),
-            new ArrayList<>(), null, null, new long[1], clock.nanoTime(), true);
+            new ArrayList<>(), null, null, new long[1], clock.nanoTime(), clock.epochMillis(), true);
     }
 
     private static PutOptions options()
