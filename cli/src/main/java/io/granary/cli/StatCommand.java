@@ -127,6 +127,19 @@ final class StatCommand extends ClientCommand
         passes.row("2 (soft-pinned)", number(eviction, "pass2_objects"),
             Units.formatBytes(number(eviction, "pass2_bytes")));
         passes.print(out, "  ");
+        final List<Map<String, Object>> quotas = list(summary, "tenant_quotas");
+        if (!quotas.isEmpty())
+        {
+            out.println("tenant quotas: " + quotas.size());
+            final Table tenants = new Table("TENANT", ">QUOTA", ">USED", ">USED%", ">REFUSED", ">EVICTED");
+            for (final Map<String, Object> q : quotas)
+            {
+                tenants.row(text(q, "tenant"), Units.formatBytes(number(q, "quota_bytes")),
+                    Units.formatBytes(number(q, "used_bytes")), percent(number(q, "used_bytes"), number(q, "quota_bytes")),
+                    number(q, "refusals"), Units.formatBytes(number(q, "evicted_bytes")));
+            }
+            tenants.print(out, "  ");
+        }
         out.println("lookup-port requests: " + number(summary, "lookup_requests"));
     }
 

@@ -77,6 +77,11 @@ class TenantQuotaClusterTest
             assertThat(metrics).contains("granary_master_tenant_used_bytes{tenant=\"small\"} 16384.0")
                 .contains("granary_master_tenant_quota_refusals_total{tenant=\"small\"} 3.0")
                 .contains("granary_master_put_tenant_quota_refusals_total 3.0");
+
+            final CliRun stat = CliRun.run("stat", "--admin", "127.0.0.1:" + master.adminPort());
+            assertThat(stat.exitCode()).as(stat.toString()).isZero();
+            assertThat(stat.out()).contains("tenant quotas: 1").containsPattern(
+                "small +16\\.00 KiB +16\\.00 KiB +100\\.0% +3 +4\\.00 KiB");
         }
     }
 
