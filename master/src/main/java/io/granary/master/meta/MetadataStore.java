@@ -1006,7 +1006,9 @@ public final class MetadataStore implements SnapshotSource
             {
                 return OK_VALUE;
             }
-            final long now = clocks.nanos();
+            // Read per key, not per batch: a batch's objects keep distinct ages in the order they completed, which
+            // eviction's age order (and a chain saved in one batch) relies on; the event time may be the batch's.
+            final long now = clock.nanoTime();
             m.complete = true;
             shards[m.ownerShard].unlinkProcessing(m);
             m.pending = null; // a stored object keeps none of its put's state
