@@ -521,7 +521,8 @@ public final class MetadataStore implements SnapshotSource
      * The store's clocks read once: a batch handler reads them before its keys and hands the reading to each key's
      * put call, instead of every key reading both (a clock read cost about as much as a key's index insert).
      *
-     * @param nanos       {@link Clock#nanoTime()}: ages, leases and deadlines.
+     * @param nanos       {@link Clock#nanoTime()}: a PutStart's start time. Not an object's age: a PutEnd reads its own,
+     *                    so that a batch's objects age in the order they completed.
      * @param epochMillis {@link Clock#epochMillis()}: versions and event times.
      */
     public record Now(long nanos, long epochMillis)
