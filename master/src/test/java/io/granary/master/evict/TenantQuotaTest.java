@@ -8,6 +8,7 @@ import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 
 import static io.granary.master.meta.MetadataFixture.CLIENT;
@@ -208,5 +209,97 @@ class TenantQuotaTest
         assertThat(present(f, "big", "b0")).as("another tenant's, older").isTrue();
         assertThat(f.store.tenantQuota("small").usedBytes()).isEqualTo(9 * PAGE);
         assertThat(evictor.tenantRounds()).isEqualTo(1);
+    }
+
+    @Test
+    void shouldKeepItsCountExactWhenPutsOfTheSameKeysRaceEvictionsAndRemoves() throws Exception
+    {
+        final MetadataFixture f = new MetadataFixture(8, s -> s.tenantQuotaBytes = Map.of("small", 64 * PAGE))
+            .mount("node-a", 64L << 20);
+        final Evictor evictor = f.evictor(1.0, 0.1, false);
+        final TenantQuota quota = f.store.tenantQuota("small");
+        final int threads = 4;
+        final java.util.concurrent.CyclicBarrier start = new java.util.concurrent.CyclicBarrier(threads + 1);
+        final java.util.concurrent.atomic.AtomicBoolean done = new java.util.concurrent.atomic.AtomicBoolean();
+        final java.util.concurrent.atomic.AtomicLong overQuota = new java.util.concurrent.atomic.AtomicLong();
+        final java.util.concurrent.atomic.AtomicLong refused = new java.util.concurrent.atomic.AtomicLong();
+        final java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(threads);
+        try
+        {
+            final List<java.util.concurrent.Future<?>> workers = new ArrayList<>();
+            for (int t = 0; t < threads; t++)
+            {
+                final int id = t;
+                workers.add(pool.submit(() ->
+                {
+                    final java.util.Random random = new java.util.Random(id);
+                    start.await();
+                    for (int i = 0; i < 3000; i++)
+                    {
+                        // 200 keys shared by all threads, sizes 1-3 pages: the same key raced, evictions and removes.
+                        final String key = "k" + random.nextInt(200);
+                        final int op = random.nextInt(10);
+                        if (op == 0)
+                        {
+                            f.store.remove("small", key, true);
+                            continue;
+                        }
+                        final String client = "c" + id;
+                        final int code = f.store.putStart("small", client, key, (1 + random.nextInt(3)) * PAGE,
+                            DEFAULTS, new ArrayList<>());
+                        if (code == TENANT_QUOTA_EXCEEDED_VALUE)
+                        {
+                            refused.incrementAndGet();
+                        }
+                        else if (code == OK_VALUE)
+                        {
+                            if (op == 1)
+                            {
+                                f.store.putRevoke("small", client, key);
+                            }
+                            else
+                            {
+                                f.store.putEnd("small", client, key);
+                            }
+                        }
+                    }
+                    return null;
+                }));
+            }
+            start.await();
+            final Thread sampler = new Thread(() ->
+            {
+                while (!done.get())
+                {
+                    if (quota.usedBytes() > quota.limitBytes())
+                    {
+                        overQuota.incrementAndGet();
+                    }
+                }
+            });
+            sampler.start();
+            for (final java.util.concurrent.Future<?> w : workers)
+            {
+                w.get(60, java.util.concurrent.TimeUnit.SECONDS);
+            }
+            done.set(true);
+            sampler.join();
+        }
+        finally
+        {
+            pool.shutdownNow();
+        }
+
+        assertThat(overQuota.get()).as("samples with the tenant above its quota").isZero();
+        long held = 0;
+        for (final io.granary.proto.KeyInfo k : f.store.listKeys("small", key -> true, 0, new boolean[1]))
+        {
+            held += k.getValueLength();
+        }
+        assertThat(quota.usedBytes()).as("the count equals the value bytes held, unfinished puts included")
+            .isEqualTo(held);
+        assertThat(quota.refusals()).isEqualTo(refused.get());
+        assertThat(f.store.objectCount()).isPositive();
+        assertThat(evictor.tenantRounds()).as("the quota made the tenant evict").isPositive();
     }
 }
