@@ -782,10 +782,8 @@ public final class MetadataStore implements SnapshotSource
             discardedPuts.increment();
         }
 
-        if (!roomForOneMoreObject())
-        {
-            return noRoom(assumeAbsent, hash, objectBudgetRefusals);
-        }
+        // The tenant's quota first: a tenant at its quota makes room from its own objects, which also frees the count
+        // and the bytes this put needs, instead of a pool-wide round taking other tenants' objects for it.
         final TenantQuota quota = tenantQuota(tenant);
         if (quota != null && !charge(quota, valueLength))
         {
@@ -795,6 +793,11 @@ public final class MetadataStore implements SnapshotSource
             }
             quota.refused();
             return TENANT_QUOTA_EXCEEDED_VALUE;
+        }
+        if (!roomForOneMoreObject())
+        {
+            refund(quota, valueLength);
+            return noRoom(assumeAbsent, hash, objectBudgetRefusals);
         }
         // Linked before placement, so that the eviction this put may trigger never takes its parent as a leaf.
         final byte[][] parentKey = new byte[1][];

@@ -87,6 +87,37 @@ class TenantQuotaTest
     }
 
     @Test
+    void shouldMakeRoomFromTheTenantsOwnObjectsWhenTheMasterIsAlsoAtItsObjectBudget()
+    {
+        final MetadataFixture f = new MetadataFixture(8, s ->
+        {
+            s.tenantQuotaBytes = Map.of("small", 10 * PAGE);
+            s.maxObjects = 15;
+        }).mount("node-a", 64L << 20);
+        final Evictor evictor = f.evictor(1.0, 0.1, false);
+        for (int i = 0; i < 5; i++)
+        {
+            put(f, "big", "b" + i); // the oldest objects: a round for the budget would take them first
+        }
+        for (int i = 0; i < 10; i++)
+        {
+            put(f, "small", "s" + i);
+        }
+        assertThat(f.store.objectCount()).as("at the budget").isEqualTo(15);
+
+        put(f, "small", "s10");
+
+        assertThat(present(f, "small", "s0")).isFalse();
+        for (int i = 0; i < 5; i++)
+        {
+            assertThat(present(f, "big", "b" + i)).as("another tenant's b" + i).isTrue();
+        }
+        assertThat(evictor.tenantRounds()).isEqualTo(1);
+        assertThat(evictor.onDemandRounds()).as("no round for the budget: the tenant's freed the object").isZero();
+        assertThat(f.store.objectCount()).isEqualTo(15);
+    }
+
+    @Test
     void shouldRefuseWhenAllTheTenantsObjectsAreLeasedWhileOtherTenantsStillPut()
     {
         final MetadataFixture f = fixture(0);
