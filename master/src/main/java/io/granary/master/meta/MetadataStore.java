@@ -2005,13 +2005,16 @@ public final class MetadataStore implements SnapshotSource
             m.complete = true;
             m.hasCrc = e.hasCrc32C();
             m.crc32c = e.getCrc32C();
+            // Its age is when it became readable, the node's COMMIT: reads before the restart are not known, but the
+            // commit order is, and eviction then takes what was stored first rather than what was reported first.
+            final long committedNs = now - reportedAgeNs(e);
             if (group == null)
             {
-                m.leaseDeadlineNs = now;
+                m.leaseDeadlineNs = committedNs;
             }
-            else if (group.members.isEmpty() || group.leaseDeadlineNs - now < 0)
+            else if (group.members.isEmpty() || group.leaseDeadlineNs - committedNs < 0)
             {
-                group.leaseDeadlineNs = now;
+                group.leaseDeadlineNs = committedNs; // a group is as young as its youngest member
             }
             if (raced != null)
             {
@@ -2057,8 +2060,20 @@ public final class MetadataStore implements SnapshotSource
         final long ttlNs = (e.getFlags() & io.granary.protocol.CommitRecord.FLAG_SOFT_PIN_DEFAULT_TTL) != 0 ?
             settings.softPinDefaultTtlNs :
             Math.min(settings.softPinMaxTtlNs, Math.min(e.getSoftPinTtlMs(), Long.MAX_VALUE / 1_000_000L) * 1_000_000L);
-        final long ageNs = Math.min(e.getAgeMs(), Long.MAX_VALUE / 1_000_000L) * 1_000_000L;
-        return ttlNs - ageNs;
+        return ttlNs - reportedAgeNs(e);
+    }
+
+    /** The longest age a ledger entry is taken to have: ten years. */
+    static final long MAX_REPORTED_AGE_NS = 10L * 365 * 24 * 3600 * 1_000_000_000L;
+
+    /**
+     * How long ago the node took the entry's COMMIT, as it reported; at most {@link #MAX_REPORTED_AGE_NS}, which is
+     * also what a malformed age (a uint64 beyond 2^63 - 1, negative here) counts as: never an age in the future.
+     */
+    private static long reportedAgeNs(final LedgerEntry e)
+    {
+        final long ms = e.getAgeMs();
+        return ms < 0 || ms > MAX_REPORTED_AGE_NS / 1_000_000L ? MAX_REPORTED_AGE_NS : ms * 1_000_000L;
     }
 
     /** A rebuilt object leaves for good (remove, eviction): remember its version against late reports. */

@@ -317,6 +317,27 @@ class LedgerAdoptionTest
     }
 
     @Test
+    void shouldAgeRebuiltObjectsFromTheirCommitsSoEvictionTakesTheFirstStored()
+    {
+        final MountedSegment a = mount("a", 11, true);
+        final io.granary.master.evict.Evictor evictor = f.evictor(1.0, 0.1, false);
+        // Reported newest first: the order of the report must not become the order of eviction.
+        assertThat(f.store.adopt(a, entry("new", 0, 100, 1).toBuilder().setAgeMs(1_000).build())).isEqualTo(OBJECT);
+        assertThat(f.store.adopt(a, entry("mid", 4096, 100, 2).toBuilder().setAgeMs(3_000).build())).isEqualTo(OBJECT);
+        assertThat(f.store.adopt(a, entry("old", 8192, 100, 3).toBuilder().setAgeMs(5_000).build())).isEqualTo(OBJECT);
+        // A malformed age (a uint64 beyond 2^63 - 1) is the oldest there is, never an age in the future.
+        assertThat(f.store.adopt(a, entry("odd", 12288, 100, 4).toBuilder().setAgeMs(-1).build())).isEqualTo(OBJECT);
+        assertThat(f.leaseDeadline("odd")).isEqualTo(f.clock.nanoTime() - MetadataStore.MAX_REPORTED_AGE_NS);
+        assertThat(f.leaseDeadline("new") - f.clock.nanoTime()).isEqualTo(-TimeUnit.SECONDS.toNanos(1));
+
+        evictor.evict(200); // two objects' worth: the two committed first
+        assertThat(f.present("odd")).isFalse();
+        assertThat(f.present("old")).isFalse();
+        assertThat(f.present("mid")).isTrue();
+        assertThat(f.present("new")).isTrue();
+    }
+
+    @Test
     void shouldTellNodesAboutEveryFreedVersionedExtent()
     {
         final MountedSegment a = mount("a", 11, false);
