@@ -257,7 +257,8 @@ public final class MetadataStore implements SnapshotSource
         else
         {
             this.tenantQuotas = new java.util.concurrent.ConcurrentHashMap<>();
-            settings.tenantQuotaBytes.forEach((tenant, bytes) -> tenantQuotas.put(tenant, new TenantQuota(tenant, bytes)));
+            settings.tenantQuotaBytes.forEach(
+                (tenant, bytes) -> tenantQuotas.put(tenant, new TenantQuota(tenant, bytes)));
         }
     }
 
@@ -521,8 +522,8 @@ public final class MetadataStore implements SnapshotSource
      * The store's clocks read once: a batch handler reads them before its keys and hands the reading to each key's
      * put call, instead of every key reading both (a clock read cost about as much as a key's index insert).
      *
-     * @param nanos       {@link Clock#nanoTime()}: a PutStart's start time. Not an object's age: a PutEnd reads its own,
-     *                    so that a batch's objects age in the order they completed.
+     * @param nanos       {@link Clock#nanoTime()}: a PutStart's start time. Not an object's age: a PutEnd reads its
+     *                    own, so that a batch's objects age in the order they completed.
      * @param epochMillis {@link Clock#epochMillis()}: versions and event times.
      */
     public record Now(long nanos, long epochMillis)
@@ -794,110 +795,122 @@ public final class MetadataStore implements SnapshotSource
             quota.refused();
             return TENANT_QUOTA_EXCEEDED_VALUE;
         }
-        if (!roomForOneMoreObject())
-        {
-            refund(quota, valueLength);
-            return noRoom(assumeAbsent, hash, objectBudgetRefusals);
-        }
-        // Linked before placement, so that the eviction this put may trigger never takes its parent as a leaf.
-        final byte[][] parentKey = new byte[1][];
-        final Object parentUnit = linkParent(tenant, options.getParentKey(), keyBytes, options.getGroupId(), parentKey);
-        final int wanted = Math.max(1, options.getReplicas());
-        List<ReplicaRecord> placed = place(wanted, valueLength, options, avoidNodes);
-        if (placed.size() < wanted && releaseDueExtents(clock.nanoTime()) > 0)
-        {
-            // Room just freed may take every replica asked for: place again from scratch.
-            for (final ReplicaRecord r : placed)
-            {
-                r.release(0); // no version yet: nothing to tell a node
-            }
-            placed = place(wanted, valueLength, options, avoidNodes);
-        }
-        if (placed.isEmpty() && allocationFailureHandler != null &&
-            allocationFailureHandler.test(Math.max(1, valueLength) * wanted))
-        {
-            placed = place(wanted, valueLength, options, avoidNodes);
-        }
-        if (placed.isEmpty())
-        {
-            unlinkParent(parentUnit);
-            refund(quota, valueLength);
-            return noRoom(assumeAbsent, hash, allocationFailures);
-        }
-        if (placed.size() < wanted)
-        {
-            partialAllocations.increment();
-        }
-        final ReplicaRecord[] replicas = placed.toArray(new ReplicaRecord[0]);
-
-        final String groupId = options.getGroupId();
-        final int h = homeShard(hash);
-        final int o = groupId.isEmpty() ? h : groupShard(tenant, groupId);
-        final MetadataShard first = shards[Math.min(h, o)];
-        final MetadataShard second = shards[Math.max(h, o)];
-        first.lock();
-        if (second != first)
-        {
-            second.lock();
-        }
+        // Every way out that creates no object gives the charge back, an unexpected exception included.
+        boolean created = false;
         try
         {
-            final MetadataShard home = shards[h];
-            final ObjectMeta raced = home.get(tenant, keyBytes, 0, keyBytes.length, hash);
-            if (raced != null && !raced.removed)
+            if (!roomForOneMoreObject())
             {
-                // Another put of the same key got in between (its state is owned elsewhere: treat as existing), or,
-                // when the lookup was skipped, the object was there all along: look it up under its lock after all.
+                return noRoom(assumeAbsent, hash, objectBudgetRefusals);
+            }
+            // Linked before placement, so that the eviction this put may trigger never takes its parent as a leaf.
+            final byte[][] parentKey = new byte[1][];
+            final Object parentUnit =
+                linkParent(tenant, options.getParentKey(), keyBytes, options.getGroupId(), parentKey);
+            final int wanted = Math.max(1, options.getReplicas());
+            List<ReplicaRecord> placed = place(wanted, valueLength, options, avoidNodes);
+            if (placed.size() < wanted && releaseDueExtents(clock.nanoTime()) > 0)
+            {
+                // Room just freed may take every replica asked for: place again from scratch.
+                for (final ReplicaRecord r : placed)
+                {
+                    r.release(0); // no version yet: nothing to tell a node
+                }
+                placed = place(wanted, valueLength, options, avoidNodes);
+            }
+            if (placed.isEmpty() && allocationFailureHandler != null &&
+                allocationFailureHandler.test(Math.max(1, valueLength) * wanted))
+            {
+                placed = place(wanted, valueLength, options, avoidNodes);
+            }
+            if (placed.isEmpty())
+            {
+                unlinkParent(parentUnit);
+                return noRoom(assumeAbsent, hash, allocationFailures);
+            }
+            if (placed.size() < wanted)
+            {
+                partialAllocations.increment();
+            }
+            final ReplicaRecord[] replicas = placed.toArray(new ReplicaRecord[0]);
+
+            final String groupId = options.getGroupId();
+            final int h = homeShard(hash);
+            final int o = groupId.isEmpty() ? h : groupShard(tenant, groupId);
+            final MetadataShard first = shards[Math.min(h, o)];
+            final MetadataShard second = shards[Math.max(h, o)];
+            first.lock();
+            if (second != first)
+            {
+                second.lock();
+            }
+            try
+            {
+                final MetadataShard home = shards[h];
+                final ObjectMeta raced = home.get(tenant, keyBytes, 0, keyBytes.length, hash);
+                if (raced != null && !raced.removed)
+                {
+                    // Another put of the same key got in between (its state is owned elsewhere: treat as existing), or,
+                    // when the lookup was skipped, the object was there all along: look it up under its lock after all.
+                    for (final ReplicaRecord r : replicas)
+                    {
+                        r.release(0); // no version yet
+                    }
+                    unlinkParent(parentUnit);
+                    if (assumeAbsent)
+                    {
+                        retriedPutLookups.increment();
+                        return RETRY_WITH_LOOKUP;
+                    }
+                    return OBJECT_ALREADY_EXISTS_VALUE;
+                }
+                final MetadataShard owner = shards[o];
+                final String keptTenant = strings.canonical(tenant); // the object keeps it: one instance for all
+                final GroupMeta group = groupId.isEmpty() ? null : owner.groupOrCreate(keptTenant, groupId);
+                final long version = nextVersion(epochMillis);
+                final ObjectMeta m = new ObjectMeta(keptTenant, keyBytes, hash, o, valueLength,
+                    strings.canonical(clientId), now, options.getHardPin(), group, replicas, softPinTtl[0], version,
+                    false);
+                m.parentUnit = parentUnit;
+                m.parentKeyBytes = parentUnit == null ? null : parentKey[0];
+                if (versionOut != null)
+                {
+                    versionOut[0] = version;
+                }
+                if (raced != null)
+                {
+                    home.unlink(raced);
+                }
+                home.put(m);
+                if (group != null)
+                {
+                    group.members.add(m);
+                }
+                owner.ownedObjects++;
+                objectCount.incrementAndGet();
+                created = true; // from here on the object holds the charge: its detach gives it back
+                owner.linkProcessing(m);
                 for (final ReplicaRecord r : replicas)
                 {
-                    r.release(0); // no version yet
+                    writeReplica(r, now, now, replicasOut, grants);
                 }
-                unlinkParent(parentUnit);
-                refund(quota, valueLength);
-                if (assumeAbsent)
+                return OK_VALUE;
+            }
+            finally
+            {
+                if (second != first)
                 {
-                    retriedPutLookups.increment();
-                    return RETRY_WITH_LOOKUP;
+                    second.unlock();
                 }
-                return OBJECT_ALREADY_EXISTS_VALUE;
+                first.unlock();
             }
-            final MetadataShard owner = shards[o];
-            final String keptTenant = strings.canonical(tenant); // the object keeps it: one instance for all
-            final GroupMeta group = groupId.isEmpty() ? null : owner.groupOrCreate(keptTenant, groupId);
-            final long version = nextVersion(epochMillis);
-            final ObjectMeta m = new ObjectMeta(keptTenant, keyBytes, hash, o, valueLength,
-                strings.canonical(clientId), now, options.getHardPin(), group, replicas, softPinTtl[0], version, false);
-            m.parentUnit = parentUnit;
-            m.parentKeyBytes = parentUnit == null ? null : parentKey[0];
-            if (versionOut != null)
-            {
-                versionOut[0] = version;
-            }
-            if (raced != null)
-            {
-                home.unlink(raced);
-            }
-            home.put(m);
-            if (group != null)
-            {
-                group.members.add(m);
-            }
-            owner.ownedObjects++;
-            objectCount.incrementAndGet();
-            owner.linkProcessing(m);
-            for (final ReplicaRecord r : replicas)
-            {
-                writeReplica(r, now, now, replicasOut, grants);
-            }
-            return OK_VALUE;
         }
         finally
         {
-            if (second != first)
+            if (!created)
             {
-                second.unlock();
+                refund(quota, valueLength);
             }
-            first.unlock();
         }
     }
 
@@ -989,7 +1002,8 @@ public final class MetadataStore implements SnapshotSource
             return code;
         }
         return putEndLocked(
-            lockForKey(tenant, keys.bytes, off, len, combine(keys.hashes[i], tenantMix)), clientId, hasCrc, crc32c, now);
+            lockForKey(tenant, keys.bytes, off, len, combine(keys.hashes[i], tenantMix)), clientId, hasCrc, crc32c,
+            now);
     }
 
     /** The rest of a PutEnd for {@code m} as {@link #lockForKey} returned it (owner shard locked, or null); unlocks. */
