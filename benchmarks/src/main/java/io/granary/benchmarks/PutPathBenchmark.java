@@ -76,6 +76,13 @@ public class PutPathBenchmark
     @Param({"true", "false"})
     public boolean wireAnswer;
 
+    /**
+     * Whether the tenant has a byte quota (large enough never to evict: what the charge and refund cost a put, see
+     * docs/architecture.md "Tenant quotas").
+     */
+    @Param({"false"})
+    public boolean tenantQuota;
+
     private final BatchReplicaAnswer answer = new BatchReplicaAnswer();
     private byte[] out = new byte[1 << 16];
     private KeyBatch[] lookupKeys;
@@ -92,7 +99,12 @@ public class PutPathBenchmark
         final SegmentRegistry registry = new SegmentRegistry(Clock.SYSTEM,
             (id, name, size) -> new SegmentAllocation(id, name, new TlsfExtentAllocator(size, 64)));
         registry.mount("node", "node", "127.0.0.1:7000", 1, "node/seg0", 64L << 30);
-        store = new MetadataStore(new MetadataStore.Settings(), Clock.SYSTEM, registry);
+        final MetadataStore.Settings settings = new MetadataStore.Settings();
+        if (tenantQuota)
+        {
+            settings.tenantQuotaBytes = java.util.Map.of(TENANT, 1L << 50);
+        }
+        store = new MetadataStore(settings, Clock.SYSTEM, registry);
         if (tokens)
         {
             store.replicaTokens(new TokenIssuer(AccessTokenCodec.newRandomKey()));
