@@ -837,13 +837,7 @@ public final class MetadataStore implements SnapshotSource
             final String groupId = options.getGroupId();
             final int h = homeShard(hash);
             final int o = groupId.isEmpty() ? h : groupShard(tenant, groupId);
-            final MetadataShard first = shards[Math.min(h, o)];
-            final MetadataShard second = shards[Math.max(h, o)];
-            first.lock();
-            if (second != first)
-            {
-                second.lock();
-            }
+            lockPair(h, o);
             try
             {
                 final MetadataShard home = shards[h];
@@ -877,17 +871,7 @@ public final class MetadataStore implements SnapshotSource
                 {
                     versionOut[0] = version;
                 }
-                if (raced != null)
-                {
-                    home.unlink(raced);
-                }
-                home.put(m);
-                if (group != null)
-                {
-                    group.members.add(m);
-                }
-                owner.ownedObjects++;
-                objectCount.incrementAndGet();
+                insertLocked(home, owner, raced, m);
                 created = true; // from here on the object holds the charge: its detach gives it back
                 owner.linkProcessing(m);
                 for (final ReplicaRecord r : replicas)
@@ -898,11 +882,7 @@ public final class MetadataStore implements SnapshotSource
             }
             finally
             {
-                if (second != first)
-                {
-                    second.unlock();
-                }
-                first.unlock();
+                unlockPair(h, o);
             }
         }
         finally
@@ -1191,6 +1171,46 @@ public final class MetadataStore implements SnapshotSource
      * The answer to a put that found no room (counted in {@code refusals}), unless it skipped the lookup of an existing
      * object and one of its key may be there: that object's answer comes first ({@link #RETRY_WITH_LOOKUP}).
      */
+    /**
+     * Enters a new object into its home index (in place of {@code raced}, a removed object of the same key, if any), its
+     * group and the counts; home and owner shard locked. The undo is {@link #detachLocked}.
+     */
+    private void insertLocked(final MetadataShard home, final MetadataShard owner, final ObjectMeta raced,
+        final ObjectMeta m)
+    {
+        if (raced != null)
+        {
+            home.unlink(raced);
+        }
+        home.put(m);
+        if (m.group != null)
+        {
+            m.group.members.add(m);
+        }
+        owner.ownedObjects++;
+        objectCount.incrementAndGet();
+    }
+
+    /** Locks a new object's home shard {@code h} and owner shard {@code o} (the same, or both in ascending order). */
+    private void lockPair(final int h, final int o)
+    {
+        shards[Math.min(h, o)].lock();
+        if (h != o)
+        {
+            shards[Math.max(h, o)].lock();
+        }
+    }
+
+    /** Undoes {@link #lockPair}. */
+    private void unlockPair(final int h, final int o)
+    {
+        if (h != o)
+        {
+            shards[Math.max(h, o)].unlock();
+        }
+        shards[Math.min(h, o)].unlock();
+    }
+
     private int noRoom(final boolean assumeAbsent, final long hash, final LongAdder refusals)
     {
         if (mayExist(assumeAbsent, hash))
@@ -1993,13 +2013,7 @@ public final class MetadataStore implements SnapshotSource
         final String groupId = e.getGroupId();
         final int h = homeShard(hash);
         final int o = groupId.isEmpty() ? h : groupShard(tenant, groupId);
-        final MetadataShard first = shards[Math.min(h, o)];
-        final MetadataShard second = shards[Math.max(h, o)];
-        first.lock();
-        if (second != first)
-        {
-            second.lock();
-        }
+        lockPair(h, o);
         try
         {
             final MetadataShard home = shards[h];
@@ -2030,17 +2044,7 @@ public final class MetadataStore implements SnapshotSource
             {
                 group.leaseDeadlineNs = committedNs; // a group is as young as its youngest member
             }
-            if (raced != null)
-            {
-                home.unlink(raced);
-            }
-            home.put(m);
-            if (group != null)
-            {
-                group.members.add(m);
-            }
-            owner.ownedObjects++;
-            objectCount.incrementAndGet();
+            insertLocked(home, owner, raced, m);
             final TenantQuota quota = tenantQuota(keptTenant);
             if (quota != null)
             {
@@ -2056,11 +2060,7 @@ public final class MetadataStore implements SnapshotSource
         }
         finally
         {
-            if (second != first)
-            {
-                second.unlock();
-            }
-            first.unlock();
+            unlockPair(h, o);
         }
     }
 
