@@ -394,23 +394,9 @@ public final class Evictor
         final long scanStartNs = store.nowNs();
         final long pinEpoch = store.pinEpoch();
         final long pinHorizonNs = store.nextPinExpiryNs();
-        final OldestCovering unpinned = new OldestCovering(saturatedTimes(remaining, RESERVE_ROUNDS));
-        final OldestCovering pinned = allowSoftPinned ? new OldestCovering(remaining) : null;
-        store.scanEvictionCandidates(allowSoftPinned, new MetadataStore.EvictionSink()
-        {
-            @Override
-            public boolean wants(final long ageNs, final boolean softPinned)
-            {
-                return (softPinned ? pinned : unpinned).wants(ageNs);
-            }
-
-            @Override
-            public void accept(final EvictionCandidate c)
-            {
-                (c.softPinned() ? pinned : unpinned).offer(c);
-            }
-        });
-        final List<EvictionCandidate> oldest = unpinned.inAgeOrder();
+        final OldestCovering[] scanned = scanOldest(null, saturatedTimes(remaining, RESERVE_ROUNDS), remaining);
+        final OldestCovering pinned = scanned[1];
+        final List<EvictionCandidate> oldest = scanned[0].inAgeOrder();
         final int used = evictInAgeOrder(oldest, 0, 0, result, false);
         // Every unit that becomes a candidate after the scan started is younger than the scan's start (it is read
         // or written then, or its lease ends then), except one whose soft pin ends: hence the epoch and the horizon.
@@ -503,7 +489,23 @@ public final class Evictor
      */
     private void evictOldestLeaseOf(final String tenant, final Result result)
     {
-        final OldestCovering[] oldest = {new OldestCovering(result.targetBytes), new OldestCovering(result.targetBytes)};
+        final OldestCovering[] oldest = scanOldest(tenant, result.targetBytes, result.targetBytes);
+        evictInAgeOrder(oldest[0].inAgeOrder(), 0, 0, result, false);
+        if (allowSoftPinned)
+        {
+            evictInAgeOrder(oldest[1].inAgeOrder(), 0, 1, result, false);
+        }
+    }
+
+    /**
+     * One scan (of {@code tenant}'s units, or all with null) keeping the oldest unpinned candidates covering
+     * {@code unpinnedBytes} and, when soft-pinned ones may go, the oldest soft-pinned covering {@code pinnedBytes}:
+     * {unpinned, soft-pinned or null}.
+     */
+    private OldestCovering[] scanOldest(final String tenant, final long unpinnedBytes, final long pinnedBytes)
+    {
+        final OldestCovering[] oldest =
+            {new OldestCovering(unpinnedBytes), allowSoftPinned ? new OldestCovering(pinnedBytes) : null};
         store.scanEvictionCandidates(allowSoftPinned, tenant, new MetadataStore.EvictionSink()
         {
             @Override
@@ -518,11 +520,7 @@ public final class Evictor
                 oldest[c.softPinned() ? 1 : 0].offer(c);
             }
         });
-        evictInAgeOrder(oldest[0].inAgeOrder(), 0, 0, result, false);
-        if (allowSoftPinned)
-        {
-            evictInAgeOrder(oldest[1].inAgeOrder(), 0, 1, result, false);
-        }
+        return oldest;
     }
 
     private void evictLeafFirst(final Result result, final String tenant)
