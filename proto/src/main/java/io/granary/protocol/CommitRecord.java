@@ -18,7 +18,14 @@ public final class CommitRecord
     /** Soft pin for the master's default TTL (the writer does not know it); with {@link #FLAG_SOFT_PIN}. */
     public static final int FLAG_SOFT_PIN_DEFAULT_TTL = 4;
     public static final int FLAG_CRC32C = 8;
-    private static final int KNOWN_FLAGS = FLAG_HARD_PIN | FLAG_SOFT_PIN | FLAG_SOFT_PIN_DEFAULT_TTL | FLAG_CRC32C;
+    /**
+     * The record names the object's parent (the previous block of a prefix chain, as the put named it): its key's
+     * UTF-8 bytes follow the group id and take the rest of the payload. A record without it is laid out as before
+     * the flag existed, so nodes that do not know it still take every record that names no parent.
+     */
+    public static final int FLAG_PARENT = 16;
+    private static final int KNOWN_FLAGS =
+        FLAG_HARD_PIN | FLAG_SOFT_PIN | FLAG_SOFT_PIN_DEFAULT_TTL | FLAG_CRC32C | FLAG_PARENT;
     private static final int MAX_TENANT_BYTES = 64;
 
     /** The tenant a decode last read, reused while COMMITs keep naming the same one (a benign race: any is valid). */
@@ -26,21 +33,24 @@ public final class CommitRecord
 
     private final int flags;
     private final String tenant;
-    /** Null in a decoded record until asked for: decoded from {@link #keyAndGroup} on demand. */
+    /** Null in a decoded record until asked for: decoded from {@link #names} on demand. */
     private String key;
     private String groupId;
+    private String parentKey;
     /**
-     * A decoded record's key bytes followed by its group id's, copied from the payload (validated: the key is UTF-8
-     * without NUL, the group id UTF-8), so that a node can record them without building Strings; null in a record
-     * made from Strings.
+     * A decoded record's key bytes, then its group id's, then its parent key's, copied from the payload (validated:
+     * the keys are UTF-8 without NUL, the group id UTF-8), so that a node can record them without building Strings;
+     * null in a record made from Strings.
      */
-    private final byte[] keyAndGroup;
+    private final byte[] names;
     private final int keyBytes;
+    private final int groupBytes;
     private final long valueLength;
     private final long version;
     private final long softPinTtlMs;
     private final int crc32c;
 
+    /** A record that names no parent. */
     public CommitRecord(
         final int flags,
         final String tenant,
@@ -51,20 +61,42 @@ public final class CommitRecord
         final long softPinTtlMs,
         final int crc32c)
     {
-        this(flags, tenant, key, groupId == null ? "" : groupId, null, -1, valueLength, version, softPinTtlMs, crc32c);
+        this(flags, tenant, key, groupId, "", valueLength, version, softPinTtlMs, crc32c);
     }
 
     /**
-     * Every field: a record made from Strings ({@code keyAndGroup} null), or a decoded one (the strings kept as the
-     * payload's UTF-8 bytes, {@code key} and {@code groupId} null until asked for).
+     * A record naming {@code parentKey} as the object's parent ("" or null: none; {@link #FLAG_PARENT} is set or
+     * cleared to match, whatever {@code flags} says).
+     */
+    public CommitRecord(
+        final int flags,
+        final String tenant,
+        final String key,
+        final String groupId,
+        final String parentKey,
+        final long valueLength,
+        final long version,
+        final long softPinTtlMs,
+        final int crc32c)
+    {
+        this(parentKey == null || parentKey.isEmpty() ? flags & ~FLAG_PARENT : flags | FLAG_PARENT, tenant, key,
+            groupId == null ? "" : groupId, parentKey == null ? "" : parentKey, null, -1, -1, valueLength, version,
+            softPinTtlMs, crc32c);
+    }
+
+    /**
+     * Every field: a record made from Strings ({@code names} null), or a decoded one (the strings kept as the
+     * payload's UTF-8 bytes, {@code key}, {@code groupId} and {@code parentKey} null until asked for).
      */
     private CommitRecord(
         final int flags,
         final String tenant,
         final String key,
         final String groupId,
-        final byte[] keyAndGroup,
+        final String parentKey,
+        final byte[] names,
         final int keyBytes,
+        final int groupBytes,
         final long valueLength,
         final long version,
         final long softPinTtlMs,
@@ -74,8 +106,10 @@ public final class CommitRecord
         this.tenant = tenant;
         this.key = key;
         this.groupId = groupId;
-        this.keyAndGroup = keyAndGroup;
+        this.parentKey = parentKey;
+        this.names = names;
         this.keyBytes = keyBytes;
+        this.groupBytes = groupBytes;
         this.valueLength = valueLength;
         this.version = version;
         this.softPinTtlMs = softPinTtlMs;
@@ -97,7 +131,7 @@ public final class CommitRecord
         String k = key;
         if (k == null)
         {
-            k = new String(keyAndGroup, 0, keyBytes, StandardCharsets.UTF_8);
+            k = new String(names, 0, keyBytes, StandardCharsets.UTF_8);
             key = k;
         }
         return k;
@@ -109,47 +143,67 @@ public final class CommitRecord
         String g = groupId;
         if (g == null)
         {
-            g = new String(keyAndGroup, keyBytes, keyAndGroup.length - keyBytes, StandardCharsets.UTF_8);
+            g = new String(names, keyBytes, groupBytes, StandardCharsets.UTF_8);
             groupId = g;
         }
         return g;
     }
 
+    /** The parent's key, "" for none (then {@link #FLAG_PARENT} is clear). */
+    public String parentKey()
+    {
+        String p = parentKey;
+        if (p == null)
+        {
+            final int at = keyBytes + groupBytes;
+            p = new String(names, at, names.length - at, StandardCharsets.UTF_8);
+            parentKey = p;
+        }
+        return p;
+    }
+
     /** The UTF-8 length of the key. */
     public int keyUtf8Length()
     {
-        return keyAndGroup != null ? keyBytes : utf8Length(key);
+        return names != null ? keyBytes : utf8Length(key);
     }
 
-    /** The UTF-8 length of the key and the group id together. */
-    public int keyAndGroupUtf8Length()
+    /** The UTF-8 length of the group id. */
+    public int groupUtf8Length()
     {
-        return keyUtf8Length() + groupUtf8Length();
+        return names != null ? groupBytes : utf8Length(groupId);
     }
 
-    private int groupUtf8Length()
+    private int parentUtf8Length()
     {
-        return keyAndGroup != null ? keyAndGroup.length - keyBytes : utf8Length(groupId);
+        return names != null ? names.length - keyBytes - groupBytes : utf8Length(parentKey);
+    }
+
+    /** The UTF-8 length of the key, the group id and the parent key together. */
+    public int namesUtf8Length()
+    {
+        return keyUtf8Length() + groupUtf8Length() + parentUtf8Length();
     }
 
     /**
-     * Writes the key's UTF-8 bytes and then the group id's at {@code at} ({@link #keyAndGroupUtf8Length()} bytes);
-     * a decoded record copies them as they came, without Strings.
+     * Writes the key's UTF-8 bytes, then the group id's, then the parent key's at {@code at}
+     * ({@link #namesUtf8Length()} bytes); a decoded record copies them as they came, without Strings.
      */
-    public void putKeyAndGroup(final byte[] out, final int at)
+    public void putNames(final byte[] out, final int at)
     {
-        putKeyAndGroup(out, at, keyUtf8Length(), groupUtf8Length());
+        putNames(out, at, keyUtf8Length(), groupUtf8Length());
     }
 
-    /** {@link #putKeyAndGroup(byte[], int)} with the key's and group id's UTF-8 lengths already known. */
-    private void putKeyAndGroup(final byte[] out, final int at, final int keyLength, final int groupLength)
+    /** {@link #putNames(byte[], int)} with the key's and group id's UTF-8 lengths already known. */
+    private void putNames(final byte[] out, final int at, final int keyLength, final int groupLength)
     {
-        if (keyAndGroup != null)
+        if (names != null)
         {
-            System.arraycopy(keyAndGroup, 0, out, at, keyAndGroup.length);
+            System.arraycopy(names, 0, out, at, names.length);
             return;
         }
-        putUtf8(groupId, groupLength, out, putUtf8(key, keyLength, out, at));
+        final int afterKey = putUtf8(key, keyLength, out, at);
+        putUtf8(parentKey, parentUtf8Length(), out, putUtf8(groupId, groupLength, out, afterKey));
     }
 
     public long valueLength()
@@ -181,7 +235,8 @@ public final class CommitRecord
     /** This record carrying {@code crc} as the value's CRC32C (sets {@link #FLAG_CRC32C}). */
     public CommitRecord withCrc32c(final int crc)
     {
-        return new CommitRecord(flags | FLAG_CRC32C, tenant, key(), groupId(), valueLength, version, softPinTtlMs, crc);
+        return new CommitRecord(flags | FLAG_CRC32C, tenant, key(), groupId(), parentKey(), valueLength, version,
+            softPinTtlMs, crc);
     }
 
     /** The payload bytes of a COMMIT frame for this record. */
@@ -201,7 +256,7 @@ public final class CommitRecord
         final int t = utf8Length(tenant);
         final int k = keyUtf8Length();
         final int g = groupUtf8Length();
-        final byte[] out = new byte[COMMIT_STRINGS_OFFSET + t + k + g];
+        final byte[] out = new byte[COMMIT_STRINGS_OFFSET + t + k + g + parentUtf8Length()];
         final ByteBuffer fields = ByteBuffer.wrap(out);
         fields.put(COMMIT_FORMAT)
             .put((byte)flagBits)
@@ -214,7 +269,7 @@ public final class CommitRecord
             .putInt(crc);
         int at = COMMIT_STRINGS_OFFSET;
         at = putUtf8(tenant, t, out, at);
-        putKeyAndGroup(out, at, k, g);
+        putNames(out, at, k, g);
         return out;
     }
 
@@ -250,8 +305,9 @@ public final class CommitRecord
     }
 
     /**
-     * Parses and checks a COMMIT payload: known format and flags, consistent lengths, a valid tenant and key,
-     * a nonzero version, a value length within {@link Limits#MAX_VALUE_BYTES}.
+     * Parses and checks a COMMIT payload: known format and flags, consistent lengths, a valid tenant and key (and
+     * parent key: 1 to {@link Limits#MAX_KEY_BYTES} bytes with {@link #FLAG_PARENT}, none without), a nonzero
+     * version, a value length within {@link Limits#MAX_VALUE_BYTES}.
      *
      * @return the record, or null when the payload is malformed.
      */
@@ -272,8 +328,11 @@ public final class CommitRecord
         final long version = in.getLong(COMMIT_VERSION_OFFSET);
         final long softPinTtlMs = in.getLong(COMMIT_SOFT_PIN_TTL_OFFSET);
         final int crc = in.getInt(COMMIT_CRC32C_OFFSET);
-        if (format != COMMIT_FORMAT || (flags & ~KNOWN_FLAGS) != 0 ||
-            COMMIT_STRINGS_OFFSET + tenantLength + keyLength + groupLength != length ||
+        // What the strings leave of the payload is the parent key: none without FLAG_PARENT, a key's length with it.
+        final int parentLength = length - COMMIT_STRINGS_OFFSET - tenantLength - keyLength - groupLength;
+        final boolean parentFits = (flags & FLAG_PARENT) != 0 ?
+            parentLength > 0 && parentLength <= Limits.MAX_KEY_BYTES : parentLength == 0;
+        if (format != COMMIT_FORMAT || (flags & ~KNOWN_FLAGS) != 0 || !parentFits ||
             tenantLength == 0 || tenantLength > MAX_TENANT_BYTES || keyLength == 0 ||
             keyLength > Limits.MAX_KEY_BYTES || groupLength > Limits.MAX_KEY_BYTES ||
             valueLength < 0 || valueLength > Limits.MAX_VALUE_BYTES || version == 0 || softPinTtlMs < 0)
@@ -283,14 +342,16 @@ public final class CommitRecord
         final int at = offset + COMMIT_STRINGS_OFFSET;
         final String tenant = tenant(payload, at, tenantLength);
         final int keyAt = at + tenantLength;
+        final int parentAt = keyAt + keyLength + groupLength;
         if (tenant == null || !Limits.isValidKey(payload, keyAt, keyLength) ||
-            !ProtoWireReader.validUtf8(payload, keyAt + keyLength, groupLength))
+            !ProtoWireReader.validUtf8(payload, keyAt + keyLength, groupLength) ||
+            (parentLength > 0 && !Limits.isValidKey(payload, parentAt, parentLength)))
         {
             return null;
         }
-        final byte[] keyAndGroup = java.util.Arrays.copyOfRange(payload, keyAt, keyAt + keyLength + groupLength);
-        return new CommitRecord(flags, tenant, null, null, keyAndGroup, keyLength, valueLength, version, softPinTtlMs,
-            crc);
+        final byte[] names = java.util.Arrays.copyOfRange(payload, keyAt, parentAt + parentLength);
+        return new CommitRecord(flags, tenant, null, null, null, names, keyLength, groupLength, valueLength, version,
+            softPinTtlMs, crc);
     }
 
     /** The tenant in {@code length} bytes at {@code at} if it is valid, else null; the one last decoded when the same. */
@@ -322,7 +383,9 @@ public final class CommitRecord
     public String toString()
     {
         final String group = groupId();
+        final String parent = parentKey();
         return "CommitRecord{" + tenant + "/" + key() + ", version=" + version + ", valueLength=" + valueLength +
-            ", flags=" + flags + (group.isEmpty() ? "" : ", group=" + group) + '}';
+            ", flags=" + flags + (group.isEmpty() ? "" : ", group=" + group) +
+            (parent.isEmpty() ? "" : ", parent=" + parent) + '}';
     }
 }

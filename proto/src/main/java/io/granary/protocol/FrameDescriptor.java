@@ -64,7 +64,7 @@ public final class FrameDescriptor
     public static final int COMMIT_VERSION_OFFSET = 16;        // uint64, the master's object version, nonzero
     public static final int COMMIT_SOFT_PIN_TTL_OFFSET = 24;   // uint64, ms
     public static final int COMMIT_CRC32C_OFFSET = 32;         // uint32
-    public static final int COMMIT_STRINGS_OFFSET = 36;        // tenant, key, group id
+    public static final int COMMIT_STRINGS_OFFSET = 36;        // tenant, key, group id, parent key (FLAG_PARENT)
     public static final byte COMMIT_FORMAT = 1;
     /** Longest COMMIT payload a node accepts; longer ones are discarded and answered INVALID_PARAMS. */
     public static final int MAX_COMMIT_PAYLOAD = 16 << 10;

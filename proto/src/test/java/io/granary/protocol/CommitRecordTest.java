@@ -38,32 +38,79 @@ class CommitRecordTest
     }
 
     @Test
-    void shouldGiveTheKeyAndGroupBytesOfADecodedRecordAsTheyCameAndAsARecordOfStringsWouldWriteThem()
+    void shouldGiveTheNamesOfADecodedRecordAsTheyCameAndAsARecordOfStringsWouldWriteThem()
     {
         for (final String key : new String[] {"k", "layer/0/blk-é", "ключ/😀"})
         {
             for (final String group : new String[] {"", "group-7", "група"})
             {
-                final CommitRecord made = new CommitRecord(0, "tenant-1", key, group, 1, 9, 0, 0);
-                final byte[] payload = made.encode();
-                final CommitRecord read = CommitRecord.decode(payload, 0, payload.length);
-                final byte[] utf8 = (key + group).getBytes(StandardCharsets.UTF_8);
+                for (final String parent : new String[] {"", "p", "layer/0/blk-ё"})
+                {
+                    final CommitRecord made = new CommitRecord(0, "tenant-1", key, group, parent, 1, 9, 0, 0);
+                    final byte[] payload = made.encode();
+                    final CommitRecord read = CommitRecord.decode(payload, 0, payload.length);
+                    final byte[] utf8 = (key + group + parent).getBytes(StandardCharsets.UTF_8);
 
-                assertThat(read.keyUtf8Length()).isEqualTo(made.keyUtf8Length())
-                    .isEqualTo(key.getBytes(StandardCharsets.UTF_8).length);
-                assertThat(read.keyAndGroupUtf8Length()).isEqualTo(made.keyAndGroupUtf8Length()).isEqualTo(utf8.length);
-                final byte[] fromRead = new byte[utf8.length + 3];
-                final byte[] fromMade = new byte[utf8.length + 3];
-                read.putKeyAndGroup(fromRead, 3);
-                made.putKeyAndGroup(fromMade, 3);
-                assertThat(Arrays.copyOfRange(fromRead, 3, fromRead.length)).isEqualTo(utf8);
-                assertThat(fromMade).isEqualTo(fromRead);
-                assertThat(read.key()).isEqualTo(key);
-                assertThat(read.groupId()).isEqualTo(group);
-                assertThat(read.encode()).isEqualTo(payload);
-                assertThat(read.withCrc32c(5).encode()).isEqualTo(made.encodeWithCrc32c(5));
+                    assertThat(read.keyUtf8Length()).isEqualTo(made.keyUtf8Length())
+                        .isEqualTo(key.getBytes(StandardCharsets.UTF_8).length);
+                    assertThat(read.groupUtf8Length()).isEqualTo(made.groupUtf8Length())
+                        .isEqualTo(group.getBytes(StandardCharsets.UTF_8).length);
+                    assertThat(read.namesUtf8Length()).isEqualTo(made.namesUtf8Length()).isEqualTo(utf8.length);
+                    final byte[] fromRead = new byte[utf8.length + 3];
+                    final byte[] fromMade = new byte[utf8.length + 3];
+                    read.putNames(fromRead, 3);
+                    made.putNames(fromMade, 3);
+                    assertThat(Arrays.copyOfRange(fromRead, 3, fromRead.length)).isEqualTo(utf8);
+                    assertThat(fromMade).isEqualTo(fromRead);
+                    assertThat(read.key()).isEqualTo(key);
+                    assertThat(read.groupId()).isEqualTo(group);
+                    assertThat(read.parentKey()).isEqualTo(parent);
+                    assertThat(read.flags() & CommitRecord.FLAG_PARENT).isEqualTo(parent.isEmpty() ? 0 :
+                        CommitRecord.FLAG_PARENT);
+                    assertThat(read.encode()).isEqualTo(payload);
+                    assertThat(read.withCrc32c(5).encode()).isEqualTo(made.encodeWithCrc32c(5));
+                    assertThat(read.withCrc32c(5).parentKey()).isEqualTo(parent);
+                }
             }
         }
+    }
+
+    @Test
+    void shouldLayOutARecordWithoutAParentAsBeforeTheFlagAndAParentKeyAfterTheGroupId()
+    {
+        final byte[] without = new CommitRecord(CommitRecord.FLAG_PARENT, "t", "k", "g", "", 4096, 77, 1500, 0)
+            .encode();
+        assertThat(without).isEqualTo(reference(0, "t", "k", "g", 0));
+
+        final byte[] with = new CommitRecord(0, "t", "k", "g", "parent/é", 4096, 77, 1500, 0).encode();
+        final byte[] parent = "parent/é".getBytes(StandardCharsets.UTF_8);
+        final byte[] head = reference(CommitRecord.FLAG_PARENT, "t", "k", "g", 0);
+        assertThat(Arrays.copyOf(with, head.length)).isEqualTo(head);
+        assertThat(Arrays.copyOfRange(with, head.length, with.length)).isEqualTo(parent);
+    }
+
+    @Test
+    void shouldRefuseAParentKeyThatIsMissingMalformedOrUnannounced()
+    {
+        final byte[] good = new CommitRecord(0, "t", "k", "g", "pk", 1, 1, 0, 0).encode();
+        assertThat(CommitRecord.decode(good, 0, good.length)).isNotNull();
+
+        assertThat(CommitRecord.decode(with(good, COMMIT_FLAGS_OFFSET, 0), 0, good.length))
+            .as("parent bytes without the flag").isNull();
+        final byte[] flaggedEmpty = reference(CommitRecord.FLAG_PARENT, "t", "k", "g", 0);
+        assertThat(CommitRecord.decode(flaggedEmpty, 0, flaggedEmpty.length)).as("the flag without a parent key")
+            .isNull();
+        final byte[] nul = Arrays.copyOf(good, good.length);
+        nul[nul.length - 1] = 0;
+        assertThat(CommitRecord.decode(nul, 0, nul.length)).as("NUL in the parent key").isNull();
+        final byte[] notUtf8 = Arrays.copyOf(good, good.length);
+        notUtf8[notUtf8.length - 2] = (byte)0xC3;
+        assertThat(CommitRecord.decode(notUtf8, 0, notUtf8.length)).as("parent key not UTF-8").isNull();
+        final String longest = "p".repeat(io.granary.protocol.Limits.MAX_KEY_BYTES);
+        final byte[] atLimit = new CommitRecord(0, "t", "k", "", longest, 1, 1, 0, 0).encode();
+        assertThat(CommitRecord.decode(atLimit, 0, atLimit.length).parentKey()).isEqualTo(longest);
+        final byte[] tooLong = new CommitRecord(0, "t", "k", "", longest + "p", 1, 1, 0, 0).encode();
+        assertThat(CommitRecord.decode(tooLong, 0, tooLong.length)).as("parent key too long").isNull();
     }
 
     @Test

@@ -470,7 +470,8 @@ public final class GranaryClientImpl implements GranaryClient
                 softPinTtlMs = options.getSoftPinTtlMs();
             }
         }
-        return new CommitRecord(flags, tenant, key, options.getGroupId(), length, version, softPinTtlMs, 0);
+        return new CommitRecord(flags, tenant, key, options.getGroupId(), options.getParentKey(), length, version,
+            softPinTtlMs, 0);
     }
 
     private Void endPut(final String key, final int crc)

@@ -145,6 +145,8 @@ public final class AdminHttpServer implements AutoCloseable
             .field("rejected_removed", r.getRejectedRemoved())
             .field("rejected_budget", r.getRejectedBudget())
             .field("replaced_older", r.getReplacedOlder())
+            .field("parents_linked", r.getParentsLinked())
+            .field("parents_awaited", r.getParentsAwaited())
             .field("discarded_reports", r.getDiscardedReports())
             .field("uptime_ms", r.getUptimeMs())
             .endObject()

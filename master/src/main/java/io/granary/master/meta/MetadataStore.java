@@ -178,6 +178,8 @@ public final class MetadataStore implements SnapshotSource
     /** Most tombstones kept. */
     public static final int MAX_TOMBSTONES = 100_000;
     private final RebuildCounters rebuild = new RebuildCounters();
+    /** Rebuilt objects waiting for the parent their writer named. */
+    private final AwaitedParents awaitedParents = new AwaitedParents();
 
     private final AtomicLong objectCount = new AtomicLong();
     private final AtomicLong softPinnedCount = new AtomicLong();
@@ -467,6 +469,11 @@ public final class MetadataStore implements SnapshotSource
         {
             ParentLinks.removeChild(m.parentUnit);
             m.parentUnit = null; // a removed object keeps nothing of its ancestors reachable
+            m.parentKeyBytes = null;
+        }
+        else if (m.parentKeyBytes != null)
+        {
+            awaitedParents.remove(m, m.parentKeyBytes); // a rebuilt object that was still waiting for its parent
             m.parentKeyBytes = null;
         }
         final MetadataShard owner = shards[m.ownerShard];
@@ -891,15 +898,18 @@ public final class MetadataStore implements SnapshotSource
             {
                 refund(quota, valueLength);
             }
+            else if (awaitedParents.size() > 0)
+            {
+                linkAwaitingChildren(tenant, keyBytes); // rebuilt objects that named this key as their parent
+            }
         }
     }
 
     /**
-     * Counts a new object as a child of the eviction unit of {@code parentKey}, if that key is live in the tenant
-     * (complete or not). Not a parent: none named, the object itself, or a member of the object's own group.
-     * Takes only the parent's owner lock. @return the unit now counting one more child, or null.
+     * Links a put to the parent it names (see {@link #addChildTo}; none named or the object itself: no parent);
+     * {@code parentKeyOut[0]} gets the parent's key bytes when the store holds it. @return the unit now counting one
+     * more child, or null.
      */
-    /** Links a put to its parent's unit; {@code parentKeyOut[0]} gets the parent's key bytes when linked. */
     private Object linkParent(
         final String tenant, final String parentKey, final byte[] key, final String groupId, final byte[][] parentKeyOut)
     {
@@ -912,28 +922,108 @@ public final class MetadataStore implements SnapshotSource
         {
             return null;
         }
-        final ObjectMeta parent =
-            lockForKey(tenant, parentBytes, 0, parentBytes.length, hashOf(tenant, parentBytes, 0, parentBytes.length));
-        if (parent == null)
+        final Object unit = addChildTo(tenant, parentBytes, groupId, parentKeyOut);
+        if (parentKeyOut[0] == null)
         {
             parentsMissing.increment();
+        }
+        else if (unit != null)
+        {
+            parentLinks.increment();
+        }
+        return unit;
+    }
+
+    /**
+     * Counts one more child of the eviction unit of the object {@code parentKey} of {@code tenant}, if the store holds
+     * it (complete or not) and it is not a member of the child's own group {@code groupId}. Takes only the parent's
+     * owner lock, so that a child linked this way is counted before the evictor can next look at the parent.
+     *
+     * @param parentKeyOut {@code [0]} is set to the parent's key bytes when the store holds it, linked or not
+     * @return the unit now counting one more child, or null
+     */
+    private Object addChildTo(
+        final String tenant, final byte[] parentKey, final String groupId, final byte[][] parentKeyOut)
+    {
+        final ObjectMeta parent =
+            lockForKey(tenant, parentKey, 0, parentKey.length, hashOf(tenant, parentKey, 0, parentKey.length));
+        if (parent == null)
+        {
             return null;
         }
         try
         {
+            parentKeyOut[0] = parent.keyBytes;
             if (parent.group != null && parent.group.groupId.equals(groupId))
             {
                 return null;
             }
             final Object unit = ParentLinks.unitOf(parent);
             ParentLinks.addChild(unit);
-            parentKeyOut[0] = parent.keyBytes;
-            parentLinks.increment();
             return unit;
         }
         finally
         {
             unlockOwner(parent);
+        }
+    }
+
+    /**
+     * A rebuilt object that was waiting for its parent gets it if the store holds the parent now; else it keeps
+     * waiting. Takes the parent's owner lock, then the child's, never both.
+     */
+    private void linkAwaiting(final ObjectMeta child)
+    {
+        final byte[] parentKey = child.parentKeyBytes; // read again under the child's lock below
+        if (parentKey == null)
+        {
+            return;
+        }
+        final byte[][] found = new byte[1][];
+        final Object unit = addChildTo(child.tenant, parentKey, child.group == null ? "" : child.group.groupId, found);
+        if (found[0] == null)
+        {
+            return; // still absent: its arrival links the child (linkAwaitingChildren)
+        }
+        boolean linked = false;
+        final MetadataShard owner = shards[child.ownerShard];
+        owner.lock();
+        try
+        {
+            if (!child.removed && child.parentUnit == null && child.parentKeyBytes == parentKey)
+            {
+                awaitedParents.remove(child, parentKey);
+                if (unit != null)
+                {
+                    child.parentUnit = unit;
+                    linked = true;
+                }
+                else
+                {
+                    child.parentKeyBytes = null; // a member of the child's own group: no parent after all
+                }
+            }
+        }
+        finally
+        {
+            owner.unlock();
+        }
+        if (linked)
+        {
+            rebuild.parentsLinked.increment();
+        }
+        else if (unit != null)
+        {
+            ParentLinks.removeChild(unit); // linked already by a racing call, or gone from the store meanwhile
+        }
+    }
+
+    /** A new object of {@code key} is in the store: the rebuilt objects waiting for it as their parent get it. */
+    private void linkAwaitingChildren(final String tenant, final byte[] key)
+    {
+        for (final ObjectMeta child : awaitedParents.childrenOf(tenant, key))
+        {
+            linkAwaiting(child);
         }
     }
 
@@ -2011,6 +2101,12 @@ public final class MetadataStore implements SnapshotSource
         }
         final ReplicaRecord replica = new ReplicaRecord(segment, e.getOffset(), e.getValueLength());
         final String groupId = e.getGroupId();
+        // The parent its writer named: linked now if the store holds it (before the object is, as a put does), else
+        // the object waits for it, as reports come in any order.
+        final byte[] parentKey = namedParent(e, keyBytes);
+        final byte[][] parentFound = new byte[1][];
+        final Object parentUnit = parentKey == null ? null : addChildTo(tenant, parentKey, groupId, parentFound);
+        final ObjectMeta m;
         final int h = homeShard(hash);
         final int o = groupId.isEmpty() ? h : groupShard(tenant, groupId);
         lockPair(h, o);
@@ -2021,6 +2117,7 @@ public final class MetadataStore implements SnapshotSource
             if (raced != null && !raced.removed)
             {
                 segment.free(e.getOffset());
+                unlinkParent(parentUnit);
                 return null;
             }
             final long now = clock.nanoTime();
@@ -2028,9 +2125,20 @@ public final class MetadataStore implements SnapshotSource
             final String keptTenant = strings.canonical(tenant);
             final GroupMeta group = groupId.isEmpty() ? null : owner.groupOrCreate(keptTenant, groupId);
             final boolean hardPin = (e.getFlags() & io.granary.protocol.CommitRecord.FLAG_HARD_PIN) != 0;
-            final ObjectMeta m = new ObjectMeta(keptTenant, keyBytes, hash, o, e.getValueLength(), "", now, hardPin,
+            m = new ObjectMeta(keptTenant, keyBytes, hash, o, e.getValueLength(), "", now, hardPin,
                 group, new ReplicaRecord[] {replica}, 0, e.getVersion(), true);
             m.complete = true;
+            if (parentUnit != null)
+            {
+                m.parentUnit = parentUnit;
+                m.parentKeyBytes = parentFound[0];
+                rebuild.parentsLinked.increment();
+            }
+            else if (parentKey != null && parentFound[0] == null)
+            {
+                m.parentKeyBytes = parentKey; // waiting: set before it is registered, read by whoever links it
+                awaitedParents.add(m, parentKey);
+            }
             m.hasCrc = e.hasCrc32C();
             m.crc32c = e.getCrc32C();
             // Its age is when it became readable, the node's COMMIT: reads before the restart are not known, but the
@@ -2056,12 +2164,32 @@ public final class MetadataStore implements SnapshotSource
                 pinLocked(m, now + pinLeftNs);
             }
             storedLocked(m);
-            return Adoption.OBJECT;
         }
         finally
         {
             unlockPair(h, o);
         }
+        if (m.parentUnit == null && m.parentKeyBytes != null)
+        {
+            linkAwaiting(m); // its parent may have arrived since the lookup above, and seen no child waiting yet
+        }
+        linkAwaitingChildren(m.tenant, keyBytes);
+        return Adoption.OBJECT;
+    }
+
+    /**
+     * The key of the parent a ledger entry's writer named, or null: none, the object itself, or a malformed key (a
+     * node checks it at COMMIT; one that did not is taken without the parent).
+     */
+    private static byte[] namedParent(final LedgerEntry e, final byte[] keyBytes)
+    {
+        final String parentKey = e.getParentKey();
+        if (parentKey.isEmpty() || checkKey(parentKey) != OK_VALUE)
+        {
+            return null;
+        }
+        final byte[] parentBytes = KeyBytes.utf8(parentKey);
+        return Arrays.equals(parentBytes, keyBytes) ? null : parentBytes;
     }
 
     /** What is left of a reported soft pin: its TTL (the default, or as put, capped) minus the entry's age. */
@@ -2117,6 +2245,15 @@ public final class MetadataStore implements SnapshotSource
         return rebuild;
     }
 
+    /**
+     * Rebuilt objects whose named parent the store does not hold (not reported yet, or lost): until it arrives,
+     * prefix-aware eviction treats them as objects without a parent.
+     */
+    public int rebuiltAwaitingParents()
+    {
+        return awaitedParents.size();
+    }
+
     /** What ledger reports rebuilt on this master; thread safe. */
     public static final class RebuildCounters
     {
@@ -2130,6 +2267,7 @@ public final class MetadataStore implements SnapshotSource
         final LongAdder rejectedRemoved = new LongAdder();
         final LongAdder rejectedBudget = new LongAdder();
         final LongAdder replacedOlder = new LongAdder();
+        final LongAdder parentsLinked = new LongAdder();
 
         void count(final Adoption outcome)
         {
@@ -2192,6 +2330,15 @@ public final class MetadataStore implements SnapshotSource
         public long rejectedBudget()
         {
             return rejectedBudget.sum();
+        }
+
+        /**
+         * Rebuilt objects linked to the parent their writer named (when adopted, or when the parent arrived later),
+         * so that prefix-aware eviction keeps their chain's order.
+         */
+        public long parentsLinked()
+        {
+            return parentsLinked.sum();
         }
 
         /** Rebuilt objects a newer reported version replaced. */

@@ -47,10 +47,14 @@ public final class ObjectMeta
     int crc32c;
     /**
      * The eviction unit (an ungrouped {@link ObjectMeta} or a {@link GroupMeta}) of the parent this object named at
-     * PutStart, whose child count it holds one of; null for none, and cleared when this object leaves the store.
+     * PutStart (or, rebuilt, in its ledger entry), whose child count it holds one of; null for none, and cleared when
+     * this object leaves the store.
      */
     Object parentUnit;
-    /** The parent's key bytes (same tenant) while parentUnit is set at the put, for KV events; null = none. */
+    /**
+     * The parent's key bytes (same tenant), for KV events: set with parentUnit; or, while parentUnit is null, the key
+     * of the parent a rebuilt object is waiting for (see AwaitedParents). Null = none.
+     */
     byte[] parentKeyBytes;
     /** Live objects naming this (ungrouped) object as their parent; changed atomically by {@link ParentLinks}. */
     volatile int childRefs;

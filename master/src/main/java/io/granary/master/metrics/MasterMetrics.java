@@ -61,6 +61,9 @@ public final class MasterMetrics implements AutoCloseable
             "until --put-release-timeout reclaims them", store, MetadataStore::processingPuts);
         gauge(meters, "granary.master.soft.pinned.objects", "Objects with a soft pin in force", store,
             MetadataStore::softPinnedCount);
+        gauge(meters, "granary.master.rebuild.parents.awaited", "Rebuilt objects whose named parent the master does " +
+            "not hold (yet): without a parent for prefix-aware eviction until it arrives", store,
+            MetadataStore::rebuiltAwaitingParents);
         gauge(meters, "granary.master.nodes", "Storage nodes registered (alive)", registry,
             SegmentRegistry::nodeCount);
         gauge(meters, "granary.master.segments", "Segments mounted on live nodes", registry,
@@ -163,6 +166,9 @@ public final class MasterMetrics implements AutoCloseable
             rebuild, MetadataStore.RebuildCounters::rejectedRemoved, "reason", "removed");
         counter(meters, "granary.master.rebuild.entries.rejected", "Reported ledger entries refused, by reason",
             rebuild, MetadataStore.RebuildCounters::rejectedBudget, "reason", "budget");
+        counter(meters, "granary.master.rebuild.parents.linked",
+            "Rebuilt objects linked to the parent their writer named", rebuild,
+            MetadataStore.RebuildCounters::parentsLinked);
 
         for (final LeaseMode mode : LeaseMode.values())
         {

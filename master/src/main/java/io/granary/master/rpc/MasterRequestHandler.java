@@ -284,6 +284,8 @@ public final class MasterRequestHandler
                 .setRejectedRemoved(r.rejectedRemoved())
                 .setRejectedBudget(r.rejectedBudget())
                 .setReplacedOlder(r.replacedOlder())
+                .setParentsLinked(r.parentsLinked())
+                .setParentsAwaited(store.rebuiltAwaitingParents())
                 .setDiscardedReports(server.discardedReports())
                 .setUptimeMs(server.uptimeMs()))
             .build();

@@ -337,6 +337,172 @@ class LedgerAdoptionTest
         assertThat(f.present("new")).isTrue();
     }
 
+    /** An entry naming {@code parent} as its parent ("" none), committed {@code ageMs} before the report. */
+    private static LedgerEntry child(
+        final String key, final String parent, final long offset, final long version, final long ageMs)
+    {
+        return entry(key, offset, 100, version).toBuilder().setParentKey(parent).setAgeMs(ageMs).build();
+    }
+
+    @Test
+    void shouldLinkRebuiltChildrenToTheirParentsWhateverOrderTheyAreReportedInSoLeafFirstKeepsTheChain()
+    {
+        final MountedSegment a = mount("a", 11, true);
+        final MountedSegment b = mount("b", 12, true);
+        final io.granary.master.evict.Evictor evictor =
+            f.evictor(1.0, 0.1, false, io.granary.master.evict.EvictionPolicy.PREFIX_LEAF_FIRST);
+        // c0 <- c1 <- c2 <- c3, committed in chain order (c0 first, the oldest), on two nodes, children reported
+        // before their parents; x is unrelated and the youngest.
+        assertThat(f.store.adopt(b, child("c2", "c1", 0, 3, 7_000))).isEqualTo(OBJECT);
+        assertThat(f.store.adopt(a, child("c3", "c2", 0, 4, 6_000))).isEqualTo(OBJECT);
+        assertThat(f.store.adopt(a, child("c0", "", 4096, 1, 9_000))).isEqualTo(OBJECT);
+        assertThat(f.store.rebuiltAwaitingParents()).as("c2 waits for c1").isEqualTo(1);
+        assertThat(f.store.adopt(b, child("c1", "c0", 4096, 2, 8_000))).isEqualTo(OBJECT);
+        assertThat(f.store.adopt(a, child("x", "", 8192, 5, 1_000))).isEqualTo(OBJECT);
+
+        assertThat(f.store.rebuiltAwaitingParents()).isZero();
+        assertThat(f.store.rebuildCounters().parentsLinked()).isEqualTo(3);
+        assertThat(f.childRefs("c0")).isEqualTo(1);
+        assertThat(f.childRefs("c1")).isEqualTo(1);
+        assertThat(f.childRefs("c2")).isEqualTo(1);
+        assertThat(f.childRefs("c3")).isZero();
+
+        // Oldest lease first would take c0 first (a hole in front of three blocks). Leaf first takes the oldest leaf:
+        // c3 (older than x), then c2, a leaf now and still older than x, and so on: the chain from its end.
+        final List<String> order = new ArrayList<>();
+        for (int round = 0; round < 5; round++)
+        {
+            assertThat(evictor.evict(1).totalObjects()).as("round %d", round).isPositive();
+            for (final String k : List.of("c0", "c1", "c2", "c3", "x"))
+            {
+                if (!order.contains(k) && !f.present(k))
+                {
+                    order.add(k);
+                }
+            }
+        }
+        assertThat(order).containsExactly("c3", "c2", "c1", "c0", "x");
+    }
+
+    @Test
+    void shouldLetAChildWaitForAParentNotHeldAndLinkItToTheNextObjectOfThatKey()
+    {
+        final MountedSegment a = mount("a", 11, true);
+        assertThat(f.store.adopt(a, child("c1", "c0", 0, 2, 5_000))).isEqualTo(OBJECT);
+        assertThat(f.store.adopt(a, child("orphan", "lost", 4096, 3, 5_000))).isEqualTo(OBJECT);
+        assertThat(f.store.rebuiltAwaitingParents()).isEqualTo(2);
+
+        // The parent was lost with a node; an engine puts it again: the waiting child is its child from then on.
+        f.registry.markPlaceable(a); // the report ended
+        f.put("c0", 100);
+        assertThat(f.childRefs("c0")).isEqualTo(1);
+        assertThat(f.store.rebuiltAwaitingParents()).isEqualTo(1);
+        assertThat(f.store.remove(T, "c1", true)).isEqualTo(OK_VALUE);
+        assertThat(f.childRefs("c0")).as("the child's removal gives the count back").isZero();
+
+        // A child that leaves while still waiting leaves nothing behind, and a later parent counts no child.
+        assertThat(f.store.remove(T, "orphan", true)).isEqualTo(OK_VALUE);
+        assertThat(f.store.rebuiltAwaitingParents()).isZero();
+        f.put("lost", 100);
+        assertThat(f.childRefs("lost")).isZero();
+        assertThat(f.store.rebuildCounters().parentsLinked()).isEqualTo(1);
+    }
+
+    @Test
+    void shouldNotLinkAnObjectToItselfToAMemberOfItsOwnGroupOrToAMalformedKey()
+    {
+        final MountedSegment a = mount("a", 11, true);
+        assertThat(f.store.adopt(a, child("self", "self", 0, 1, 1_000))).isEqualTo(OBJECT);
+        assertThat(f.store.adopt(a, child("g-1", "g-0", 4096, 2, 1_000).toBuilder().setGroupId("g").build()))
+            .isEqualTo(OBJECT);
+        assertThat(f.store.adopt(a, child("bad", "nul\u0000key", 8192, 3, 1_000))).as("adopted without the parent")
+            .isEqualTo(OBJECT);
+        assertThat(f.store.rebuiltAwaitingParents()).as("g-1 waits: g-0 is not known yet").isEqualTo(1);
+        assertThat(f.store.adopt(a, child("g-0", "", 12288, 4, 1_000).toBuilder().setGroupId("g").build()))
+            .isEqualTo(OBJECT);
+
+        assertThat(f.store.rebuiltAwaitingParents()).isZero();
+        assertThat(f.store.rebuildCounters().parentsLinked()).isZero();
+        assertThat(f.childRefs("self")).isZero();
+        assertThat(f.childRefs("g-0")).as("the group's own count").isZero();
+    }
+
+    /**
+     * Chains reported by four threads in a random order, on two segments: every child ends linked to its parent
+     * exactly once, whichever of a child's adoption and its parent's came first or whether they overlapped.
+     */
+    @Test
+    void shouldLinkEveryChildExactlyOnceWhenReportsOfAChainRace() throws Exception
+    {
+        final int chains = 24;
+        final int length = 10;
+        for (int round = 0; round < 20; round++)
+        {
+            final MetadataFixture store = new MetadataFixture(16);
+            assertThat(store.registry.mount("a", "a", "127.0.0.1:7011", 11, "a/seg0", MIB, true).code)
+                .isEqualTo(OK_VALUE);
+            assertThat(store.registry.mount("b", "b", "127.0.0.1:7012", 12, "b/seg0", MIB, true).code)
+                .isEqualTo(OK_VALUE);
+            final MountedSegment[] segments = {store.registry.segment("a", 11), store.registry.segment("b", 12)};
+            final List<LedgerEntry> entries = new ArrayList<>();
+            for (int c = 0; c < chains; c++)
+            {
+                for (int i = 0; i < length; i++)
+                {
+                    final int n = c * length + i;
+                    entries.add(child("ch" + c + "-" + i, i == 0 ? "" : "ch" + c + "-" + (i - 1), (n / 2) * 4096L,
+                        n + 1, 1_000));
+                }
+            }
+            final List<Integer> order = new ArrayList<>();
+            for (int n = 0; n < entries.size(); n++)
+            {
+                order.add(n);
+            }
+            java.util.Collections.shuffle(order, new java.util.Random(round));
+            final java.util.concurrent.CyclicBarrier start = new java.util.concurrent.CyclicBarrier(4);
+            final List<Thread> threads = new ArrayList<>();
+            final List<Throwable> failures = java.util.Collections.synchronizedList(new ArrayList<>());
+            for (int t = 0; t < 4; t++)
+            {
+                final int first = t;
+                final Thread thread = new Thread(() ->
+                {
+                    try
+                    {
+                        start.await();
+                        for (int i = first; i < order.size(); i += 4)
+                        {
+                            final int n = order.get(i);
+                            assertThat(store.store.adopt(segments[n % 2], entries.get(n))).isEqualTo(OBJECT);
+                        }
+                    }
+                    catch (final Throwable ex)
+                    {
+                        failures.add(ex);
+                    }
+                });
+                thread.start();
+                threads.add(thread);
+            }
+            for (final Thread thread : threads)
+            {
+                thread.join(30_000);
+            }
+            assertThat(failures).isEmpty();
+            assertThat(store.store.rebuiltAwaitingParents()).as("round %d", round).isZero();
+            assertThat(store.store.rebuildCounters().parentsLinked()).isEqualTo(chains * (length - 1));
+            for (int c = 0; c < chains; c++)
+            {
+                for (int i = 0; i < length; i++)
+                {
+                    assertThat(store.childRefs("ch" + c + "-" + i)).as("round %d, ch%d-%d", round, c, i)
+                        .isEqualTo(i == length - 1 ? 0 : 1);
+                }
+            }
+        }
+    }
+
     @Test
     void shouldTellNodesAboutEveryFreedVersionedExtent()
     {

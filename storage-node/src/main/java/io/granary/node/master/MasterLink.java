@@ -442,6 +442,7 @@ public final class MasterLink implements AutoCloseable
             .setSoftPinTtlMs(e.softPinTtlMs())
             .setAgeMs(Math.max(0, nowMs - e.committedAtMs()))
             .setGroupId(e.groupId())
+            .setParentKey(e.parentKey())
             .setSequence(e.sequence());
         if (e.hasCrc32c())
         {

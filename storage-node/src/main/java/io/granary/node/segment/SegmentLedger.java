@@ -34,6 +34,7 @@ public final class SegmentLedger
         String tenant,
         String key,
         String groupId,
+        String parentKey,
         long version,
         int flags,
         long softPinTtlMs,
@@ -89,7 +90,9 @@ public final class SegmentLedger
         final String[] tenants;
         /**
          * Per live slot, at {@link #NAMES_AT} for {@link #NAMES_LENGTH} bytes: the key's UTF-8 length (2 bytes,
-         * big-endian), the key, then the group id (the rest).
+         * big-endian), then, when the entry names a parent ({@link CommitRecord#FLAG_PARENT} in its flags), the group
+         * id's length (2 bytes), then the key, the group id and the parent key (the rest); without a parent the group
+         * id is the rest.
          */
         byte[] arena;
         /** Bytes of the arena written so far; the next names go here. */
@@ -122,8 +125,8 @@ public final class SegmentLedger
         }
 
         /**
-         * Writes {@code record}'s names ({@code length} bytes: the key's length in two bytes, the key, the group id)
-         * as {@code slot}'s at the arena's top, making room first if they do not fit above it.
+         * Writes {@code record}'s names ({@code length} bytes, laid out as {@link #arena} says) as {@code slot}'s at
+         * the arena's top, making room first if they do not fit above it.
          */
         void putNames(final int slot, final CommitRecord record, final int keyLength, final int length)
         {
@@ -133,7 +136,15 @@ public final class SegmentLedger
             }
             arena[arenaTop] = (byte)(keyLength >>> 8);
             arena[arenaTop + 1] = (byte)keyLength;
-            record.putKeyAndGroup(arena, arenaTop + 2);
+            int at = arenaTop + 2;
+            if ((record.flags() & CommitRecord.FLAG_PARENT) != 0)
+            {
+                final int groupLength = record.groupUtf8Length();
+                arena[at] = (byte)(groupLength >>> 8);
+                arena[at + 1] = (byte)groupLength;
+                at += 2;
+            }
+            record.putNames(arena, at);
             final int i = (slot & PAGE_MASK) * INTS;
             ints[i + NAMES_AT] = arenaTop;
             ints[i + NAMES_LENGTH] = length;
@@ -209,13 +220,25 @@ public final class SegmentLedger
         {
             final int at = getInt(slot, NAMES_AT);
             final int length = getInt(slot, NAMES_LENGTH);
-            final int keyLength = ((arena[at] & 0xFF) << 8) | (arena[at + 1] & 0xFF);
-            final String key = new String(arena, at + 2, keyLength, StandardCharsets.UTF_8);
-            final String groupId = new String(arena, at + 2 + keyLength, length - 2 - keyLength, StandardCharsets.UTF_8);
+            final int end = at + length;
             final int flags = getInt(slot, FLAGS);
+            final int keyLength = u16(at);
+            final boolean hasParent = (flags & CommitRecord.FLAG_PARENT) != 0;
+            final int keyAt = at + (hasParent ? 4 : 2);
+            final int groupAt = keyAt + keyLength;
+            final int parentAt = hasParent ? groupAt + u16(at + 2) : end;
+            final String key = new String(arena, keyAt, keyLength, StandardCharsets.UTF_8);
+            final String groupId = new String(arena, groupAt, parentAt - groupAt, StandardCharsets.UTF_8);
+            final String parentKey = new String(arena, parentAt, end - parentAt, StandardCharsets.UTF_8);
             return new Entry(get(slot, OFFSET), get(slot, VALUE_LENGTH), tenants[slot & PAGE_MASK], key, groupId,
-                get(slot, VERSION), flags, get(slot, SOFT_PIN_TTL_MS), (flags & CommitRecord.FLAG_CRC32C) != 0,
-                getInt(slot, CRC32C), get(slot, SEQUENCE), get(slot, COMMITTED_AT_MS));
+                parentKey, get(slot, VERSION), flags, get(slot, SOFT_PIN_TTL_MS),
+                (flags & CommitRecord.FLAG_CRC32C) != 0, getInt(slot, CRC32C), get(slot, SEQUENCE),
+                get(slot, COMMITTED_AT_MS));
+        }
+
+        private int u16(final int at)
+        {
+            return ((arena[at] & 0xFF) << 8) | (arena[at + 1] & 0xFF);
         }
     }
 
@@ -276,7 +299,8 @@ public final class SegmentLedger
         {
             throw new IllegalArgumentException("key of " + keyLength + " bytes");
         }
-        final int namesLength = 2 + record.keyAndGroupUtf8Length();
+        final int namesLength =
+            ((record.flags() & CommitRecord.FLAG_PARENT) != 0 ? 4 : 2) + record.namesUtf8Length();
         final long bytes = LedgerBudget.entryBytes(namesLength);
         if (!budget.tryReserve(bytes))
         {

@@ -123,8 +123,8 @@ class SegmentLedgerTest
         for (int i = 0; i < 100; i++)
         {
             ledger.commit(segment.id(), i * 4096L, new CommitRecord(CommitRecord.FLAG_CRC32C | CommitRecord.FLAG_SOFT_PIN,
-                new String("tenant-" + (i % 2)), key + i, i % 3 == 0 ? "" : "group-" + i, 3000 + i, 10 + i, 500 + i,
-                -i), 7_000 + i);
+                new String("tenant-" + (i % 2)), key + i, i % 3 == 0 ? "" : "group-" + i, parentOf(key, i), 3000 + i,
+                10 + i, 500 + i, -i), 7_000 + i);
         }
         for (int i = 0; i < 100; i += 2)
         {
@@ -143,19 +143,27 @@ class SegmentLedgerTest
             final SegmentLedger.Entry e = entries.get(i);
             if (i % 2 == 0)
             {
-                assertThat(e).isEqualTo(new SegmentLedger.Entry(i * 4096L + 64, 64, "default", "again-" + i, "",
+                assertThat(e).isEqualTo(new SegmentLedger.Entry(i * 4096L + 64, 64, "default", "again-" + i, "", "",
                     1_000 + i, 0, 0, false, 0, e.sequence(), 9_000));
             }
             else
             {
+                final String parent = parentOf(key, i);
                 assertThat(e).isEqualTo(new SegmentLedger.Entry(i * 4096L, 3000 + i, "tenant-" + (i % 2), key + i,
-                    i % 3 == 0 ? "" : "group-" + i, 10 + i, CommitRecord.FLAG_CRC32C | CommitRecord.FLAG_SOFT_PIN,
-                    500 + i, true, -i, i + 1, 7_000 + i));
+                    i % 3 == 0 ? "" : "group-" + i, parent, 10 + i, CommitRecord.FLAG_CRC32C |
+                    CommitRecord.FLAG_SOFT_PIN | (parent.isEmpty() ? 0 : CommitRecord.FLAG_PARENT), 500 + i, true, -i,
+                    i + 1, 7_000 + i));
                 assertThat(e.tenant()).as("one String for the entries of a tenant").isSameAs(entries.get(1).tenant());
             }
         }
         assertThat(entries.stream().mapToLong(SegmentLedger.Entry::sequence).distinct().count()).isEqualTo(100);
         assertThat(ledger.freed()).isEqualTo(50);
+    }
+
+    /** Every fifth entry of that test names the entry before it as its parent (non-ASCII too); the others none. */
+    private static String parentOf(final String key, final int i)
+    {
+        return i % 5 == 0 && i > 0 ? key + (i - 1) + "-ё" : "";
     }
 
     @Test
@@ -199,8 +207,8 @@ class SegmentLedgerTest
                 final String key = "k" + step;
                 assertThat(ledger.commit(segment.id(), offset, record(key, length, version), step)).isEqualTo(OK_VALUE);
                 removeOverlapping(model, offset, Math.max(1, length));
-                model.put(offset, new SegmentLedger.Entry(offset, length, "default", key, "", version, 0, 0, false, 0,
-                    ++sequence, step));
+                model.put(offset, new SegmentLedger.Entry(offset, length, "default", key, "", "", version, 0, 0, false,
+                    0, ++sequence, step));
             }
             else if (op < 9 && !model.isEmpty())
             {
@@ -229,7 +237,7 @@ class SegmentLedgerTest
     }
 
     /**
-     * Keys and group ids of many lengths (non-ASCII too) replacing one another on a few thousand offsets, so a page's
+     * Keys, group ids and parent keys of many lengths (non-ASCII too) replacing one another on a few thousand offsets, so a page's
      * arena of names fills, is rebuilt without the freed names and grows, again and again; every snapshot held along
      * the way must still read its entries' names as they were, although the ledger's pages share their arena with it.
      */
@@ -252,11 +260,12 @@ class SegmentLedgerTest
             }
             final String key = name(random, 1 + random.nextInt(random.nextInt(20) == 0 ? 1300 : 60)) + step;
             final String group = random.nextInt(3) == 0 ? "" : name(random, random.nextInt(100));
-            final CommitRecord r = new CommitRecord(0, "default", key, group, 64, step, 0, 0);
+            final String parent = random.nextInt(2) == 0 ? "" : name(random, 1 + random.nextInt(80));
+            final CommitRecord r = new CommitRecord(0, "default", key, group, parent, 64, step, 0, 0);
             assertThat(ledger.commit(segment.id(), offset, r, step)).isEqualTo(OK_VALUE);
             model.remove(offset);
-            model.put(offset, new SegmentLedger.Entry(offset, 64, "default", key, group, step, 0, 0, false, 0,
-                0, step));
+            model.put(offset, new SegmentLedger.Entry(offset, 64, "default", key, group, parent, step,
+                parent.isEmpty() ? 0 : CommitRecord.FLAG_PARENT, 0, false, 0, 0, step));
             if (step % 4_000 == 0)
             {
                 held.add(ledger.snapshot());
