@@ -60,9 +60,15 @@ class StorageNodeLedgerTest
     private int commit(final StorageNode node, final int segmentId, final long offset, final String key,
         final long version) throws Exception
     {
+        return commit(node, segmentId, offset, key, "", version);
+    }
+
+    private int commit(final StorageNode node, final int segmentId, final long offset, final String key,
+        final String parentKey, final long version) throws Exception
+    {
         final NettyTransferEngine engine = track(new NettyTransferEngine(new TransferConfig()));
         final CommitRecord record = new CommitRecord(
-            CommitRecord.FLAG_SOFT_PIN, "default", key, "", 512, version, 60_000, 0);
+            CommitRecord.FLAG_SOFT_PIN, "default", key, "", parentKey, 512, version, 60_000, 0);
         return engine.submit(new TransferRequest(TransferRequest.Op.WRITE, node.endpoint(), segmentId, offset,
             ByteBuffer.allocate(512), 512, null, record.encode())).get(10, TimeUnit.SECONDS);
     }
@@ -100,6 +106,7 @@ class StorageNodeLedgerTest
         final Segment segment = node.segments().get(0);
         final int oldId = segment.id();
         assertThat(commit(node, oldId, 4096, "page-1", 77)).isZero();
+        assertThat(commit(node, oldId, 8192, "page-2", "page-1", 78)).isZero();
         final int reportsBefore = master.reports.size();
 
         master.forgetNodes();
@@ -110,7 +117,8 @@ class StorageNodeLedgerTest
         assertThat(again).extracting(ReportLedgerRequest::getPreviousMasterId).containsOnly(master.masterId);
         final ReportLedgerRequest report = again.stream()
             .filter(r -> r.getSegmentId() == segment.id()).findFirst().orElseThrow();
-        assertThat(report.getEntriesList()).singleElement().satisfies(e ->
+        assertThat(report.getEntriesList()).hasSize(2);
+        assertThat(report.getEntries(0)).satisfies(e ->
         {
             assertThat(e.getKey()).isEqualTo("page-1");
             assertThat(e.getOffset()).isEqualTo(4096);
@@ -120,10 +128,18 @@ class StorageNodeLedgerTest
             assertThat(e.getSoftPinTtlMs()).isEqualTo(60_000);
             assertThat(e.getSequence()).isEqualTo(1);
             assertThat(e.hasCrc32C()).isFalse();
+            assertThat(e.getParentKey()).isEmpty();
+        });
+        assertThat(report.getEntries(1)).as("the parent key its COMMIT named").satisfies(e ->
+        {
+            assertThat(e.getKey()).isEqualTo("page-2");
+            assertThat(e.getParentKey()).isEqualTo("page-1");
+            assertThat(e.getFlags()).isEqualTo(CommitRecord.FLAG_SOFT_PIN | CommitRecord.FLAG_PARENT);
+            assertThat(e.getSequence()).isEqualTo(2);
         });
         assertThat(master.mounts.subList(2, master.mounts.size()))
             .extracting(m -> m.getSegment().getSegmentId()).doesNotContain(oldId);
-        assertThat(commit(node, oldId, 8192, "stale-writer", 78)).as("extents of the forgotten registration")
+        assertThat(commit(node, oldId, 12288, "stale-writer", 79)).as("extents of the forgotten registration")
             .isEqualTo(SEGMENT_NOT_FOUND_VALUE);
     }
 
