@@ -24,11 +24,14 @@ import java.util.Locale;
  * <li>{@code child-first}: the same chains reported from their ends (every child waits for its parent, which links it
  * when it arrives: the worst order).</li>
  * </ul>
- * Entries come in offset order in every shape, as a node's ledger report does (only the keys' order differs).
+ * Entries come in offset order in every shape, as a node's ledger report does (only the keys' order differs), unless
+ * {@code offsets} says {@code descending} or {@code shuffled} (the order a master must also cope with, from a node that
+ * reports otherwise).
  * Each shape runs {@code rounds} times; the figures are entries per second per round and their median.
  *
  * <pre>
- * java -Xmx4g -cp benchmarks/target/benchmarks.jar io.granary.benchmarks.RebuildProbe [entries] [chain] [rounds]
+ * java -Xmx4g -cp benchmarks/target/benchmarks.jar io.granary.benchmarks.RebuildProbe [entries] [chain] [rounds] \
+ *     [ascending|descending|shuffled]
  * </pre>
  */
 public final class RebuildProbe
@@ -44,11 +47,13 @@ public final class RebuildProbe
         final int entries = args.length > 0 ? Integer.parseInt(args[0]) : 1_000_000;
         final int chain = args.length > 1 ? Integer.parseInt(args[1]) : 64;
         final int rounds = args.length > 2 ? Integer.parseInt(args[2]) : 3;
-        final List<LedgerEntry> none = entries(entries, chain, false, false);
-        final List<LedgerEntry> parentFirst = entries(entries, chain, true, false);
-        final List<LedgerEntry> childFirst = entries(entries, chain, true, true);
-        System.out.printf(Locale.ROOT, "rebuild of %d ledger entries (4 KiB values, 44-byte keys, chains of %d), one " +
-            "thread, entries per second:%n", entries, chain);
+        final String offsets = args.length > 3 ? args[3] : "ascending";
+        final long[] offsetAt = offsets(entries, offsets);
+        final List<LedgerEntry> none = entries(entries, chain, false, false, offsetAt);
+        final List<LedgerEntry> parentFirst = entries(entries, chain, true, false, offsetAt);
+        final List<LedgerEntry> childFirst = entries(entries, chain, true, true, offsetAt);
+        System.out.printf(Locale.ROOT, "rebuild of %d ledger entries (4 KiB values, 44-byte keys, chains of %d, " +
+            "offsets %s), one thread, entries per second:%n", entries, chain, offsets);
         final double[][] rates = new double[3][rounds];
         for (int round = 0; round < rounds; round++)
         {
@@ -103,8 +108,35 @@ public final class RebuildProbe
         return rate;
     }
 
+    /** The offset of the entry reported {@code i}-th, for each i, in the order asked for. */
+    private static long[] offsets(final int n, final String order)
+    {
+        final long[] at = new long[n];
+        for (int i = 0; i < n; i++)
+        {
+            at[i] = (order.equals("descending") ? n - 1 - i : i) * EXTENT;
+        }
+        if (order.equals("shuffled"))
+        {
+            final java.util.Random random = new java.util.Random(1);
+            for (int i = n - 1; i > 0; i--)
+            {
+                final int j = random.nextInt(i + 1);
+                final long t = at[i];
+                at[i] = at[j];
+                at[j] = t;
+            }
+        }
+        else if (!order.equals("ascending") && !order.equals("descending"))
+        {
+            throw new IllegalArgumentException("offsets: ascending, descending or shuffled, not " + order);
+        }
+        return at;
+    }
+
     /** Ledger entries of {@code n} values in chains of {@code chain}, each chain reported forward or backward. */
-    private static List<LedgerEntry> entries(final int n, final int chain, final boolean parents, final boolean reverse)
+    private static List<LedgerEntry> entries(
+        final int n, final int chain, final boolean parents, final boolean reverse, final long[] offsetAt)
     {
         final List<LedgerEntry> out = new ArrayList<>(n);
         for (int first = 0; first < n; first += chain)
@@ -113,9 +145,9 @@ public final class RebuildProbe
             for (int j = 0; j < end - first; j++)
             {
                 final int i = reverse ? end - 1 - j : first + j;
-                // Offsets in report order, as a node reports its ledger (in offset order): only the keys' order varies.
+                // Offsets by report position, the same in every shape: only the keys' order varies.
                 final LedgerEntry.Builder b = LedgerEntry.newBuilder().setTenant("default").setKey(key(i))
-                    .setOffset((first + j) * EXTENT).setValueLength(EXTENT).setVersion(i + 1L).setAgeMs(1_000);
+                    .setOffset(offsetAt[first + j]).setValueLength(EXTENT).setVersion(i + 1L).setAgeMs(1_000);
                 if (parents && i > first)
                 {
                     b.setParentKey(key(i - 1));

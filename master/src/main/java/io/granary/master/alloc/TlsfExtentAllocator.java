@@ -82,6 +82,8 @@ public final class TlsfExtentAllocator implements ExtentAllocator
 
     /** The free block after the last {@link #allocateAt} extent: where the next one in offset order starts. */
     private int reserveHint = NONE;
+    /** The free block before the last {@link #allocateAt} extent: where the next one in descending order is. */
+    private int reserveHintBefore = NONE;
 
     private long allocatedUnits;
     private int allocationCount;
@@ -225,23 +227,57 @@ public final class TlsfExtentAllocator implements ExtentAllocator
         allocatedUnits += units;
         allocationCount++;
         reserveHint = physNext[block];
+        reserveHintBefore = physPrev[block];
         return true;
     }
 
-    /** The free block holding all of [start, start + units) in granules, or NONE. */
+    /**
+     * The free block holding all of [start, start + units) in granules, or NONE. Extents taken in offset order (a
+     * node reports its ledger so) or in descending order find theirs next to the last one taken; any other is found
+     * through the offset index of live allocations: the one starting last at or before {@code start}, and the block
+     * behind it, since free blocks are merged: no walk along the segment's blocks, whatever order extents come in.
+     */
     private int freeBlockContaining(final long start, final long units)
     {
-        final int hint = reserveHint;
-        if (hint != NONE && hint < recordHighWater && contains(hint, start, units))
+        if (isHint(reserveHint, start, units))
         {
-            return hint;
+            return reserveHint;
         }
-        for (int b = 0; b != NONE; b = physNext[b])
+        if (isHint(reserveHintBefore, start, units))
         {
-            if (blockOffset[b] + blockSize[b] > start)
+            return reserveHintBefore;
+        }
+        final int before = lastLiveAtOrBefore(start);
+        if (before == NONE)
+        {
+            return contains(0, start, units) ? 0 : NONE; // nothing live before it: record 0, the segment's first block
+        }
+        final int next = physNext[before];
+        return next != NONE && contains(next, start, units) ? next : NONE;
+    }
+
+    private boolean isHint(final int hint, final long start, final long units)
+    {
+        return hint != NONE && hint < recordHighWater && contains(hint, start, units);
+    }
+
+    /** The record of the live allocation that starts last at or before granule {@code start}, or NONE. */
+    private int lastLiveAtOrBefore(final long start)
+    {
+        int local = (int)(start & regionMask);
+        for (int region = (int)(start >>> regionShift); region >= 0; region--)
+        {
+            final long[] entries = regions[region];
+            if (entries != null)
             {
-                return contains(b, start, units) ? b : NONE;
+                final int found = search(entries, regionCounts[region], local);
+                final int at = found >= 0 ? found : -found - 2; // else the entry before the insertion point
+                if (at >= 0)
+                {
+                    return (int)entries[at];
+                }
             }
+            local = Integer.MAX_VALUE; // the regions before: their last entry
         }
         return NONE;
     }

@@ -5,6 +5,7 @@ import org.junit.jupiter.api.Test;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
+import java.util.Map;
 import java.util.Random;
 import java.util.TreeMap;
 
@@ -77,9 +78,13 @@ class TlsfAllocateAtTest
                 extents.add(new long[] {at, size});
                 at += (size + 63) & -64;
             }
-            if (round % 2 == 1)
+            if (round % 3 == 1)
             {
                 Collections.shuffle(extents, random);
+            }
+            else if (round % 3 == 2)
+            {
+                Collections.reverse(extents); // descending offsets
             }
             final TreeMap<Long, Long> taken = new TreeMap<>();
             for (final long[] e : extents)
@@ -98,6 +103,67 @@ class TlsfAllocateAtTest
                 final Long after = taken.ceilingKey(offset);
                 assertThat(after == null || after >= end).as("overlap at %d", offset).isTrue();
                 taken.put(offset, end - offset);
+            }
+            allocator.verifyIntegrity();
+        }
+    }
+
+    /**
+     * Extents asked for anywhere, among allocations and frees that leave live allocations in some of the allocator's
+     * index regions (256 KiB each here) and none in others: one is taken exactly when no live allocation overlaps it.
+     */
+    @Test
+    void shouldTakeAnExtentExactlyWhenItIsFreeAmongAllocationsAndFreesAcrossRegions()
+    {
+        final Random random = new Random(7);
+        final long capacity = 8 * MIB;
+        for (int round = 0; round < 10; round++)
+        {
+            final TlsfExtentAllocator allocator = new TlsfExtentAllocator(capacity);
+            final TreeMap<Long, Long> taken = new TreeMap<>();
+            for (int step = 0; step < 3_000; step++)
+            {
+                final int op = random.nextInt(10);
+                if (op < 6)
+                {
+                    // Mostly in the first and last quarter, so the regions between stay empty for long stretches.
+                    final long quarter = capacity / 4;
+                    final long base = random.nextBoolean() ? 0 : 3 * quarter;
+                    final long offset = random.nextInt(8) == 0 ? 64L * random.nextInt((int)(capacity / 64)) :
+                        base + 64L * random.nextInt((int)(quarter / 64));
+                    final long size = 1 + random.nextInt(64 << 10);
+                    final long rounded = (size + 63) & -64;
+                    final Map.Entry<Long, Long> before = taken.floorEntry(offset);
+                    final Long after = taken.ceilingKey(offset);
+                    final boolean free = offset + rounded <= capacity &&
+                        (before == null || before.getKey() + before.getValue() <= offset) &&
+                        (after == null || after >= offset + rounded);
+                    assertThat(allocator.allocateAt(offset, size)).as("round %d step %d: %d+%d", round, step, offset,
+                        size).isEqualTo(free);
+                    if (free)
+                    {
+                        taken.put(offset, rounded);
+                    }
+                }
+                else if (op < 9 && !taken.isEmpty())
+                {
+                    final Long victim = taken.ceilingKey(64L * random.nextInt((int)(capacity / 64)));
+                    final long offset = victim != null ? victim : taken.firstKey();
+                    allocator.free(offset);
+                    taken.remove(offset);
+                }
+                else
+                {
+                    final long offset = allocator.allocate(1 + random.nextInt(16 << 10));
+                    if (offset != NO_SPACE)
+                    {
+                        taken.put(offset, allocator.allocationSize(offset));
+                    }
+                }
+                if (step % 500 == 0)
+                {
+                    allocator.verifyIntegrity();
+                }
             }
             allocator.verifyIntegrity();
         }
