@@ -101,7 +101,8 @@ final class StatCommand extends ClientCommand
             out.println("master: id " + r.masterId() + ", up " + Converters.humanDuration(r.uptimeMs()) +
                 (r.ready() ? ", ready" : ", not ready") + "; rebuilt from node ledgers: " + r.objectsRebuilt() +
                 " objects, " + r.replicasRebuilt() + " replicas from " + r.ledgerReports() + " segment report(s), " +
-                r.entriesRejected() + " entries refused");
+                r.entriesRejected() + " entries refused" + (r.parentsLinked() + r.parentsAwaited() == 0 ? "" :
+                "; " + r.parentsLinked() + " linked to their parent, " + r.parentsAwaited() + " waiting for it"));
         }
     }
 

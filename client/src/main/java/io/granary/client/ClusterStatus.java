@@ -68,6 +68,9 @@ public record ClusterStatus(
      * @param replicasRebuilt  replicas adopted, the objects' first ones included.
      * @param entriesRejected  reported extents refused (older version, overlap, invalid, removed).
      * @param uptimeMs         milliseconds since the master started.
+     * @param parentsLinked    rebuilt objects linked to the parent their put named (prefix chains kept).
+     * @param parentsAwaited   rebuilt objects whose named parent the master does not hold (yet); 0 from an older
+     *                         master, as is {@code parentsLinked}.
      */
     public record Rebuild(
         String masterId,
@@ -76,9 +79,24 @@ public record ClusterStatus(
         long objectsRebuilt,
         long replicasRebuilt,
         long entriesRejected,
-        long uptimeMs)
+        long uptimeMs,
+        long parentsLinked,
+        long parentsAwaited)
     {
-        public static final Rebuild NONE = new Rebuild("", true, 0, 0, 0, 0, 0);
+        public static final Rebuild NONE = new Rebuild("", true, 0, 0, 0, 0, 0, 0, 0);
+
+        /** Without the parent-link counts (as before they existed): both 0. */
+        public Rebuild(
+            final String masterId,
+            final boolean ready,
+            final long ledgerReports,
+            final long objectsRebuilt,
+            final long replicasRebuilt,
+            final long entriesRejected,
+            final long uptimeMs)
+        {
+            this(masterId, ready, ledgerReports, objectsRebuilt, replicasRebuilt, entriesRejected, uptimeMs, 0, 0);
+        }
     }
 
     /** One storage node. */

@@ -134,7 +134,7 @@ final class ProtoMapping
             r.getReady(), r.getLedgerReports(), r.getObjectsRebuilt(), r.getReplicasRebuilt(),
             r.getRejectedStale() + r.getRejectedOverlap() + r.getRejectedInvalid() + r.getRejectedRemoved() +
                 r.getRejectedBudget(),
-            r.getUptimeMs()) : ClusterStatus.Rebuild.NONE;
+            r.getUptimeMs(), r.getParentsLinked(), r.getParentsAwaited()) : ClusterStatus.Rebuild.NONE;
         return new ClusterStatus(
             nodes, segments, response.getObjects(), response.getCapacityBytes(), response.getAllocatedBytes(),
             response.getLeaseTtlMs(), response.getVersion(), rebuild,

@@ -15,7 +15,8 @@ class ProtoMappingTest
         final ClusterStatusResponse response = ClusterStatusResponse.newBuilder().setObjects(7)
             .setRebuild(RebuildStatus.newBuilder().setMasterId("m").setReady(true).setLedgerReports(2)
                 .setObjectsRebuilt(7).setReplicasRebuilt(9).setRejectedStale(1).setRejectedOverlap(2)
-                .setRejectedInvalid(4).setRejectedRemoved(8).setRejectedBudget(16).setUptimeMs(5))
+                .setRejectedInvalid(4).setRejectedRemoved(8).setRejectedBudget(16).setUptimeMs(5)
+                .setParentsLinked(6).setParentsAwaited(1))
             .build();
 
         final ClusterStatus status = ProtoMapping.toClusterStatus(response);
@@ -24,6 +25,8 @@ class ProtoMappingTest
         assertThat(status.rebuild().entriesRejected()).isEqualTo(31);
         assertThat(status.rebuild().objectsRebuilt()).isEqualTo(7);
         assertThat(status.rebuild().replicasRebuilt()).isEqualTo(9);
+        assertThat(status.rebuild().parentsLinked()).isEqualTo(6);
+        assertThat(status.rebuild().parentsAwaited()).isEqualTo(1);
     }
 
     @Test
