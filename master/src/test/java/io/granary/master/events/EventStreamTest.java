@@ -342,8 +342,10 @@ class EventStreamTest
             .addEntries(LedgerEntry.newBuilder().setTenant("default").setKey("x").setOffset(0).setValueLength(100)
                 .setVersion(5))
             .addEntries(LedgerEntry.newBuilder().setTenant("default").setKey("y").setOffset(4096).setValueLength(100)
-                .setVersion(6).setGroupId("g"))
-            .build()).getAdopted()).isEqualTo(2);
+                .setVersion(6).setGroupId("g").setParentKey("x"))
+            .addEntries(LedgerEntry.newBuilder().setTenant("default").setKey("z").setOffset(12288).setValueLength(100)
+                .setVersion(7).setParentKey("not-reported"))
+            .build()).getAdopted()).isEqualTo(3);
         assertThat(stub.reportLedger(ReportLedgerRequest.newBuilder().setNodeId("n1").setSegmentId(1).setLast(true)
             .addEntries(LedgerEntry.newBuilder().setTenant("default").setKey("x").setOffset(8192).setValueLength(100)
                 .setVersion(9))
@@ -353,9 +355,13 @@ class EventStreamTest
         final List<String> seen = events.liveEvents().stream().skip(1)
             .map(e -> e.getType().name() + ":" + e.getKey() + ":" + e.getReason().name()).collect(Collectors.toList());
         assertThat(seen).containsExactly(
-            "KV_EVENT_STORED:x:KV_REASON_NONE", "KV_EVENT_STORED:y:KV_REASON_NONE",
+            "KV_EVENT_STORED:x:KV_REASON_NONE", "KV_EVENT_STORED:y:KV_REASON_NONE", "KV_EVENT_STORED:z:KV_REASON_NONE",
             "KV_EVENT_REMOVED:x:KV_REASON_REPLACED", "KV_EVENT_STORED:x:KV_REASON_NONE");
         assertThat(events.liveEvents().get(2).getGroupComplete()).isTrue();
+        // The parent each entry's put named: held (y's, linked) or not (z's, waiting for it); x names none.
+        assertThat(events.liveEvents().get(1).getParentKey()).isEmpty();
+        assertThat(events.liveEvents().get(2).getParentKey()).isEqualTo("x");
+        assertThat(events.liveEvents().get(3).getParentKey()).isEqualTo("not-reported");
         assertThat(events.view()).isEqualTo(present("default"));
     }
 
