@@ -574,7 +574,9 @@ public final class NativeTransferEngine implements TransferEngine, AdmissionStat
     /** A caller loop whose driver closed: kept (with its connections) for the next call, or freed. */
     private void release(final Loop loop)
     {
-        current.remove();
+        // set(null), not remove(): the thread's next call reads `current` again, and a get() after remove() builds
+        // the thread's map entry anew each time (about 1 % of a caller's CPU in 4 KiB put batches, by a profile).
+        current.set(null);
         lent.remove(loop);
         if (!closed && !loop.destroyed && loop.pending.isEmpty())
         {
