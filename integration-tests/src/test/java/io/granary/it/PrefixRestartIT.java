@@ -8,10 +8,6 @@ import org.junit.jupiter.api.TestInfo;
 import org.junit.jupiter.api.Timeout;
 
 import java.io.IOException;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -63,7 +59,7 @@ class PrefixRestartIT
 
             cluster.master().kill9();
             cluster.restartMaster();
-            Await.until(RECOVERY, () -> readyWith(client, 2 * CHAIN),
+            Await.until(RECOVERY, () -> ProcessCluster.readyWith(client, 2 * CHAIN),
                 "the restarted master to rebuild every page from the node's ledger");
             assertThat(rebuildStatus(cluster)).as("every page but the two first blocks has its parent back")
                 .contains("\"parents_linked\":" + 2 * (CHAIN - 1) + ",").contains("\"parents_awaited\":0,");
@@ -114,24 +110,10 @@ class PrefixRestartIT
         return prefix;
     }
 
-    private static boolean readyWith(final GranaryClient client, final long objects)
-    {
-        try
-        {
-            return client.clusterStatus().rebuild().ready() && client.clusterStatus().objects() == objects;
-        }
-        catch (final RuntimeException ex)
-        {
-            return false; // not up yet
-        }
-    }
-
     /** The master's /status "rebuild" object. */
     private static String rebuildStatus(final ProcessCluster cluster) throws IOException, InterruptedException
     {
-        final String status = HttpClient.newHttpClient().send(HttpRequest.newBuilder(
-            URI.create("http://" + cluster.master().ready("admin") + "/status")).build(),
-            HttpResponse.BodyHandlers.ofString()).body();
+        final String status = cluster.masterStatus();
         final int at = status.indexOf("\"rebuild\":{");
         assertThat(at).as("/status has a rebuild object: " + status).isNotNegative();
         return status.substring(at, status.indexOf('}', at) + 1);

@@ -180,6 +180,31 @@ final class ProcessCluster implements AutoCloseable
         return master().ready("grpc");
     }
 
+    /** The running master's admin {@code /status} document. */
+    String masterStatus() throws IOException, InterruptedException
+    {
+        return java.net.http.HttpClient.newHttpClient().send(java.net.http.HttpRequest.newBuilder(
+                java.net.URI.create("http://" + master().ready("admin") + "/status"))
+                .timeout(Duration.ofSeconds(10)).build(),
+            java.net.http.HttpResponse.BodyHandlers.ofString()).body();
+    }
+
+    /**
+     * Whether the master {@code client} talks to is ready and holds {@code objects} objects: the condition a test
+     * awaits after restarting a master (false while it is not up yet).
+     */
+    static boolean readyWith(final GranaryClient client, final long objects)
+    {
+        try
+        {
+            return client.clusterStatus().rebuild().ready() && client.clusterStatus().objects() == objects;
+        }
+        catch (final RuntimeException ex)
+        {
+            return false; // not up yet
+        }
+    }
+
     /** Starts a storage node named {@code name} against the master and waits for its ready line. */
     ServiceProcess startNode(final String name, final String... flags)
     {

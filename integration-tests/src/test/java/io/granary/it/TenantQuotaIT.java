@@ -7,10 +7,6 @@ import org.junit.jupiter.api.TestInfo;
 import org.junit.jupiter.api.Timeout;
 
 import java.io.IOException;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -62,7 +58,7 @@ class TenantQuotaIT
 
             cluster.master().kill9();
             cluster.restartMaster();
-            Await.until(RECOVERY, () -> readyWith(small, QUOTA_PAGES + 3 * QUOTA_PAGES),
+            Await.until(RECOVERY, () -> ProcessCluster.readyWith(small, QUOTA_PAGES + 3 * QUOTA_PAGES),
                 "the restarted master to rebuild every page from the node's ledger");
             assertThat(smallQuota(cluster)).as("the rebuilt pages count against the quota")
                 .contains("\"used_bytes\":" + QUOTA_PAGES * PAGE_BYTES + ",").contains("\"refusals\":0,");
@@ -84,24 +80,10 @@ class TenantQuotaIT
         }
     }
 
-    private static boolean readyWith(final GranaryClient client, final long objects)
-    {
-        try
-        {
-            return client.clusterStatus().rebuild().ready() && client.clusterStatus().objects() == objects;
-        }
-        catch (final RuntimeException ex)
-        {
-            return false; // not up yet
-        }
-    }
-
     /** The "small" entry of the master's /status tenant_quotas. */
     private static String smallQuota(final ProcessCluster cluster) throws IOException, InterruptedException
     {
-        final String status = HttpClient.newHttpClient().send(HttpRequest.newBuilder(
-            URI.create("http://" + cluster.master().ready("admin") + "/status")).build(),
-            HttpResponse.BodyHandlers.ofString()).body();
+        final String status = cluster.masterStatus();
         final int at = status.indexOf("{\"tenant\":\"small\"");
         assertThat(at).as("/status names tenant small: " + status).isNotNegative();
         return status.substring(at, status.indexOf('}', at) + 1);
