@@ -35,6 +35,7 @@ public final class ClientConfig
     private final int sliceBytes;
     private final int maxVectorEntries;
     private final boolean writeCommits;
+    private final boolean commitParents;
     private final boolean localTransfers;
     private final int localMinBytes;
     private final Duration transferTimeout;
@@ -64,6 +65,7 @@ public final class ClientConfig
         this.sliceBytes = b.sliceBytes;
         this.maxVectorEntries = b.maxVectorEntries;
         this.writeCommits = b.writeCommits;
+        this.commitParents = b.commitParents;
         this.localTransfers = b.localTransfers;
         this.localMinBytes = b.localMinBytes;
         this.transferTimeout = b.transferTimeout;
@@ -134,6 +136,7 @@ public final class ClientConfig
         b.sliceBytes = sliceBytes;
         b.maxVectorEntries = maxVectorEntries;
         b.writeCommits = writeCommits;
+        b.commitParents = commitParents;
         b.localTransfers = localTransfers;
         b.localMinBytes = localMinBytes;
         b.transferTimeout = transferTimeout;
@@ -261,6 +264,12 @@ public final class ClientConfig
         return writeCommits;
     }
 
+    /** Whether a put's parent key goes into its COMMIT record, for a restarted master's prefix chains (default true). */
+    public boolean commitParents()
+    {
+        return commitParents;
+    }
+
     /**
      * Whether reads, and writes of at least {@link #localMinBytes()}, move by process_vm_readv/writev to nodes on this
      * host (native transport).
@@ -360,6 +369,7 @@ public final class ClientConfig
         return "ClientConfig[master=" + masterAddress + ", tenant=" + tenant + ", transport=" + transport +
             ", rpcTimeout=" + rpcTimeout + ", lanesPerPeer=" + lanesPerPeer + ", sliceBytes=" + sliceBytes +
             ", maxVectorEntries=" + maxVectorEntries + ", writeCommits=" + writeCommits +
+            ", commitParents=" + commitParents +
             ", localTransfers=" + localTransfers + ", localMinBytes=" + localMinBytes +
             ", transferTimeout=" + transferTimeout +
             ", connectTimeout=" + connectTimeout +
@@ -386,6 +396,7 @@ public final class ClientConfig
         return masterAddress.equals(c.masterAddress) && tenant.equals(c.tenant) && transport == c.transport &&
             rpcTimeout.equals(c.rpcTimeout) && lanesPerPeer == c.lanesPerPeer && sliceBytes == c.sliceBytes &&
             maxVectorEntries == c.maxVectorEntries && writeCommits == c.writeCommits &&
+            commitParents == c.commitParents &&
             localTransfers == c.localTransfers && localMinBytes == c.localMinBytes &&
             transferTimeout.equals(c.transferTimeout) && connectTimeout.equals(c.connectTimeout) &&
             ioThreads == c.ioThreads && maxQueuedTransfersPerPeer == c.maxQueuedTransfersPerPeer &&
@@ -414,6 +425,7 @@ public final class ClientConfig
         private int sliceBytes = TransferConfig.DEFAULT_SLICE_BYTES;
         private int maxVectorEntries = TransferConfig.DEFAULT_MAX_VECTOR_ENTRIES;
         private boolean writeCommits = true;
+        private boolean commitParents = true;
         private boolean localTransfers = true;
         private int localMinBytes = TransferConfig.DEFAULT_LOCAL_MIN_BYTES;
         private Duration transferTimeout = Duration.ofMillis(TransferConfig.DEFAULT_TRANSFER_TIMEOUT_MS);
@@ -489,6 +501,18 @@ public final class ClientConfig
         public Builder writeCommits(final boolean writeCommits)
         {
             this.writeCommits = writeCommits;
+            return this;
+        }
+
+        /**
+         * Whether a put's parent key ({@link PutOptions.Builder#parent}) goes into the COMMIT record its storage nodes
+         * keep (default true), so that a restarted master relinks prefix chains for prefix-aware eviction; false while
+         * storage nodes older than that record flag remain (they refuse such a COMMIT with INVALID_PARAMS and the put
+         * fails). Puts naming no parent are the same either way; the master links parents at PutStart regardless.
+         */
+        public Builder commitParents(final boolean commitParents)
+        {
+            this.commitParents = commitParents;
             return this;
         }
 

@@ -381,7 +381,8 @@ public final class GranaryClientImpl implements GranaryClient
         {
             throw refused("put", key, "PutStart", started.getCode());
         }
-        final CommitRecord record = commitRecord(tenant, key, data.remaining(), started.getVersion(), options);
+        final CommitRecord record =
+            commitRecord(tenant, key, data.remaining(), started.getVersion(), options, config.commitParents());
         final CompletableFuture<byte[]> commit = record == null ? null : new CompletableFuture<>();
         final WriteOperation write;
         try
@@ -445,12 +446,12 @@ public final class GranaryClientImpl implements GranaryClient
 
     /**
      * The COMMIT record every replica's node gets after the value's bytes (its CRC32C is added once computed): what a
-     * restarted master needs to rebuild the object from the node's ledger. Null when the master issued no version
-     * (an older master).
+     * restarted master needs to rebuild the object from the node's ledger, with the parent key the put names when
+     * {@code withParent}. Null when the master issued no version (an older master).
      */
     static CommitRecord commitRecord(
         final String tenant, final String key, final long length, final long version,
-        final io.granary.proto.PutOptions options)
+        final io.granary.proto.PutOptions options, final boolean withParent)
     {
         if (version == 0)
         {
@@ -470,8 +471,8 @@ public final class GranaryClientImpl implements GranaryClient
                 softPinTtlMs = options.getSoftPinTtlMs();
             }
         }
-        return new CommitRecord(flags, tenant, key, options.getGroupId(), options.getParentKey(), length, version,
-            softPinTtlMs, 0);
+        return new CommitRecord(flags, tenant, key, options.getGroupId(), withParent ? options.getParentKey() : "",
+            length, version, softPinTtlMs, 0);
     }
 
     private Void endPut(final String key, final int crc)
@@ -690,7 +691,8 @@ public final class GranaryClientImpl implements GranaryClient
             try
             {
                 final CommitRecord record =
-                    commitRecord(tenant, key, data[i].remaining(), started.version(j), options[i]);
+                    commitRecord(tenant, key, data[i].remaining(), started.version(j), options[i],
+                        config.commitParents());
                 final CompletableFuture<byte[]> commit = record == null ? null : new CompletableFuture<>();
                 final WriteOperation operation = WriteOperation.of(key, data[i], started.extents(j, key), commit);
                 // The checksums were computed during BatchPutStart: each record goes with its WRITE.

@@ -208,11 +208,30 @@ class PutRetryAndCommitTest
     void shouldMarkASoftPinWithoutTtlForTheMastersDefault()
     {
         final byte[] record = GranaryClientImpl.commitRecord("t", "k", 5, 9,
-            ProtoMapping.toProto(PutOptions.builder().softPin(SoftPinAction.ENABLE, null).build())).encode();
+            ProtoMapping.toProto(PutOptions.builder().softPin(SoftPinAction.ENABLE, null).build()), true).encode();
         final CommitRecord decoded = CommitRecord.decode(record, 0, record.length);
 
         assertThat(decoded.flags()).isEqualTo(CommitRecord.FLAG_SOFT_PIN | CommitRecord.FLAG_SOFT_PIN_DEFAULT_TTL);
-        assertThat(GranaryClientImpl.commitRecord("t", "k", 5, 0, ProtoMapping.toProto(PutOptions.defaults())))
+        assertThat(GranaryClientImpl.commitRecord("t", "k", 5, 0, ProtoMapping.toProto(PutOptions.defaults()), true))
             .as("no version from the master: no commit").isNull();
+    }
+
+    @Test
+    void shouldPutTheParentKeyInTheCommitRecordUnlessTurnedOff()
+    {
+        final io.granary.proto.PutOptions options = ProtoMapping.toProto(PutOptions.builder().parent("p-0").build());
+
+        final CommitRecord with = GranaryClientImpl.commitRecord("t", "p-1", 5, 9, options, true);
+        assertThat(with.parentKey()).isEqualTo("p-0");
+        assertThat(with.flags()).isEqualTo(CommitRecord.FLAG_PARENT);
+        final byte[] encoded = with.encode();
+        assertThat(CommitRecord.decode(encoded, 0, encoded.length).parentKey()).isEqualTo("p-0");
+
+        final CommitRecord without = GranaryClientImpl.commitRecord("t", "p-1", 5, 9, options, false);
+        assertThat(without.parentKey()).isEmpty();
+        assertThat(without.flags()).as("laid out as for a node that predates the flag").isZero();
+        assertThat(ClientConfig.builder().masterAddress("127.0.0.1:1").build().commitParents()).isTrue();
+        assertThat(ClientConfig.builder().masterAddress("127.0.0.1:1").commitParents(false).build().toBuilder()
+            .build().commitParents()).isFalse();
     }
 }
