@@ -970,9 +970,10 @@ public final class MetadataStore implements SnapshotSource
 
     /**
      * A rebuilt object that was waiting for its parent gets it if the store holds the parent now; else it keeps
-     * waiting. Takes the parent's owner lock, then the child's, never both.
+     * waiting. Takes the parent's owner lock, then the child's, never both. Package-private so that a test can play
+     * the side that loses a race (the child linked or gone by the time its lock is taken).
      */
-    private void linkAwaiting(final ObjectMeta child)
+    void linkAwaiting(final ObjectMeta child)
     {
         final byte[] parentKey = child.parentKeyBytes; // read again under the child's lock below
         if (parentKey == null)

@@ -503,6 +503,80 @@ class LedgerAdoptionTest
         }
     }
 
+    /** The side that loses a race to link a child (see the next test) gives its count back. */
+    @Test
+    void shouldGiveBackTheCountOfALinkThatLostItsRace()
+    {
+        final MountedSegment a = mount("a", 11, true);
+        assertThat(f.store.adopt(a, child("p", "", 0, 1, 1_000))).isEqualTo(OBJECT);
+        assertThat(f.store.adopt(a, child("c", "p", 4096, 2, 1_000))).isEqualTo(OBJECT);
+        final ObjectMeta linked = f.store.lockForKey(T, "c");
+        f.store.unlockOwner(linked);
+        f.store.linkAwaiting(linked); // as the parent's look for waiting children would, after the child linked itself
+        assertThat(f.childRefs("p")).isEqualTo(1);
+
+        assertThat(f.store.adopt(a, child("orphan", "q", 8192, 3, 1_000))).isEqualTo(OBJECT);
+        final ObjectMeta gone = f.store.lockForKey(T, "orphan");
+        f.store.unlockOwner(gone);
+        assertThat(f.store.remove(T, "orphan", true)).isEqualTo(OK_VALUE);
+        assertThat(f.store.adopt(a, child("q", "", 12288, 4, 1_000))).isEqualTo(OBJECT);
+        gone.parentKeyBytes = "q".getBytes(java.nio.charset.StandardCharsets.UTF_8); // as read before its removal
+        f.store.linkAwaiting(gone); // a child removed between the two locks
+        assertThat(f.childRefs("q")).isZero();
+        assertThat(f.store.rebuildCounters().parentsLinked()).isEqualTo(1);
+    }
+
+    /**
+     * A child and its parent adopted at the same moment by two threads, many times: both the child's second look for
+     * its parent and the parent's look for waiting children may find the other and link; the link must count once.
+     */
+    @Test
+    void shouldCountAChildOnceWhenItAndItsParentAreAdoptedAtTheSameMoment() throws Exception
+    {
+        final int pairs = 1_000;
+        final MetadataFixture store = new MetadataFixture(16);
+        assertThat(store.registry.mount("a", "a", "127.0.0.1:7011", 11, "a/seg0", 64 * MIB, true).code)
+            .isEqualTo(OK_VALUE);
+        final MountedSegment segment = store.registry.segment("a", 11);
+        final java.util.concurrent.CyclicBarrier together = new java.util.concurrent.CyclicBarrier(2);
+        final List<Throwable> failures = java.util.Collections.synchronizedList(new ArrayList<>());
+        final Thread[] threads = new Thread[2];
+        for (int t = 0; t < 2; t++)
+        {
+            final boolean parents = t == 0;
+            threads[t] = new Thread(() ->
+            {
+                try
+                {
+                    for (int p = 0; p < pairs; p++)
+                    {
+                        together.await(10, TimeUnit.SECONDS);
+                        final LedgerEntry e = parents ? child("parent-" + p, "", p * 8192L, 2L * p + 1, 1_000) :
+                            child("child-" + p, "parent-" + p, p * 8192L + 4096, 2L * p + 2, 1_000);
+                        assertThat(store.store.adopt(segment, e)).isEqualTo(OBJECT);
+                    }
+                }
+                catch (final Throwable ex)
+                {
+                    failures.add(ex);
+                    together.reset();
+                }
+            });
+            threads[t].start();
+        }
+        for (final Thread thread : threads)
+        {
+            thread.join(60_000);
+        }
+        assertThat(failures).isEmpty();
+        assertThat(store.store.rebuiltAwaitingParents()).isZero();
+        assertThat(store.store.rebuildCounters().parentsLinked()).isEqualTo(pairs);
+        for (int p = 0; p < pairs; p++)
+        {
+            assertThat(store.childRefs("parent-" + p)).as("parent-%d", p).isEqualTo(1);
+        }
+    }
+
     @Test
     void shouldTellNodesAboutEveryFreedVersionedExtent()
     {
