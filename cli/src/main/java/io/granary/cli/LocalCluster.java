@@ -27,7 +27,7 @@ public final class LocalCluster implements AutoCloseable
 {
     private static final long POLL_NS = 1_000_000L;
 
-    private final MasterServer master;
+    private volatile MasterServer master;
     private final String masterAddress;
     private final Builder settings;
     private final List<StorageNode> nodes = Collections.synchronizedList(new ArrayList<>());
@@ -126,6 +126,30 @@ public final class LocalCluster implements AutoCloseable
         nodes.add(node);
         awaitMounted(node, true);
         return node;
+    }
+
+    /**
+     * Stops the master and starts a new one with the same settings on the same ports, as an operator restarting it
+     * would: the nodes keep their memory, register with the new master and report their ledgers, from which it
+     * rebuilds its metadata. Waits until the new master shows every node's segments again (their reports done).
+     * Clients reconnect by themselves. Not while other threads use {@link #master()}.
+     */
+    public MasterServer restartMaster()
+    {
+        final MasterServer old = master;
+        final MasterServer.Context ctx = settings.masterContext;
+        ctx.port(old.grpcPort()).lookupPort(old.lookupPort());
+        if (old.adminPort() > 0)
+        {
+            ctx.adminPort(old.adminPort());
+        }
+        old.close();
+        master = MasterServer.launch(ctx);
+        for (final StorageNode node : snapshot(nodes))
+        {
+            awaitMounted(node, true);
+        }
+        return master;
     }
 
     /** Closes {@code node} (it unmounts its segments) and waits until the master no longer lists them. */

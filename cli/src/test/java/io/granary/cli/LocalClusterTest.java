@@ -48,6 +48,37 @@ class LocalClusterTest
     }
 
     @Test
+    void shouldRestartTheMasterOnItsPortsAndRebuildWhatTheNodesHoldWithTheirParentLinks()
+    {
+        try (LocalCluster cluster = LocalCluster.builder().nodes(2).segmentSizeBytes(8L << 20).start())
+        {
+            final GranaryClient client = cluster.newClient();
+            client.put("block-0", java.nio.ByteBuffer.wrap(new byte[] {1}), io.granary.client.PutOptions.defaults());
+            for (int i = 1; i < 5; i++)
+            {
+                client.put("block-" + i, java.nio.ByteBuffer.wrap(new byte[] {(byte)(i + 1)}),
+                    io.granary.client.PutOptions.builder().parent("block-" + (i - 1)).build());
+            }
+            final int port = cluster.master().grpcPort();
+            final String before = cluster.master().masterId();
+
+            final io.granary.master.MasterServer restarted = cluster.restartMaster();
+
+            assertThat(restarted.masterId()).isNotEqualTo(before);
+            assertThat(restarted.grpcPort()).isEqualTo(port);
+            assertThat(restarted.registry().liveSegments()).hasSize(2);
+            assertThat(restarted.store().objectCount()).isEqualTo(5);
+            assertThat(restarted.store().rebuildCounters().parentsLinked()).isEqualTo(4);
+            assertThat(restarted.store().rebuiltAwaitingParents()).isZero();
+            for (int i = 0; i < 5; i++)
+            {
+                assertThat(client.get("block-" + i)).as("block-%d through the same client", i)
+                    .containsExactly((byte)(i + 1));
+            }
+        }
+    }
+
+    @Test
     void shouldRefuseABadNodeSetting()
     {
         final LocalCluster.Builder builder = LocalCluster.builder().nodes(1).segmentSizeBytes(1024);

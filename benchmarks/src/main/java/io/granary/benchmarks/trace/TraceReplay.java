@@ -39,8 +39,15 @@ import java.util.Locale;
  *      -cp benchmarks/target/benchmarks.jar io.granary.benchmarks.trace.TraceReplay \
  *      --trace /work/shared/traces/conversation_trace.jsonl [--requests N] [--fractions 0.1,0.25,0.5] \
  *      [--policies oldest-lease,prefix-leaf-first] [--objects-per-block 2] [--page-bytes 4096] \
- *      [--eviction-ratio 0.01] [--json]
+ *      [--eviction-ratio 0.01] [--restart-after N] [--commit-parents true|false] [--json]
  * </pre>
+ *
+ * <p>{@code --restart-after N} stops the master after the N-th request of each run and starts a new one on the same
+ * ports, which rebuilds its metadata (and the pages' parent links) from the node's ledger, as after a master crash;
+ * the replay then goes on. Reads before the restart are not in a ledger: the rebuilt pages age from when they were
+ * stored, so the model (which does not restart) and the cluster may disagree on some requests after it.
+ * {@code --commit-parents false} keeps the parent keys out of the COMMIT records (the client's {@code commitParents}),
+ * as before they were carried: a restarted master then rebuilds the pages without their parent links.
  */
 public final class TraceReplay
 {
@@ -54,6 +61,10 @@ public final class TraceReplay
         public int objectsPerBlock = 2;
         public int pageBytes = 4096;
         public double evictionRatio = 0.01;
+        /** Restart the master after this many requests of each run; 0 = never. */
+        public int restartAfter;
+        /** The client's {@code commitParents}: whether ledgers keep the pages' parent keys. */
+        public boolean commitParents = true;
         public boolean json;
     }
 
@@ -147,6 +158,8 @@ public final class TraceReplay
                 case "--objects-per-block" -> s.objectsPerBlock = Integer.parseInt(v);
                 case "--page-bytes" -> s.pageBytes = Integer.parseInt(v);
                 case "--eviction-ratio" -> s.evictionRatio = Double.parseDouble(v);
+                case "--restart-after" -> s.restartAfter = Integer.parseInt(v);
+                case "--commit-parents" -> s.commitParents = Boolean.parseBoolean(v);
                 default -> throw new IllegalArgumentException("unknown flag " + flag);
             }
         }
@@ -212,10 +225,14 @@ public final class TraceReplay
             final long segmentBytes = segments[0].sizeBytes();
             final PoolModel model = new PoolModel(policy, segmentBytes / pageAlloc, k, s.pageBytes, s.evictionRatio,
                 segmentBytes);
-            final GranaryClient client = cluster.newClient();
+            final GranaryClient client =
+                cluster.newClient(cluster.clientConfig().commitParents(s.commitParents).build());
             final PrefixCache cache = new PrefixCache(client, PrefixLayout.builder().model("trace-replay")
                 .layerGroups(k).tokensPerBlock(Trace.TOKENS_PER_BLOCK).build());
-            final MetadataStore store = cluster.master().store();
+            MetadataStore store = cluster.master().store();
+            long prefixBreaks = 0;
+            long evictedObjects = 0;
+            long putEndsDone = 0;
 
             int maxBlocks = 0;
             for (int i = 0; i < trace.requestCount(); i++)
@@ -230,7 +247,7 @@ public final class TraceReplay
             }
             final Histogram lookupNs = new Histogram(3_600_000_000_000L, 3);
             final Histogram loadNs = new Histogram(3_600_000_000_000L, 3);
-            final long putEndsBefore = store.putEnds();
+            long putEndsBefore = store.putEnds();
             long bytesLoaded = 0;
             long disagreeing = 0;
             final long startNs = System.nanoTime();
@@ -259,6 +276,24 @@ public final class TraceReplay
                 {
                     disagreeing++;
                 }
+                if (r + 1 == s.restartAfter)
+                {
+                    final MasterServer before = cluster.master();
+                    prefixBreaks += before.evictor().prefixBreaks();
+                    evictedObjects += before.evictor().evictedObjects(0) + before.evictor().evictedObjects(1);
+                    putEndsDone += store.putEnds() - putEndsBefore;
+                    final long restartNs = System.nanoTime();
+                    final MasterServer after = cluster.restartMaster();
+                    store = after.store();
+                    putEndsBefore = store.putEnds();
+                    if (progress != null)
+                    {
+                        progress.printf(Locale.ROOT, "  %s %.0f%%: master restarted after %d requests in %.1f s: %d " +
+                            "objects rebuilt, %d linked to their parent, %d waiting for it%n", policy, fraction * 100,
+                            r + 1, (System.nanoTime() - restartNs) / 1e9, store.rebuildCounters().objects(),
+                            store.rebuildCounters().parentsLinked(), store.rebuiltAwaitingParents());
+                    }
+                }
                 if (progress != null && (r + 1) % Math.max(1, trace.requestCount() / 10) == 0)
                 {
                     progress.printf(Locale.ROOT, "  %s %.0f%%: %d/%d requests, %.1f s%n", policy, fraction * 100, r + 1,
@@ -267,10 +302,13 @@ public final class TraceReplay
             }
             final double seconds = (System.nanoTime() - startNs) / 1e9;
             final PrefixStats stats = cache.stats();
+            final MasterServer last = cluster.master();
+            prefixBreaks += last.evictor().prefixBreaks();
+            evictedObjects += last.evictor().evictedObjects(0) + last.evictor().evictedObjects(1);
+            putEndsDone += store.putEnds() - putEndsBefore;
             return new Row(fraction, policy, capacityBlocks, segmentBytes, stats.hitRate(), model.hitRate(), bound,
-                stats.strandedBlocks(), stats.holes(), model.strandedBlocks(), cluster.master().evictor().prefixBreaks(),
-                cluster.master().evictor().evictedObjects(0) + cluster.master().evictor().evictedObjects(1),
-                disagreeing, bytesLoaded, (store.putEnds() - putEndsBefore) * s.pageBytes, lookupNs, loadNs, seconds);
+                stats.strandedBlocks(), stats.holes(), model.strandedBlocks(), prefixBreaks, evictedObjects,
+                disagreeing, bytesLoaded, putEndsDone * s.pageBytes, lookupNs, loadNs, seconds);
         }
     }
 

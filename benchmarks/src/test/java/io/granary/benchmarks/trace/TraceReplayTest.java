@@ -76,6 +76,33 @@ class TraceReplayTest
         assertThat(leafFirst.hitRate()).isGreaterThanOrEqualTo(oldest.hitRate());
     }
 
+    /**
+     * The master restarted halfway through a leaf-first replay: with the pages' parent keys in the node's ledger the
+     * rebuilt master keeps every chain's order and leaves no hole; without them (a client with commitParents off, as
+     * every client was before they were carried) it strands blocks behind evicted ones.
+     */
+    @Test
+    void shouldLeaveNoHoleAcrossAMasterRestartOnlyWithParentKeysInTheLedger()
+    {
+        final TraceReplay.Settings s = new TraceReplay.Settings();
+        s.fractions = new double[] {0.25};
+        s.policies = List.of(EvictionPolicy.PREFIX_LEAF_FIRST);
+        s.objectsPerBlock = K;
+        s.pageBytes = PAGE_BYTES;
+        s.restartAfter = 500;
+
+        final TraceReplay.Row with = TraceReplay.run(slice, s, null).get(0);
+        s.commitParents = false;
+        final TraceReplay.Row without = TraceReplay.run(slice, s, null).get(0);
+
+        assertThat(with.evictedObjects()).as("the pool overflowed").isPositive();
+        assertThat(with.strandedBlocks()).isZero();
+        assertThat(with.holes()).isZero();
+        assertThat(with.prefixBreaks()).isZero();
+        assertThat(without.strandedBlocks()).as("rebuilt without parent links, leaf first evicts from the middle")
+            .isPositive();
+    }
+
     @Test
     void shouldBoundWithBeladyOnATraceWhoseOptimumIsKnown() throws IOException
     {
