@@ -83,6 +83,14 @@ public class PutPathBenchmark
     @Param({"false"})
     public boolean tenantQuota;
 
+    /**
+     * Objects rebuilt from a ledger that wait for a parent the store never gets (as after a master restart that lost
+     * a node): while any waits, every new object asks whether it is awaited (docs/architecture.md, "Prefix-aware
+     * eviction").
+     */
+    @Param({"0"})
+    public int awaitingChildren;
+
     private final BatchReplicaAnswer answer = new BatchReplicaAnswer();
     private byte[] out = new byte[1 << 16];
     private KeyBatch[] lookupKeys;
@@ -110,6 +118,21 @@ public class PutPathBenchmark
             store.replicaTokens(new TokenIssuer(AccessTokenCodec.newRandomKey()));
         }
         handler = new MasterRequestHandler(null, store, new BatchProbe(store), registry);
+        if (awaitingChildren > 0)
+        {
+            registry.mount("ledger-node", "ledger-node", "127.0.0.1:7001", 2, "ledger-node/seg0", 1L << 30, true);
+            final io.granary.master.segment.MountedSegment reported = registry.segment("ledger-node", 2);
+            for (int i = 0; i < awaitingChildren; i++)
+            {
+                store.adopt(reported, io.granary.proto.LedgerEntry.newBuilder().setTenant(TENANT)
+                    .setKey("orphan/" + i).setParentKey("lost/" + i).setOffset(i * 4096L).setValueLength(4096)
+                    .setVersion(i + 1L).build());
+            }
+            if (store.rebuiltAwaitingParents() != awaitingChildren)
+            {
+                throw new IllegalStateException(store.rebuiltAwaitingParents() + " objects wait for their parent");
+            }
+        }
         for (int i = 0; i < backgroundObjects; i++)
         {
             final String key = "background/" + i;

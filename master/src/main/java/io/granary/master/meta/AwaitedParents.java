@@ -4,6 +4,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLongArray;
 
 /**
  * Rebuilt objects whose named parent the master did not hold when they were adopted, by the parent's tenant and key:
@@ -16,18 +17,28 @@ import java.util.concurrent.atomic.AtomicInteger;
  * for a parent the store holds. Memory: one entry per waiting child, each a live object (at most the object budget);
  * a child leaves when it is linked or leaves the store. Thread safe without the store's locks (callers may hold one:
  * nothing here takes a shard lock).
+ *
+ * <p>Every new object asks for its waiting children, a put too, for as long as any child waits (after a restart some
+ * may wait for good: their parent was lost with its node). So that such a put costs one bit test and no allocation, a
+ * filter of the waited-for keys' hashes (one bit per hash, 128 KiB, set when a child registers, never cleared) answers
+ * "none" for nearly every key without building the map's key. The bit is set before the entry is published, and the
+ * store reads it after inserting the new object, so the argument above still holds.
  */
 final class AwaitedParents
 {
     private static final ObjectMeta[] NONE = new ObjectMeta[0];
+    private static final int FILTER_BITS = 1 << 20;
 
     /** tenant NUL parent-key bytes (one char per byte) to the children waiting, an array replaced on every change. */
     private final ConcurrentHashMap<String, ObjectMeta[]> waiting = new ConcurrentHashMap<>();
     private final AtomicInteger count = new AtomicInteger();
+    private final AtomicLongArray filter = new AtomicLongArray(FILTER_BITS / Long.SIZE);
 
     /** Registers {@code child} as waiting for the object {@code parentKey} of its tenant. */
     void add(final ObjectMeta child, final byte[] parentKey)
     {
+        final int bit = bit(MetadataStore.hashOf(child.tenant, parentKey, 0, parentKey.length));
+        filter.accumulateAndGet(bit >>> 6, 1L << bit, (had, one) -> had | one);
         waiting.merge(key(child.tenant, parentKey), new ObjectMeta[] {child}, (had, one) ->
         {
             final ObjectMeta[] more = Arrays.copyOf(had, had.length + 1);
@@ -67,10 +78,14 @@ final class AwaitedParents
         return removed[0];
     }
 
-    /** The children waiting for the object {@code key} of {@code tenant}, as of now (an array not changed later). */
-    ObjectMeta[] childrenOf(final String tenant, final byte[] key)
+    /**
+     * The children waiting for the object {@code key} of {@code tenant} (whose {@link MetadataStore#hashOf hash} is
+     * {@code hash}), as of now (an array not changed later).
+     */
+    ObjectMeta[] childrenOf(final String tenant, final byte[] key, final long hash)
     {
-        if (count.get() == 0)
+        final int bit = bit(hash);
+        if (count.get() == 0 || (filter.get(bit >>> 6) & (1L << bit)) == 0)
         {
             return NONE;
         }
@@ -82,6 +97,12 @@ final class AwaitedParents
     int size()
     {
         return count.get();
+    }
+
+    /** The filter's bit for a hash: its low bits (the high ones pick the store's shard). */
+    private static int bit(final long hash)
+    {
+        return (int)hash & (FILTER_BITS - 1);
     }
 
     private static String key(final String tenant, final byte[] key)

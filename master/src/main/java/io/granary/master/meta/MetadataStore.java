@@ -900,7 +900,7 @@ public final class MetadataStore implements SnapshotSource
             }
             else if (awaitedParents.size() > 0)
             {
-                linkAwaitingChildren(tenant, keyBytes); // rebuilt objects that named this key as their parent
+                linkAwaitingChildren(tenant, keyBytes, hash); // rebuilt objects that named this key as their parent
             }
         }
     }
@@ -1020,9 +1020,9 @@ public final class MetadataStore implements SnapshotSource
     }
 
     /** A new object of {@code key} is in the store: the rebuilt objects waiting for it as their parent get it. */
-    private void linkAwaitingChildren(final String tenant, final byte[] key)
+    private void linkAwaitingChildren(final String tenant, final byte[] key, final long hash)
     {
-        for (final ObjectMeta child : awaitedParents.childrenOf(tenant, key))
+        for (final ObjectMeta child : awaitedParents.childrenOf(tenant, key, hash))
         {
             linkAwaiting(child);
         }
@@ -2174,7 +2174,7 @@ public final class MetadataStore implements SnapshotSource
         {
             linkAwaiting(m); // its parent may have arrived since the lookup above, and seen no child waiting yet
         }
-        linkAwaitingChildren(m.tenant, keyBytes);
+        linkAwaitingChildren(m.tenant, keyBytes, hash);
         return Adoption.OBJECT;
     }
 
